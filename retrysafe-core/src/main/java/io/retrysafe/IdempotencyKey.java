@@ -1,0 +1,70 @@
+package io.retrysafe;
+
+import io.retrysafe.internal.Hex;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.util.Objects;
+
+/**
+ * A key together with its scope. The scope names whose intent this is (the authenticated principal
+ * or tenant) and which operation, so one user's key can never replay another user's response.
+ *
+ * <p>{@link #toString()} never shows the raw key, only {@link #digest()}: keys are bearer-like
+ * secrets in logs.
+ */
+public final class IdempotencyKey {
+    /** The longest scope any store accepts. */
+    public static final int MAX_SCOPE_LENGTH = 255;
+
+    private final String scope;
+    private final String value;
+
+    IdempotencyKey(String scope, String value) {
+        if (scope == null || scope.isEmpty()) {
+            throw new IllegalArgumentException("scope must not be empty, but was " + (scope == null ? "null" : "\"\""));
+        }
+        if (scope.length() > MAX_SCOPE_LENGTH) {
+            throw new IllegalArgumentException(
+                    "scope must have at most " + MAX_SCOPE_LENGTH + " characters, but had " + scope.length());
+        }
+        this.scope = scope;
+        this.value = value;
+    }
+
+    /** A key checked against {@link KeyRules#DEFAULT}. */
+    public static IdempotencyKey of(String scope, String value) {
+        return KeyRules.DEFAULT.key(scope, value);
+    }
+
+    public String scope() {
+        return scope;
+    }
+
+    public String value() {
+        return value;
+    }
+
+    /** The first 12 hex digits of SHA-256 over scope and key: enough to correlate log lines, useless to replay. */
+    public String digest() {
+        MessageDigest sha = Hex.sha256();
+        sha.update(scope.getBytes(StandardCharsets.UTF_8));
+        sha.update((byte) 0);
+        sha.update(value.getBytes(StandardCharsets.US_ASCII));
+        return Hex.encode(sha.digest()).substring(0, 12);
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof IdempotencyKey other && scope.equals(other.scope) && value.equals(other.value);
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(scope, value);
+    }
+
+    @Override
+    public String toString() {
+        return "IdempotencyKey[scope=" + scope + ", digest=" + digest() + "]";
+    }
+}

@@ -1,0 +1,291 @@
+package io.retrysafe;
+
+import io.retrysafe.Outcome.Completion;
+import io.retrysafe.internal.GuardedListener;
+import io.retrysafe.internal.Require;
+import io.retrysafe.spi.ClaimRequest;
+import io.retrysafe.spi.ClaimResult;
+import io.retrysafe.spi.FencedWrite;
+import io.retrysafe.spi.IdempotencyStore;
+import io.retrysafe.spi.OwnerToken;
+import io.retrysafe.spi.RetrySafeListener;
+import java.lang.System.Logger.Level;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+/**
+ * The engine: one store call decides, atomically, whether this attempt runs the operation, replays
+ * an earlier answer, or is refused.
+ *
+ * <pre>{@code
+ * RetrySafe retrySafe = RetrySafe.builder(new InMemoryIdempotencyStore()).build();
+ * Outcome<String> outcome = retrySafe.execute(
+ *         IdempotencyKey.of("user-42:payments", idempotencyKeyHeader),
+ *         Fingerprint.sha256(requestBody),
+ *         ResponseCodec.utf8(),
+ *         attempt -> payments.charge(request));
+ * String receipt = outcome.orThrow();
+ * }</pre>
+ *
+ * <p>Claim → run → complete: a claimed key runs the operation, then its result is stored (or the key
+ * released, per {@link OutcomePolicy}) fenced by the claim's owner token. A key already completed is
+ * replayed; one in flight is refused or waited for; one used with another fingerprint is refused.
+ * Instances are immutable and thread-safe.
+ */
+public final class RetrySafe {
+    public static final String DEFAULT_NAME = "retrysafe";
+    public static final boolean DEFAULT_FAIL_OPEN = false;
+
+    private static final System.Logger LOG = System.getLogger(RetrySafe.class.getName());
+    private static final long FIRST_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
+    private static final long MAX_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
+
+    private final String name;
+    private final IdempotencyStore store;
+    private final OperationPolicy policy;
+    private final RetrySafeListener listener;
+    private final boolean failOpen;
+
+    private RetrySafe(String name, IdempotencyStore store, OperationPolicy policy, RetrySafeListener listener,
+            boolean failOpen) {
+        this.name = name;
+        this.store = store;
+        this.policy = policy;
+        this.listener = listener;
+        this.failOpen = failOpen;
+    }
+
+    public static Builder builder(IdempotencyStore store) {
+        return new Builder(store);
+    }
+
+    /** The same engine with another policy, for an operation that needs its own retention or outcome policy. */
+    public RetrySafe with(OperationPolicy policy) {
+        return new RetrySafe(name, store, Require.notNull(policy, "policy"), listener, failOpen);
+    }
+
+    /** The same engine on another store; transactional stores bind one per transaction. */
+    public RetrySafe withStore(IdempotencyStore store) {
+        return new RetrySafe(name, Require.notNull(store, "store"), policy, listener, failOpen);
+    }
+
+    public String name() {
+        return name;
+    }
+
+    public OperationPolicy policy() {
+        return policy;
+    }
+
+    public IdempotencyStore store() {
+        return store;
+    }
+
+    public boolean failOpen() {
+        return failOpen;
+    }
+
+    /**
+     * Runs {@code operation} at most once per key, as DESIGN §3 says. Refusals are returned as
+     * values; an exception thrown by the operation releases the key and propagates (a checked one
+     * wrapped in {@link OperationFailedException}).
+     *
+     * @throws StoreUnavailableException if the operation ran but its outcome could not be recorded
+     */
+    public <T> Outcome<T> execute(IdempotencyKey key, Fingerprint fingerprint, ResponseCodec<T> codec,
+            Operation<T> operation) {
+        Require.notNull(key, "key");
+        Require.notNull(fingerprint, "fingerprint");
+        Require.notNull(codec, "codec");
+        Require.notNull(operation, "operation");
+        Outcome<T> outcome = decide(key, fingerprint, codec, operation);
+        listener.onOutcome(key, outcome);
+        return outcome;
+    }
+
+    private <T> Outcome<T> decide(IdempotencyKey key, Fingerprint fingerprint, ResponseCodec<T> codec,
+            Operation<T> operation) {
+        long deadline = System.nanoTime() + policy.waitForResult().toNanos();
+        long pollNanos = FIRST_POLL_NANOS;
+        while (true) {
+            OwnerToken token = OwnerToken.random();
+            ClaimRequest request = new ClaimRequest(key, fingerprint, token, policy.leaseTtl(), policy.retention());
+            ClaimResult claim;
+            try {
+                claim = timed("claim", () -> store.tryClaim(request));
+            } catch (RuntimeException e) {
+                return storeFailedBeforeRun(key, codec, operation, e);
+            }
+            if (claim instanceof ClaimResult.Claimed claimed) {
+                return run(key, claimed, codec, operation);
+            } else if (claim instanceof ClaimResult.Replay replay) {
+                return new Outcome.Replayed<>(codec.decode(replay.response()));
+            } else if (claim instanceof ClaimResult.FingerprintMismatch) {
+                return new Outcome.FingerprintMismatch<>();
+            }
+            Duration leaseRemaining = ((ClaimResult.InProgress) claim).leaseRemaining();
+            long remaining = deadline - System.nanoTime();
+            if (remaining <= 0) {
+                return new Outcome.InProgress<>(policy.retryAfter());
+            }
+            // Poll rather than subscribe: the store is the only shared state, and the wait is opt-in and bounded.
+            long pause = Math.min(Math.min(pollNanos, remaining), Math.max(leaseRemaining.toNanos(), 1_000_000L));
+            try {
+                TimeUnit.NANOSECONDS.sleep(pause);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return new Outcome.InProgress<>(policy.retryAfter());
+            }
+            pollNanos = Math.min(pollNanos * 2, MAX_POLL_NANOS);
+        }
+    }
+
+    private <T> Outcome<T> run(IdempotencyKey key, ClaimResult.Claimed claimed, ResponseCodec<T> codec,
+            Operation<T> operation) {
+        Attempt attempt = new Attempt(key, claimed.attempt());
+        if (!attempt.isFirst()) {
+            listener.onTakeover(key, attempt.number());
+            LOG.log(Level.INFO, () -> "[" + name + "] key " + key.digest() + " runs again as attempt " + attempt.number());
+        }
+        T value;
+        OutcomePolicy.Decision decision;
+        StoredResponse response;
+        try {
+            value = operation.run(attempt);
+            response = codec.encode(value);
+            decision = policy.outcomePolicy().decide(response);
+        } catch (Throwable t) {
+            releaseQuietly(key, claimed.token());
+            throw propagate(t);
+        }
+        FencedWrite write;
+        try {
+            write = decision == OutcomePolicy.Decision.STORE
+                    ? timed("complete", () -> store.complete(key, claimed.token(), response, policy.retention()))
+                    : timed("release", () -> store.release(key, claimed.token()));
+        } catch (RuntimeException e) {
+            throw new StoreUnavailableException(store.name(), policy.retryAfter(), "[" + name + "] the operation for key "
+                    + key.digest() + " ran, but the store failed to record its outcome: " + e.getMessage(), e);
+        }
+        if (write instanceof FencedWrite.LeaseLost) {
+            listener.onLeaseLost(key);
+            LOG.log(Level.WARNING, () -> "[" + name + "] attempt " + attempt.number() + " of key " + key.digest()
+                    + " lost its lease before completing; its result was not stored");
+            return new Outcome.Executed<>(value, attempt, Completion.LEASE_LOST);
+        }
+        return new Outcome.Executed<>(value, attempt,
+                decision == OutcomePolicy.Decision.STORE ? Completion.STORED : Completion.RELEASED);
+    }
+
+    private <T> Outcome<T> storeFailedBeforeRun(IdempotencyKey key, ResponseCodec<T> codec, Operation<T> operation,
+            RuntimeException e) {
+        if (failOpen) {
+            LOG.log(Level.WARNING, () -> "[" + name + "] store " + store.name() + " failed; running key " + key.digest()
+                    + " unprotected (fail-open): " + e);
+            try {
+                return new Outcome.Unprotected<>(operation.run(new Attempt(key, 1)), e);
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+        LOG.log(Level.WARNING, () -> "[" + name + "] store " + store.name() + " failed; refusing key " + key.digest()
+                + ": " + e);
+        StoreUnavailableException failure = e instanceof StoreUnavailableException sue ? sue
+                : new StoreUnavailableException(store.name(), policy.retryAfter(),
+                        "[" + name + "] idempotency store " + store.name() + " failed: " + e.getMessage(), e);
+        return new Outcome.StoreUnavailable<>(failure);
+    }
+
+    private void releaseQuietly(IdempotencyKey key, OwnerToken token) {
+        try {
+            timed("release", () -> store.release(key, token));
+        } catch (RuntimeException e) {
+            // The lease expires on its own; the operation's own failure is what the caller must see.
+            LOG.log(Level.WARNING, () -> "[" + name + "] could not release key " + key.digest()
+                    + " after a failed attempt; it frees when its lease expires: " + e);
+        }
+    }
+
+    private <R> R timed(String operation, Supplier<R> call) {
+        long start = System.nanoTime();
+        try {
+            return call.get();
+        } catch (RuntimeException e) {
+            listener.onStoreError(store.name(), operation, e);
+            throw e;
+        } finally {
+            listener.onStoreLatency(store.name(), operation, System.nanoTime() - start);
+        }
+    }
+
+    private static RuntimeException propagate(Throwable t) {
+        if (t instanceof RuntimeException re) {
+            return re;
+        }
+        if (t instanceof Error error) {
+            throw error;
+        }
+        return new OperationFailedException(t);
+    }
+
+    @Override
+    public String toString() {
+        return "RetrySafe[name=" + name + ", store=" + store.name() + ", " + policy + ", failOpen=" + failOpen + "]";
+    }
+
+    /** Builds a {@link RetrySafe}; each value may be set once. */
+    public static final class Builder {
+        private final IdempotencyStore store;
+        private String name;
+        private OperationPolicy policy;
+        private RetrySafeListener listener;
+        private Boolean failOpen;
+
+        private Builder(IdempotencyStore store) {
+            this.store = Require.notNull(store, "store");
+        }
+
+        /** Prefixes every log line, so that several engines in one process can be told apart. */
+        public Builder name(String name) {
+            Require.unset(this.name, "name");
+            Require.notNull(name, "name");
+            if (name.isBlank()) {
+                throw new IllegalArgumentException("name must not be blank, but was \"" + name + "\"");
+            }
+            this.name = name;
+            return this;
+        }
+
+        /** The default policy for {@link #execute}; {@link RetrySafe#with} overrides it per operation. */
+        public Builder policy(OperationPolicy policy) {
+            Require.unset(this.policy, "policy");
+            this.policy = Require.notNull(policy, "policy");
+            return this;
+        }
+
+        public Builder listener(RetrySafeListener listener) {
+            Require.unset(this.listener, "listener");
+            this.listener = Require.notNull(listener, "listener");
+            return this;
+        }
+
+        /**
+         * When the store fails before the operation runs: {@code false} (the default) refuses with
+         * {@link Outcome.StoreUnavailable}; {@code true} runs the operation unprotected. Fail open
+         * only where a duplicate effect is cheaper than an outage.
+         */
+        public Builder failOpen(boolean failOpen) {
+            Require.unset(this.failOpen, "failOpen");
+            this.failOpen = failOpen;
+            return this;
+        }
+
+        public RetrySafe build() {
+            String n = name == null ? DEFAULT_NAME : name;
+            return new RetrySafe(n, store, policy == null ? OperationPolicy.ofDefaults() : policy,
+                    new GuardedListener(n, listener == null ? RetrySafeListener.NONE : listener),
+                    failOpen == null ? DEFAULT_FAIL_OPEN : failOpen);
+        }
+    }
+}

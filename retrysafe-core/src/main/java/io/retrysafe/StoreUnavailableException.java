@@ -1,0 +1,33 @@
+package io.retrysafe;
+
+import java.time.Duration;
+
+/**
+ * The store could not be reached or failed; the operation was not run (fail closed). Answered with
+ * {@code 503} and {@code Retry-After}.
+ */
+public class StoreUnavailableException extends RetrySafeException {
+    private static final long serialVersionUID = 1L;
+
+    private final String storeName;
+    private final transient Duration retryAfter;
+
+    public StoreUnavailableException(String storeName, Duration retryAfter, String message, Throwable cause) {
+        super(message, cause);
+        this.storeName = storeName;
+        this.retryAfter = retryAfter;
+    }
+
+    public String storeName() {
+        return storeName;
+    }
+
+    public Duration retryAfter() {
+        return retryAfter;
+    }
+
+    @Override
+    public int httpStatus() {
+        return 503;
+    }
+}

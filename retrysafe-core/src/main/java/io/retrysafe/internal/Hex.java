@@ -1,0 +1,50 @@
+package io.retrysafe.internal;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+
+/** SHA-256 and lower-case hex, the two encodings every module needs. */
+public final class Hex {
+    private static final char[] DIGITS = "0123456789abcdef".toCharArray();
+
+    private Hex() {
+    }
+
+    public static String encode(byte[] bytes) {
+        char[] out = new char[bytes.length * 2];
+        for (int i = 0; i < bytes.length; i++) {
+            out[2 * i] = DIGITS[(bytes[i] >> 4) & 0xf];
+            out[2 * i + 1] = DIGITS[bytes[i] & 0xf];
+        }
+        return new String(out);
+    }
+
+    public static byte[] decode(String hex) {
+        if (hex.length() % 2 != 0) {
+            throw new IllegalArgumentException("hex string must have an even length, but was " + hex.length());
+        }
+        byte[] out = new byte[hex.length() / 2];
+        for (int i = 0; i < out.length; i++) {
+            int hi = Character.digit(hex.charAt(2 * i), 16);
+            int lo = Character.digit(hex.charAt(2 * i + 1), 16);
+            if (hi < 0 || lo < 0) {
+                throw new IllegalArgumentException("not a hex string: " + hex);
+            }
+            out[i] = (byte) ((hi << 4) | lo);
+        }
+        return out;
+    }
+
+    public static MessageDigest sha256() {
+        try {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every Java platform provides SHA-256", e);
+        }
+    }
+
+    public static byte[] sha256(String text) {
+        return sha256().digest(text.getBytes(StandardCharsets.UTF_8));
+    }
+}

@@ -1,0 +1,44 @@
+package io.retrysafe.internal;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/** Argument checks whose messages follow one pattern: what was expected, "but was" what was given. */
+public final class Require {
+    private Require() {
+    }
+
+    public static <T> T notNull(T value, String name) {
+        return Objects.requireNonNull(value, () -> name + " must not be null");
+    }
+
+    public static Duration positive(Duration value, String name) {
+        notNull(value, name);
+        if (value.isNegative() || value.isZero()) {
+            throw new IllegalArgumentException(name + " must be positive, but was " + value);
+        }
+        return value;
+    }
+
+    public static Duration notNegative(Duration value, String name) {
+        notNull(value, name);
+        if (value.isNegative()) {
+            throw new IllegalArgumentException(name + " must not be negative, but was " + value);
+        }
+        return value;
+    }
+
+    public static int between(int value, int min, int max, String name) {
+        if (value < min || value > max) {
+            throw new IllegalArgumentException(name + " must be between " + min + " and " + max + ", but was " + value);
+        }
+        return value;
+    }
+
+    /** A builder value may be set once: setting it twice is almost always a configuration mistake. */
+    public static void unset(Object current, String name) {
+        if (current != null) {
+            throw new IllegalStateException(name + " was already set to " + current);
+        }
+    }
+}
