@@ -68,16 +68,27 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
 
     @Override
     public ClaimResult tryClaim(ClaimRequest request) {
-        if (size.get() >= maxEntries) {
+        ClaimResult result = claimOnce(request);
+        if (result == null) {
+            // Full: only a new key's claim pays for the scan, and only once per attempt.
             purgeExpired(Integer.MAX_VALUE);
+            result = claimOnce(request);
         }
+        if (result == null) {
+            throw new StoreUnavailableException(name(), FULL_RETRY_AFTER,
+                    "in-memory idempotency store is full: maxEntries=" + maxEntries + ", live=" + size.get(), null);
+        }
+        return result;
+    }
+
+    /** The atomic claim; null when the key is new and no slot is free. */
+    private ClaimResult claimOnce(ClaimRequest request) {
         ClaimResult[] result = new ClaimResult[1];
         entries.compute(request.key(), (key, existing) -> {
             Instant now = clock.instant();
             if (existing == null || existing.expired(now)) {
                 if (existing == null && !reserveSlot()) {
-                    throw new StoreUnavailableException(name(), FULL_RETRY_AFTER,
-                            "in-memory idempotency store is full: maxEntries=" + maxEntries + ", live=" + size.get(), null);
+                    return null;
                 }
                 result[0] = new ClaimResult.Claimed(request.token(), 1);
                 return claimed(request, 1, now, now);

@@ -26,14 +26,28 @@ public final class Hex {
         }
         byte[] out = new byte[hex.length() / 2];
         for (int i = 0; i < out.length; i++) {
-            int hi = Character.digit(hex.charAt(2 * i), 16);
-            int lo = Character.digit(hex.charAt(2 * i + 1), 16);
+            int hi = digit(hex.charAt(2 * i));
+            int lo = digit(hex.charAt(2 * i + 1));
             if (hi < 0 || lo < 0) {
                 throw new IllegalArgumentException("not a hex string: " + hex);
             }
             out[i] = (byte) ((hi << 4) | lo);
         }
         return out;
+    }
+
+    /** ASCII hex only: {@link Character#digit} would also accept other scripts' digits and full-width letters. */
+    private static int digit(char c) {
+        if (c >= '0' && c <= '9') {
+            return c - '0';
+        }
+        if (c >= 'a' && c <= 'f') {
+            return c - 'a' + 10;
+        }
+        if (c >= 'A' && c <= 'F') {
+            return c - 'A' + 10;
+        }
+        return -1;
     }
 
     public static MessageDigest sha256() {
