@@ -1,0 +1,37 @@
+package io.retrysafe.jdbc;
+
+import io.retrysafe.jdbc.internal.MariaDbSqlDialect;
+import io.retrysafe.jdbc.internal.PostgresSqlDialect;
+import io.retrysafe.jdbc.internal.SqlDialect;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.Locale;
+
+/** The databases the JDBC store speaks. */
+public enum JdbcDialect {
+    /** PostgreSQL 12 or later. */
+    POSTGRESQL,
+    /**
+     * MariaDB 10.6 or later (InnoDB). Not MySQL: the dialect bounds lock waits with MariaDB's
+     * {@code SET STATEMENT} and compares keys with its NO PAD binary collations, which MySQL lacks.
+     */
+    MARIADB;
+
+    SqlDialect forTable(String table) {
+        return this == POSTGRESQL ? new PostgresSqlDialect(table) : new MariaDbSqlDialect(table);
+    }
+
+    /** The dialect of the database behind {@code connection}, from its product name. */
+    public static JdbcDialect detect(Connection connection) throws SQLException {
+        String product = connection.getMetaData().getDatabaseProductName();
+        String p = product.toLowerCase(Locale.ROOT);
+        if (p.contains("postgres")) {
+            return POSTGRESQL;
+        }
+        if (p.contains("mariadb")) {
+            return MARIADB;
+        }
+        throw new IllegalArgumentException(
+                "RetrySafe's JDBC store supports PostgreSQL and MariaDB, but the database is " + product);
+    }
+}

@@ -1,0 +1,108 @@
+package io.retrysafe.jdbc;
+
+import io.retrysafe.internal.Require;
+import io.retrysafe.jdbc.internal.SqlDialect;
+import java.lang.System.Logger.Level;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+
+/**
+ * Deletes expired records in bounded batches, each its own short transaction, so that a purge never
+ * holds locks on millions of rows or bloats one transaction. One runner at a time across every
+ * instance: the run holds a database lock (PostgreSQL advisory lock, MariaDB {@code GET_LOCK}) and a
+ * second instance that finds it taken skips its run.
+ *
+ * <pre>{@code
+ * JdbcPurger purger = store.purger().batchSize(5_000).build();
+ * PurgeResult result = purger.purge();
+ * }</pre>
+ */
+public final class JdbcPurger {
+    public static final int DEFAULT_BATCH_SIZE = 1_000;
+    public static final int DEFAULT_MAX_BATCHES = 100_000;
+
+    private static final System.Logger LOG = System.getLogger(JdbcPurger.class.getName());
+
+    private final JdbcIdempotencyStore store;
+    private final int batchSize;
+    private final int maxBatches;
+
+    private JdbcPurger(Builder b) {
+        this.store = b.store;
+        this.batchSize = b.batchSize == null ? DEFAULT_BATCH_SIZE : b.batchSize;
+        this.maxBatches = b.maxBatches == null ? DEFAULT_MAX_BATCHES : b.maxBatches;
+    }
+
+    static Builder builder(JdbcIdempotencyStore store) {
+        return new Builder(store);
+    }
+
+    public int batchSize() {
+        return batchSize;
+    }
+
+    /**
+     * Deletes expired records batch by batch until a batch finds fewer than {@link #batchSize()}, or
+     * {@code maxBatches} were run. Returns at once, with {@code ran == false}, if another instance is purging.
+     */
+    public PurgeResult purge() {
+        SqlDialect sql = store.sql();
+        String lock = "retrysafe-purge:" + sql.table();
+        long start = System.nanoTime();
+        try (Connection c = store.dataSource().getConnection()) {
+            c.setAutoCommit(true);
+            if (!sql.tryLock(c, lock)) {
+                LOG.log(Level.INFO, () -> "[" + store.name() + "] purge skipped: another instance holds " + lock);
+                return new PurgeResult(false, 0, 0, Duration.ofNanos(System.nanoTime() - start));
+            }
+            long deleted = 0;
+            int batches = 0;
+            try {
+                int n;
+                do {
+                    n = sql.purgeBatch(c, batchSize);
+                    deleted += n;
+                    batches++;
+                } while (n == batchSize && batches < maxBatches);
+            } finally {
+                sql.unlock(c, lock);
+            }
+            PurgeResult result = new PurgeResult(true, deleted, batches, Duration.ofNanos(System.nanoTime() - start));
+            LOG.log(Level.INFO, () -> "[" + store.name() + "] purge deleted " + result.deleted() + " expired records in "
+                    + result.batches() + " batches, " + result.took().toMillis() + " ms");
+            return result;
+        } catch (SQLException e) {
+            throw store.failure("purge", e);
+        }
+    }
+
+    /** Builds a {@link JdbcPurger}; each value may be set once. */
+    public static final class Builder {
+        private final JdbcIdempotencyStore store;
+        private Integer batchSize;
+        private Integer maxBatches;
+
+        private Builder(JdbcIdempotencyStore store) {
+            this.store = store;
+        }
+
+        /** Rows deleted per transaction: small enough to keep each delete's locks and WAL short. */
+        public Builder batchSize(int batchSize) {
+            Require.unset(this.batchSize, "batchSize");
+            this.batchSize = Require.between(batchSize, 1, 1_000_000, "batchSize");
+            return this;
+        }
+
+        /** Bounds one run, so that a run that cannot keep up still ends and the next one continues. */
+        public Builder maxBatches(int maxBatches) {
+            Require.unset(this.maxBatches, "maxBatches");
+            this.maxBatches = Require.between(maxBatches, 1, Integer.MAX_VALUE, "maxBatches");
+            return this;
+        }
+
+        public JdbcPurger build() {
+            return new JdbcPurger(this);
+        }
+    }
+}

@@ -1,0 +1,100 @@
+package io.retrysafe.jdbc;
+
+import io.retrysafe.internal.Require;
+import java.lang.System.Logger.Level;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalTime;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+import java.time.ZonedDateTime;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Runs a {@link JdbcPurger} once a day at a fixed time, 03:00 UTC by default, on one daemon thread.
+ * Every instance of a service may start one: the purge's database lock lets one of them run and
+ * the others skip. A failed run is logged and the next day's still happens.
+ *
+ * <pre>{@code
+ * PurgeScheduler scheduler = PurgeScheduler.daily(purger).start();
+ * // on shutdown
+ * scheduler.close();
+ * }</pre>
+ */
+public final class PurgeScheduler implements AutoCloseable {
+    public static final LocalTime DEFAULT_TIME = LocalTime.of(3, 0);
+    public static final ZoneId DEFAULT_ZONE = ZoneOffset.UTC;
+
+    private static final System.Logger LOG = System.getLogger(PurgeScheduler.class.getName());
+
+    private final JdbcPurger purger;
+    private final LocalTime time;
+    private final ZoneId zone;
+    private final Clock clock;
+    private final ScheduledExecutorService executor;
+
+    private PurgeScheduler(JdbcPurger purger, LocalTime time, ZoneId zone, Clock clock) {
+        this.purger = purger;
+        this.time = time;
+        this.zone = zone;
+        this.clock = clock;
+        this.executor = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "retrysafe-purge");
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /** Daily at 03:00 UTC. */
+    public static PurgeScheduler daily(JdbcPurger purger) {
+        return daily(purger, DEFAULT_TIME, DEFAULT_ZONE);
+    }
+
+    public static PurgeScheduler daily(JdbcPurger purger, LocalTime time, ZoneId zone) {
+        return new PurgeScheduler(Require.notNull(purger, "purger"), Require.notNull(time, "time"),
+                Require.notNull(zone, "zone"), Clock.systemUTC());
+    }
+
+    /** The first run strictly after {@code now}. */
+    public Instant nextRun(Instant now) {
+        ZonedDateTime local = now.atZone(zone);
+        ZonedDateTime candidate = local.with(time);
+        if (!candidate.isAfter(local)) {
+            candidate = local.plusDays(1).with(time);
+        }
+        return candidate.toInstant();
+    }
+
+    public PurgeScheduler start() {
+        scheduleNext();
+        return this;
+    }
+
+    private void scheduleNext() {
+        if (executor.isShutdown()) {
+            return;
+        }
+        Instant now = clock.instant();
+        Instant next = nextRun(now);
+        LOG.log(Level.DEBUG, () -> "next purge at " + next);
+        executor.schedule(this::runAndReschedule, Duration.between(now, next).toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    private void runAndReschedule() {
+        try {
+            purger.purge();
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "purge failed; the next run is tomorrow", e);
+        } finally {
+            scheduleNext();
+        }
+    }
+
+    @Override
+    public void close() {
+        executor.shutdownNow();
+    }
+}

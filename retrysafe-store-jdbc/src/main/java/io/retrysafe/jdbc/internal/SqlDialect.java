@@ -1,0 +1,80 @@
+package io.retrysafe.jdbc.internal;
+
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.StoredResponse;
+import io.retrysafe.spi.ClaimRequest;
+import io.retrysafe.spi.ClaimResult;
+import io.retrysafe.spi.IdempotencyRecord;
+import io.retrysafe.spi.OwnerToken;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.Optional;
+
+/**
+ * The statements of one database for one table. Every method is one atomic step on the given
+ * connection and leaves transaction control to the caller, except where it says otherwise.
+ * Time is always the database's clock.
+ */
+public abstract class SqlDialect {
+    /** A claim that finds the record changing under it (purged, expired, released) tries again this often. */
+    protected static final int CLAIM_ROUNDS = 3;
+
+    protected final String table;
+    private final String simpleName;
+    private final String schemaResource;
+
+    protected SqlDialect(String table, String schemaResource) {
+        this.table = table;
+        this.simpleName = table.substring(table.indexOf('.') + 1);
+        this.schemaResource = schemaResource;
+    }
+
+    /**
+     * The atomic insert-if-absent or takeover, then, if it did not claim, the decision from the
+     * record as committed. Waits at most {@code lockTimeout} for a concurrent holder's transaction;
+     * past it answers in progress, rolling back the connection's transaction if the database aborted it.
+     */
+    public abstract ClaimResult tryClaim(Connection c, ClaimRequest request, Duration lockTimeout) throws SQLException;
+
+    /**
+     * Stores the response if {@code token} holds the key. With {@code commit}, also commits the
+     * connection's transaction, in the same round trip where the database allows it.
+     */
+    public abstract boolean complete(Connection c, IdempotencyKey key, OwnerToken token, StoredResponse response,
+            Duration retention, boolean commit) throws SQLException;
+
+    /** Marks the record FAILED if {@code token} holds the key. */
+    public abstract boolean release(Connection c, IdempotencyKey key, OwnerToken token) throws SQLException;
+
+    public abstract Optional<IdempotencyRecord> inspect(Connection c, IdempotencyKey key) throws SQLException;
+
+    /** Deletes at most {@code limit} expired records, oldest first, skipping rows locked by others. */
+    public abstract int purgeBatch(Connection c, int limit) throws SQLException;
+
+    /** Takes a cluster-wide lock without waiting; true if this session now holds it. */
+    public abstract boolean tryLock(Connection c, String name) throws SQLException;
+
+    public abstract void unlock(Connection c, String name) throws SQLException;
+
+    /** The DDL for this table, as shipped in the schema resource. */
+    public String schema() {
+        try (InputStream in = SqlDialect.class.getResourceAsStream(schemaResource)) {
+            if (in == null) {
+                throw new IllegalStateException("schema resource missing: " + schemaResource);
+            }
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8).replace("${table}", table)
+                    .replace("${name}", simpleName);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    public String table() {
+        return table;
+    }
+}

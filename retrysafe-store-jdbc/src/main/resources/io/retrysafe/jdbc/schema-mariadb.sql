@@ -1,0 +1,25 @@
+-- RetrySafe records, MariaDB 10.6+ (InnoDB). ${table} is the configured table, ${name} its name without a schema.
+-- The primary key makes (scope, key) unique in the database itself: the claim relies on it.
+-- NO PAD binary collations: keys and scopes are compared byte for byte, so "ABC" and "abc" are two keys, and
+-- so are "a" and "a " (the plain _bin collations are PAD SPACE: they ignore trailing spaces).
+-- Timestamps are UTC in DATETIME(6) (no session time zone converts them), written from the server's
+-- UTC_TIMESTAMP(6), never from a JVM clock.
+CREATE TABLE IF NOT EXISTS ${table} (
+    scope            VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL,
+    idem_key         VARCHAR(255) CHARACTER SET ascii COLLATE ascii_nopad_bin NOT NULL,
+    fingerprint      BINARY(32)   NOT NULL,
+    status           VARCHAR(11)  CHARACTER SET ascii COLLATE ascii_nopad_bin NOT NULL,
+    owner_token      BINARY(16)   NOT NULL,
+    attempt          INT          NOT NULL,
+    created_at       DATETIME(6)  NOT NULL,
+    lease_expires_at DATETIME(6)  NOT NULL,
+    completed_at     DATETIME(6)  NULL,
+    expires_at       DATETIME(6)  NOT NULL,
+    response_status  SMALLINT     NULL,
+    response_headers MEDIUMTEXT   CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
+    response_body    LONGBLOB     NULL,
+    PRIMARY KEY (scope, idem_key),
+    -- Purge walks this index from its oldest end, a bounded batch at a time.
+    INDEX ${name}_expires_at_idx (expires_at),
+    CONSTRAINT ${name}_status_chk CHECK (status IN ('IN_PROGRESS', 'COMPLETED', 'FAILED'))
+) ENGINE = InnoDB DEFAULT CHARACTER SET = utf8mb4 COLLATE = utf8mb4_bin;

@@ -1,0 +1,133 @@
+package io.retrysafe.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.retrysafe.Fingerprint;
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.StoredResponse;
+import io.retrysafe.spi.ClaimRequest;
+import io.retrysafe.spi.ClaimResult;
+import io.retrysafe.spi.OwnerToken;
+import io.retrysafe.testservices.TestDatabases;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.UUID;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The purge job on PostgreSQL: bounded batches, expired records only, one runner across instances. */
+class PostgresPurgeIT {
+    private DataSource ds;
+    private JdbcIdempotencyStore store;
+    private final Fingerprint fp = Fingerprint.sha256(new byte[] {1});
+
+    @BeforeEach
+    void freshTable() throws SQLException {
+        ds = TestDatabases.postgres();
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
+            st.execute("DROP TABLE IF EXISTS rs_pg_purge_it");
+        }
+        store = JdbcIdempotencyStore.builder(ds).table("rs_pg_purge_it").build();
+        store.createSchema();
+    }
+
+    private IdempotencyKey completed(String value, Duration retention) {
+        IdempotencyKey key = IdempotencyKey.of("purge", value);
+        OwnerToken token = OwnerToken.random();
+        assertThat(store.tryClaim(new ClaimRequest(key, fp, token, Duration.ofMillis(1), retention)))
+                .isInstanceOf(ClaimResult.Claimed.class);
+        store.complete(key, token, StoredResponse.of(201, new byte[] {42}), retention);
+        return key;
+    }
+
+    /** Moves records into the past with the database's own clock, instead of waiting for them to expire. */
+    private void expire(int count) throws SQLException {
+        try (Connection c = ds.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "UPDATE rs_pg_purge_it SET expires_at = statement_timestamp() - interval '1 hour' WHERE idem_key IN ("
+                        + "SELECT idem_key FROM rs_pg_purge_it WHERE idem_key LIKE 'old-%' ORDER BY idem_key LIMIT ?)")) {
+            ps.setInt(1, count);
+            ps.executeUpdate();
+        }
+    }
+
+    private int rows() throws SQLException {
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement();
+                ResultSet rs = st.executeQuery("SELECT count(*) FROM rs_pg_purge_it")) {
+            rs.next();
+            return rs.getInt(1);
+        }
+    }
+
+    @Test
+    void deletesOnlyExpiredRecordsInBoundedBatches() throws SQLException {
+        for (int i = 0; i < 25; i++) {
+            completed("old-" + i, Duration.ofHours(1));
+        }
+        IdempotencyKey live = completed("live", Duration.ofHours(1));
+        expire(25);
+
+        PurgeResult result = store.purger().batchSize(10).build().purge();
+
+        assertThat(result.ran()).isTrue();
+        assertThat(result.deleted()).isEqualTo(25);
+        assertThat(result.batches()).as("10 + 10 + 5, the short batch ends the run").isEqualTo(3);
+        assertThat(rows()).isEqualTo(1);
+        assertThat(store.inspect(live)).isPresent();
+    }
+
+    @Test
+    void maxBatchesBoundsOneRunAndTheNextRunContinues() throws SQLException {
+        for (int i = 0; i < 30; i++) {
+            completed("old-" + i, Duration.ofHours(1));
+        }
+        expire(30);
+        JdbcPurger purger = store.purger().batchSize(10).maxBatches(2).build();
+
+        assertThat(purger.purge().deleted()).isEqualTo(20);
+        assertThat(purger.purge().deleted()).isEqualTo(10);
+        assertThat(rows()).isZero();
+    }
+
+    @Test
+    void aSecondInstanceSkipsWhileTheFirstHoldsThePurgeLock() throws SQLException {
+        completed("old-1", Duration.ofHours(1));
+        expire(1);
+        JdbcPurger purger = store.purger().build();
+        try (Connection other = ds.getConnection()) {
+            assertThat(store.sql().tryLock(other, "retrysafe-purge:rs_pg_purge_it")).isTrue();
+            PurgeResult skipped = purger.purge();
+            assertThat(skipped.ran()).isFalse();
+            assertThat(skipped.deleted()).isZero();
+            assertThat(rows()).isEqualTo(1);
+            store.sql().unlock(other, "retrysafe-purge:rs_pg_purge_it");
+        }
+        assertThat(purger.purge().deleted()).isEqualTo(1);
+    }
+
+    @Test
+    void anExpiredRecordIsAbsentBeforeThePurgeRemovesIt() throws SQLException {
+        IdempotencyKey key = completed("old-1", Duration.ofHours(1));
+        expire(1);
+        assertThat(store.inspect(key)).isEmpty();
+        OwnerToken token = OwnerToken.random();
+        assertThat(store.tryClaim(new ClaimRequest(key, Fingerprint.sha256(new byte[] {2}), token, Duration.ofSeconds(5),
+                Duration.ofHours(1)))).isEqualTo(new ClaimResult.Claimed(token, 1));
+    }
+
+    @Test
+    void createSchemaIsSafeToRepeatAndTheTableNameIsChecked() {
+        store.createSchema();
+        store.createSchema();
+        org.assertj.core.api.Assertions.assertThatThrownBy(
+                () -> JdbcIdempotencyStore.builder(ds).table("records; DROP TABLE x"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("but was \"records; DROP TABLE x\"");
+        assertThat(JdbcIdempotencyStore.builder(ds).table("public.rs_" + UUID.randomUUID().toString().replace("-", "_"))
+                .build().table()).startsWith("public.rs_");
+    }
+}
