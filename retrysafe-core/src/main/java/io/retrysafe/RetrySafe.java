@@ -86,6 +86,11 @@ public final class RetrySafe {
         return failOpen;
     }
 
+    /** The engine's listener, guarded: adapters report what they refuse before the engine (bad keys) through it. */
+    public RetrySafeListener listener() {
+        return listener;
+    }
+
     /**
      * Runs {@code operation} at most once per key, as DESIGN §3 says. Refusals are returned as
      * values; an exception thrown by the operation releases the key and propagates (a checked one

@@ -23,6 +23,11 @@ public final class GuardedListener implements RetrySafeListener {
     }
 
     @Override
+    public void onInvalidKey(io.retrysafe.InvalidKeyException error) {
+        guard("onInvalidKey", () -> delegate.onInvalidKey(error));
+    }
+
+    @Override
     public void onTakeover(IdempotencyKey key, int attempt) {
         guard("onTakeover", () -> delegate.onTakeover(key, attempt));
     }

@@ -18,6 +18,13 @@ public interface RetrySafeListener {
     default void onOutcome(IdempotencyKey key, Outcome<?> outcome) {
     }
 
+    /**
+     * A request was refused before reaching the engine because its key was missing or broke a rule
+     * ({@link io.retrysafe.InvalidKeyException#rule()} says which); called by HTTP and messaging adapters.
+     */
+    default void onInvalidKey(io.retrysafe.InvalidKeyException error) {
+    }
+
     /** A claim took over a record whose earlier attempt was released or lost its lease. */
     default void onTakeover(IdempotencyKey key, int attempt) {
     }
