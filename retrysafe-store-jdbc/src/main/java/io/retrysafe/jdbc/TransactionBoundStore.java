@@ -26,17 +26,29 @@ final class TransactionBoundStore implements IdempotencyStore {
     private final JdbcIdempotencyStore store;
     private final SqlDialect sql;
     private final Connection connection;
+    private final boolean ownsTransaction;
     private boolean ended;
+    private boolean completed;
 
-    TransactionBoundStore(JdbcIdempotencyStore store, Connection connection) {
+    /**
+     * @param ownsTransaction true: the completion commits and a release rolls back; false: the
+     *     caller's transaction manager does both, and this store only writes
+     */
+    TransactionBoundStore(JdbcIdempotencyStore store, Connection connection, boolean ownsTransaction) {
         this.store = store;
         this.sql = store.sql();
         this.connection = connection;
+        this.ownsTransaction = ownsTransaction;
     }
 
     /** True once the transaction was committed with its response or rolled back by a release. */
     boolean ended() {
         return ended;
+    }
+
+    /** True once the response was written into the transaction (and, when it owns it, committed). */
+    boolean completed() {
+        return completed;
     }
 
     @Override
@@ -52,12 +64,13 @@ final class TransactionBoundStore implements IdempotencyStore {
     public FencedWrite complete(IdempotencyKey key, OwnerToken token, StoredResponse response, Duration retention) {
         boolean written;
         try {
-            written = sql.complete(connection, key, token, response, retention, true);
+            written = sql.complete(connection, key, token, response, retention, ownsTransaction);
         } catch (SQLException e) {
             // Not committed: the caller rolls back, and the client must not see a success.
-            throw store.failure("commit the transaction with its response", e);
+            throw store.failure(ownsTransaction ? "commit the transaction with its response" : "store the response", e);
         }
-        ended = true;
+        ended = ownsTransaction;
+        completed = written;
         if (!written) {
             // The claim's row lock makes this unreachable unless something else deleted the record
             // inside the transaction; the work is committed, so say so loudly.
@@ -70,12 +83,15 @@ final class TransactionBoundStore implements IdempotencyStore {
 
     @Override
     public FencedWrite release(IdempotencyKey key, OwnerToken token) {
-        try {
-            connection.rollback();
-        } catch (SQLException e) {
-            throw store.failure("roll back", e);
+        if (ownsTransaction) {
+            try {
+                connection.rollback();
+            } catch (SQLException e) {
+                throw store.failure("roll back", e);
+            }
+            ended = true;
         }
-        ended = true;
+        // A caller's transaction is rolled back by its manager: the outcome says so.
         return FencedWrite.COMMITTED;
     }
 

@@ -73,7 +73,7 @@ public final class TransactionalRetrySafe {
         } catch (SQLException e) {
             return new Outcome.StoreUnavailable<>(store.failure("begin a transaction", e));
         }
-        TransactionBoundStore bound = new TransactionBoundStore(store, connection);
+        TransactionBoundStore bound = new TransactionBoundStore(store, connection, true);
         try {
             return engine.withStore(bound).execute(key, fingerprint, codec, operation);
         } finally {
@@ -89,6 +89,29 @@ public final class TransactionalRetrySafe {
                 }
             }
         }
+    }
+
+    /**
+     * Runs {@code operation} inside a transaction the caller manages (a Spring
+     * {@code @Transactional} method, a transaction template): the claim is written on
+     * {@code connection}, which must be the transaction's own and have no earlier writes, and the
+     * response is written into it, but nothing is committed or rolled back here. The caller must
+     * commit only when {@link Joined#commit()} is true, and roll back otherwise; a failing commit
+     * means the outcome must not be reported as a success.
+     *
+     * <p>The claim may block up to the lock timeout on a concurrent duplicate; on PostgreSQL a
+     * lock timeout aborts the transaction, which the caller then rolls back.
+     */
+    public <T> Joined<T> join(Connection connection, IdempotencyKey key, Fingerprint fingerprint,
+            ResponseCodec<T> codec, Operation<T> operation) {
+        Require.notNull(connection, "connection");
+        TransactionBoundStore bound = new TransactionBoundStore(store, connection, false);
+        Outcome<T> outcome = engine.withStore(bound).execute(key, fingerprint, codec, operation);
+        return new Joined<>(outcome, bound.completed());
+    }
+
+    /** What {@link #join} decided, and whether the caller's transaction may commit. */
+    public record Joined<T>(Outcome<T> outcome, boolean commit) {
     }
 
     private void rollbackQuietly(Connection connection, IdempotencyKey key) {

@@ -337,4 +337,46 @@ class PostgresTransactionalIT {
         assertThat(outcome.orThrow()).isEqualTo("attempt 2");
         assertThat(store.inspect(key)).get().extracting(r -> r.attempt()).isEqualTo(2);
     }
+
+    @Test
+    void joinedToTheCallersTransactionNothingIsCommittedUntilTheCallerCommits() throws SQLException {
+        IdempotencyKey key = key("k-join");
+        try (Connection c = ds.getConnection()) {
+            c.setAutoCommit(false);
+            TransactionalRetrySafe.Joined<String> joined = tx.join(c, key, fp, ResponseCodec.utf8(),
+                    attempt -> pay(c, scope, 100));
+            assertThat(joined.commit()).isTrue();
+            assertThat(store.inspect(key)).as("invisible before the caller commits").isEmpty();
+            assertThat(payments()).isZero();
+            c.commit();
+            c.setAutoCommit(true);
+        }
+        assertThat(store.inspect(key)).get().extracting(r -> r.status()).isEqualTo(RecordStatus.COMPLETED);
+        assertThat(payments()).isEqualTo(1);
+        try (Connection c = ds.getConnection()) {
+            c.setAutoCommit(false);
+            TransactionalRetrySafe.Joined<String> replay = tx.join(c, key, fp, ResponseCodec.utf8(), attempt -> "again");
+            assertThat(replay.commit()).as("a replay writes nothing to commit").isFalse();
+            assertThat(replay.outcome()).isInstanceOf(Outcome.Replayed.class);
+            c.rollback();
+            c.setAutoCommit(true);
+        }
+    }
+
+    @Test
+    void joinedOperationThatFailsTellsTheCallerToRollBack() throws SQLException {
+        IdempotencyKey key = key("k-join-503");
+        try (Connection c = ds.getConnection()) {
+            c.setAutoCommit(false);
+            TransactionalRetrySafe.Joined<StoredResponse> joined = tx.join(c, key, fp, ResponseCodec.identity(), attempt -> {
+                pay(c, scope, 100);
+                return StoredResponse.of(503, new byte[0]);
+            });
+            assertThat(joined.commit()).isFalse();
+            c.rollback();
+            c.setAutoCommit(true);
+        }
+        assertThat(store.inspect(key)).isEmpty();
+        assertThat(payments()).isZero();
+    }
 }
