@@ -4,11 +4,14 @@ import io.retrysafe.internal.Hex;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
+import java.util.List;
 import java.util.Locale;
+import java.util.function.UnaryOperator;
 
 /**
- * Computes the fingerprint of a request from its method, route, content type and body. The HTTP
- * module adds a canonical-JSON fingerprinter; implement this to fingerprint anything else.
+ * Computes the fingerprint of a request from its method, route, content type and body. Use
+ * {@link #canonicalJson()} for JSON APIs, {@link #standard()} for exact bytes; implement this to
+ * fingerprint anything else.
  */
 @FunctionalInterface
 public interface Fingerprinter {
@@ -30,6 +33,51 @@ public interface Fingerprinter {
             field(sha, body == null ? new byte[0] : body);
             return Fingerprint.of(sha.digest());
         };
+    }
+
+    /**
+     * Like {@link #standard()}, but a JSON body is hashed in its {@linkplain CanonicalJson canonical
+     * form}, so that a client that re-serialises the same request (member order, white space, string
+     * escapes, number spelling) is not refused as a different one. JSON is {@code application/json}
+     * or any {@code +json} media type, parameters and case ignored. An empty body, and a body of any
+     * other media type, is hashed as by {@code standard()}, so the two agree on them.
+     *
+     * <p>{@code fingerprint} throws {@link MalformedJsonException} when a body labelled JSON is not
+     * JSON: such a request cannot be told apart from a different one, and is answered with {@code 400}.
+     */
+    static Fingerprinter canonicalJson() {
+        return canonicalizing(CanonicalJson::canonicalize);
+    }
+
+    /**
+     * Like {@link #canonicalJson()}, but only the members the JSON Pointers select count, so that
+     * fields that may change between retries (a client timestamp, a trace id) do not; a selected
+     * member that is absent differs from one that is {@code null}. See
+     * {@link CanonicalJson#canonicalize(byte[], List)}.
+     *
+     * @throws IllegalArgumentException now, if a pointer is malformed or duplicated or there is none
+     */
+    static Fingerprinter canonicalJson(List<String> jsonPointers) {
+        return canonicalizing(CanonicalJson.selecting(jsonPointers));
+    }
+
+    private static Fingerprinter canonicalizing(UnaryOperator<byte[]> canonicalize) {
+        Fingerprinter standard = standard();
+        return (method, route, contentType, body) -> standard.fingerprint(method, route, contentType,
+                body != null && body.length > 0 && isJson(contentType) ? canonicalize.apply(body) : body);
+    }
+
+    /** application/json or a structured-syntax suffix such as application/problem+json (RFC 6839). */
+    private static boolean isJson(String contentType) {
+        if (contentType == null) {
+            return false;
+        }
+        int semicolon = contentType.indexOf(';');
+        String mediaType = (semicolon < 0 ? contentType : contentType.substring(0, semicolon))
+                .replaceAll("\\s", "").toLowerCase(Locale.ROOT);
+        int slash = mediaType.indexOf('/');
+        return mediaType.equals("application/json")
+                || (slash > 0 && mediaType.endsWith("+json") && mediaType.length() > slash + "+json".length() + 1);
     }
 
     private static void field(MessageDigest sha, byte[] value) {
