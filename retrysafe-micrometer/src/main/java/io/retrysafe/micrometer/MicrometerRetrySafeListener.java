@@ -1,0 +1,323 @@
+package io.retrysafe.micrometer;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tag;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.Timer;
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.InvalidKeyException;
+import io.retrysafe.Outcome;
+import io.retrysafe.internal.Require;
+import io.retrysafe.spi.RetrySafeListener;
+import java.util.EnumMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Publishes what a {@link io.retrysafe.RetrySafe} engine does as Micrometer meters.
+ *
+ * <pre>{@code
+ * MicrometerRetrySafeListener metrics = MicrometerRetrySafeListener.builder(meterRegistry, "payments").build();
+ * RetrySafe retrySafe = RetrySafe.builder(store).name("payments").listener(metrics).build();
+ * // the purge job reports what it deleted:
+ * metrics.recordPurge(purger.purge().deleted());
+ * }</pre>
+ *
+ * <p>Every meter carries the common tags {@code name} (the engine's name), {@code source}
+ * ({@value #DEFAULT_SOURCE} by default; messaging adapters pass {@code kafka} or {@code nats}) and
+ * the extra tags given to the builder, plus the tags below:
+ *
+ * <table class="striped">
+ * <caption>Meters</caption>
+ * <thead>
+ * <tr><th scope="col">meter</th><th scope="col">type</th><th scope="col">tags</th><th scope="col">counts</th></tr>
+ * </thead>
+ * <tbody>
+ * <tr><td>{@value #REQUESTS}</td><td>counter</td><td>{@code outcome}: {@code executed}, {@code replayed},
+ *     {@code in_progress}, {@code mismatch}, {@code invalid_key}, {@code missing_key}, {@code store_error},
+ *     {@code unprotected}</td>
+ *     <td>one per request: each {@code execute} that returned an outcome, and each key an adapter refused
+ *     before the engine ({@code missing_key} when the key was absent, {@code invalid_key} when it broke
+ *     another rule)</td></tr>
+ * <tr><td>{@value #COMPLETIONS}</td><td>counter</td><td>{@code completion}: {@code stored}, {@code released},
+ *     {@code lease_lost}</td>
+ *     <td>what became of each {@code executed} request's result</td></tr>
+ * <tr><td>{@value #TAKEOVERS}</td><td>counter</td><td></td>
+ *     <td>claims that ran a key again after a released attempt or an expired lease</td></tr>
+ * <tr><td>{@value #LEASE_LOST}</td><td>counter</td><td></td>
+ *     <td>completions refused because another attempt had taken the key over</td></tr>
+ * <tr><td>{@value #STORE_ERRORS}</td><td>counter</td><td>{@code store}, {@code operation}
+ *     ({@code claim}, {@code complete}, {@code release})</td>
+ *     <td>store calls that threw</td></tr>
+ * <tr><td>{@value #STORE_LATENCY}</td><td>timer</td><td>{@code store}, {@code operation}</td>
+ *     <td>duration of every store call, failed ones included; a percentile histogram only if
+ *     {@link Builder#publishPercentileHistogram(boolean)} is set</td></tr>
+ * <tr><td>{@value #PURGE_DELETED}</td><td>counter</td><td></td>
+ *     <td>expired records deleted, as reported through {@link #recordPurge(long)}</td></tr>
+ * </tbody>
+ * </table>
+ *
+ * <p><b>Cardinality.</b> No meter is ever tagged with an idempotency key, a scope or a fingerprint:
+ * they are unbounded (one per request) and keys are bearer-like secrets. Every tag value comes from
+ * a closed set above, from the configuration, or from the store's {@link
+ * io.retrysafe.spi.IdempotencyStore#name() name}. The {@code requests}, {@code completions},
+ * {@code takeovers}, {@code lease.lost} and {@code purge.deleted} counters are registered when the
+ * listener is built, so dashboards show zeros rather than gaps; the store meters appear with the
+ * first store call, since only then is the store's name known.
+ *
+ * <p>Meters are created once and held, so the hot path does no registry lookup. Two listeners with
+ * the same registry, name, source and tags share their meters (the registry's rule); the first one's
+ * histogram setting wins. Thread-safe.
+ */
+public final class MicrometerRetrySafeListener implements RetrySafeListener {
+    public static final String DEFAULT_SOURCE = "http";
+    public static final boolean DEFAULT_PUBLISH_PERCENTILE_HISTOGRAM = false;
+
+    public static final String REQUESTS = "retrysafe.requests";
+    public static final String COMPLETIONS = "retrysafe.completions";
+    public static final String TAKEOVERS = "retrysafe.takeovers";
+    public static final String LEASE_LOST = "retrysafe.lease.lost";
+    public static final String STORE_ERRORS = "retrysafe.store.errors";
+    public static final String STORE_LATENCY = "retrysafe.store.latency";
+    public static final String PURGE_DELETED = "retrysafe.purge.deleted";
+
+    /** Tag keys this listener sets itself; the builder's extra tags may not use them. */
+    public static final Set<String> RESERVED_TAG_KEYS = Set.of("name", "source", "outcome", "completion", "store",
+            "operation");
+
+    private static final String UNKNOWN_STORE = "unknown";
+
+    /** The values of the {@code outcome} tag of {@value #REQUESTS}. */
+    private enum RequestOutcome {
+        EXECUTED, REPLAYED, IN_PROGRESS, MISMATCH, INVALID_KEY, MISSING_KEY, STORE_ERROR, UNPROTECTED;
+
+        String tagValue() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
+
+    private final MeterRegistry registry;
+    private final Tags commonTags;
+    private final boolean publishPercentileHistogram;
+    private final Map<RequestOutcome, Counter> requests = new EnumMap<>(RequestOutcome.class);
+    private final Map<Outcome.Completion, Counter> completions = new EnumMap<>(Outcome.Completion.class);
+    private final Counter takeovers;
+    private final Counter leaseLost;
+    private final Counter purgeDeleted;
+    /** Store name → operation → meters; bounded by the stores and operations the engine has. */
+    private final Map<String, Map<String, StoreMeters>> storeMeters = new ConcurrentHashMap<>();
+
+    private record StoreMeters(Counter errors, Timer latency) {
+    }
+
+    private MicrometerRetrySafeListener(Builder b) {
+        this.registry = b.registry;
+        this.commonTags = Tags.of("name", b.name, "source", b.source == null ? DEFAULT_SOURCE : b.source)
+                .and(b.tags == null ? Tags.empty() : b.tags);
+        this.publishPercentileHistogram = b.publishPercentileHistogram == null ? DEFAULT_PUBLISH_PERCENTILE_HISTOGRAM
+                : b.publishPercentileHistogram;
+        for (RequestOutcome outcome : RequestOutcome.values()) {
+            requests.put(outcome, Counter.builder(REQUESTS)
+                    .description("Idempotent requests, by what the engine or an adapter decided")
+                    .tags(commonTags).tag("outcome", outcome.tagValue())
+                    .register(registry));
+        }
+        for (Outcome.Completion completion : Outcome.Completion.values()) {
+            completions.put(completion, Counter.builder(COMPLETIONS)
+                    .description("What became of the result of an attempt that ran the operation")
+                    .tags(commonTags).tag("completion", completion.name().toLowerCase(Locale.ROOT))
+                    .register(registry));
+        }
+        this.takeovers = Counter.builder(TAKEOVERS)
+                .description("Claims that ran a key again after a released attempt or an expired lease")
+                .tags(commonTags).register(registry);
+        this.leaseLost = Counter.builder(LEASE_LOST)
+                .description("Completions refused because another attempt had taken the key over")
+                .tags(commonTags).register(registry);
+        this.purgeDeleted = Counter.builder(PURGE_DELETED)
+                .description("Expired idempotency records deleted by the purge job")
+                .tags(commonTags).register(registry);
+    }
+
+    /** A listener with the defaults: source {@value #DEFAULT_SOURCE}, no extra tags, no histogram. */
+    public static MicrometerRetrySafeListener of(MeterRegistry registry, String name) {
+        return builder(registry, name).build();
+    }
+
+    /**
+     * @param name the engine's name, the {@code name} tag of every meter; use the one given to
+     *     {@link io.retrysafe.RetrySafe.Builder#name(String)}
+     */
+    public static Builder builder(MeterRegistry registry, String name) {
+        return new Builder(registry, name);
+    }
+
+    /** The tags every meter of this listener carries: {@code name}, {@code source} and the extra tags. */
+    public Tags commonTags() {
+        return commonTags;
+    }
+
+    public boolean publishPercentileHistogram() {
+        return publishPercentileHistogram;
+    }
+
+    @Override
+    public void onOutcome(IdempotencyKey key, Outcome<?> outcome) {
+        if (outcome instanceof Outcome.Executed<?> executed) {
+            requests.get(RequestOutcome.EXECUTED).increment();
+            completions.get(executed.completion()).increment();
+        } else if (outcome instanceof Outcome.Replayed) {
+            requests.get(RequestOutcome.REPLAYED).increment();
+        } else if (outcome instanceof Outcome.InProgress) {
+            requests.get(RequestOutcome.IN_PROGRESS).increment();
+        } else if (outcome instanceof Outcome.FingerprintMismatch) {
+            requests.get(RequestOutcome.MISMATCH).increment();
+        } else if (outcome instanceof Outcome.StoreUnavailable) {
+            requests.get(RequestOutcome.STORE_ERROR).increment();
+        } else if (outcome instanceof Outcome.Unprotected) {
+            requests.get(RequestOutcome.UNPROTECTED).increment();
+        }
+    }
+
+    @Override
+    public void onInvalidKey(InvalidKeyException error) {
+        requests.get(error.rule() == InvalidKeyException.Rule.MISSING ? RequestOutcome.MISSING_KEY
+                : RequestOutcome.INVALID_KEY).increment();
+    }
+
+    @Override
+    public void onTakeover(IdempotencyKey key, int attempt) {
+        takeovers.increment();
+    }
+
+    @Override
+    public void onLeaseLost(IdempotencyKey key) {
+        leaseLost.increment();
+    }
+
+    @Override
+    public void onStoreError(String storeName, String operation, RuntimeException error) {
+        storeMeters(storeName, operation).errors().increment();
+    }
+
+    @Override
+    public void onStoreLatency(String storeName, String operation, long nanos) {
+        storeMeters(storeName, operation).latency().record(nanos, TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * Counts records deleted by one purge run, for the purge job to call with what it deleted
+     * (a run that deleted nothing may report 0).
+     *
+     * @throws IllegalArgumentException if {@code deleted} is negative
+     */
+    public void recordPurge(long deleted) {
+        if (deleted < 0) {
+            throw new IllegalArgumentException("deleted must not be negative, but was " + deleted);
+        }
+        purgeDeleted.increment(deleted);
+    }
+
+    private StoreMeters storeMeters(String storeName, String operation) {
+        String store = storeName == null || storeName.isEmpty() ? UNKNOWN_STORE : storeName;
+        String op = operation == null || operation.isEmpty() ? "unknown" : operation;
+        Map<String, StoreMeters> byOperation = storeMeters.get(store);
+        if (byOperation == null) {
+            byOperation = storeMeters.computeIfAbsent(store, s -> new ConcurrentHashMap<>());
+        }
+        StoreMeters meters = byOperation.get(op);
+        if (meters == null) {
+            meters = byOperation.computeIfAbsent(op, o -> newStoreMeters(store, o));
+        }
+        return meters;
+    }
+
+    private StoreMeters newStoreMeters(String store, String operation) {
+        Tags tags = commonTags.and("store", store, "operation", operation);
+        return new StoreMeters(
+                Counter.builder(STORE_ERRORS)
+                        .description("Idempotency store calls that failed")
+                        .tags(tags).register(registry),
+                Timer.builder(STORE_LATENCY)
+                        .description("Duration of idempotency store calls, failed ones included")
+                        .tags(tags).publishPercentileHistogram(publishPercentileHistogram)
+                        .register(registry));
+    }
+
+    @Override
+    public String toString() {
+        return "MicrometerRetrySafeListener[tags=" + commonTags + ", publishPercentileHistogram="
+                + publishPercentileHistogram + "]";
+    }
+
+    /** Builds a {@link MicrometerRetrySafeListener}; each value may be set once. */
+    public static final class Builder {
+        private final MeterRegistry registry;
+        private final String name;
+        private String source;
+        private Tags tags;
+        private Boolean publishPercentileHistogram;
+
+        private Builder(MeterRegistry registry, String name) {
+            this.registry = Require.notNull(registry, "registry");
+            this.name = notBlank(name, "name");
+        }
+
+        /**
+         * Where requests come from, the {@code source} tag: {@value MicrometerRetrySafeListener#DEFAULT_SOURCE}
+         * by default; messaging adapters pass {@code kafka} or {@code nats}.
+         */
+        public Builder source(String source) {
+            Require.unset(this.source, "source");
+            this.source = notBlank(source, "source");
+            return this;
+        }
+
+        /**
+         * Extra tags on every meter, such as {@code region}; they may not use a
+         * {@linkplain MicrometerRetrySafeListener#RESERVED_TAG_KEYS reserved key}. Never put a key, a
+         * scope or anything else per request here.
+         */
+        public Builder tags(Iterable<Tag> tags) {
+            Require.unset(this.tags, "tags");
+            Tags extra = Tags.of(Require.notNull(tags, "tags"));
+            for (Tag tag : extra) {
+                if (RESERVED_TAG_KEYS.contains(tag.getKey())) {
+                    throw new IllegalArgumentException("tags must not use the keys " + new TreeSet<>(RESERVED_TAG_KEYS)
+                            + ", which the listener sets itself, but had " + tag);
+                }
+            }
+            this.tags = extra;
+            return this;
+        }
+
+        /**
+         * Whether {@value MicrometerRetrySafeListener#STORE_LATENCY} publishes a percentile histogram:
+         * aggregable across instances, at the cost of about 70 extra time series per store and operation
+         * on registries that support it (Prometheus, for one). Off by default.
+         */
+        public Builder publishPercentileHistogram(boolean publishPercentileHistogram) {
+            Require.unset(this.publishPercentileHistogram, "publishPercentileHistogram");
+            this.publishPercentileHistogram = publishPercentileHistogram;
+            return this;
+        }
+
+        /** Builds the listener and registers its counters with the registry. */
+        public MicrometerRetrySafeListener build() {
+            return new MicrometerRetrySafeListener(this);
+        }
+
+        private static String notBlank(String value, String what) {
+            Require.notNull(value, what);
+            if (value.isBlank()) {
+                throw new IllegalArgumentException(what + " must not be blank, but was \"" + value + "\"");
+            }
+            return value;
+        }
+    }
+}
