@@ -1,0 +1,387 @@
+package io.retrysafe.redis;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.SetArgs;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.codec.ByteArrayCodec;
+import io.lettuce.core.codec.StringCodec;
+import io.lettuce.core.output.IntegerOutput;
+import io.lettuce.core.protocol.CommandArgs;
+import io.lettuce.core.protocol.CommandType;
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.StoreUnavailableException;
+import io.retrysafe.StoredResponse;
+import io.retrysafe.redis.internal.Script;
+import io.retrysafe.spi.ClaimRequest;
+import io.retrysafe.spi.ClaimResult;
+import io.retrysafe.spi.ClaimResult.Claimed;
+import io.retrysafe.spi.ClaimResult.Replay;
+import io.retrysafe.spi.FencedWrite;
+import io.retrysafe.spi.IdempotencyRecord;
+import io.retrysafe.spi.OwnerToken;
+import io.retrysafe.testservices.TestRedis;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.UUID;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * What is particular to Redis: scripts called by SHA and reloaded after {@code SCRIPT FLUSH}, key
+ * names that carry no client input, the record's TTL, its memory, expiry without a purge, and
+ * failures. Runs on the shared local Redis under a prefix of its own; what changes server-wide
+ * state ({@code SCRIPT FLUSH}, stopping the server) runs on a private server the test starts.
+ */
+class RedisStoreIT {
+    private static final String PREFIX = RedisTestKeys.uniquePrefix();
+    private static final Duration TIMEOUT = Duration.ofSeconds(10);
+    private static final Duration LEASE = Duration.ofSeconds(30);
+    private static final Duration RETENTION = Duration.ofHours(1);
+    private static final Duration PTTL_TOLERANCE = Duration.ofSeconds(2);
+    private static final Pattern RECORD_KEY = Pattern.compile(Pattern.quote(PREFIX) + "\\{[0-9a-f]{64}\\}");
+
+    private static RedisClient client;
+    private static StatefulRedisConnection<String, String> admin;
+    private static RedisIdempotencyStore store;
+
+    private final String scope = "redis-it-" + UUID.randomUUID();
+
+    @BeforeAll
+    static void connect() {
+        client = RedisClient.create(TestRedis.standaloneUri());
+        admin = client.connect();
+        store = RedisIdempotencyStore.builder(client).keyPrefix(PREFIX).commandTimeout(TIMEOUT).build();
+    }
+
+    @AfterAll
+    static void cleanUp() {
+        if (client == null) {
+            return;
+        }
+        try {
+            RedisTestKeys.deleteAll(admin.sync(), PREFIX);
+            admin.close();
+        } finally {
+            store.close();
+            client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Scripts
+    // ------------------------------------------------------------------------------------------
+
+    @Test
+    void scriptsAreLoadedOnceAndCalledBySha(@TempDir Path dir) {
+        try (TestRedis.Server server = TestRedis.startServer(dir); Private p = new Private(server.uri())) {
+            for (int i = 0; i < 20; i++) {
+                IdempotencyKey key = key("once-" + i);
+                Claimed claimed = claimed(p.store, key);
+                assertThat(p.store.complete(key, claimed.token(), response("done " + i), RETENTION))
+                        .isEqualTo(FencedWrite.COMMITTED);
+                assertThat(p.store.tryClaim(request(key))).isInstanceOf(Replay.class);
+            }
+            OwnerToken other = claimed(p.store, key("released")).token();
+            assertThat(p.store.release(key("released"), other)).isEqualTo(FencedWrite.COMMITTED);
+
+            Map<String, Long> calls = p.commandCalls();
+            assertThat(calls.get("script|load")).as("SCRIPT LOAD calls for 41 claims, 20 completes, 1 release")
+                    .isEqualTo(Script.values().length);
+            assertThat(calls.get("evalsha")).as("EVALSHA calls").isEqualTo(62L);
+            assertThat(calls).as("commands run: the scripts' source is never sent with EVAL")
+                    .doesNotContainKey("eval");
+            assertThat(p.admin.sync().scriptExists(shas())).as("SCRIPT EXISTS of every script")
+                    .containsOnly(true);
+        }
+    }
+
+    @Test
+    void scriptFlushIsSurvivedByLoadingTheScriptAgain(@TempDir Path dir) {
+        try (TestRedis.Server server = TestRedis.startServer(dir); Private p = new Private(server.uri())) {
+            IdempotencyKey before = key("before-flush");
+            Claimed held = claimed(p.store, before);
+
+            assertThat(p.admin.sync().scriptFlush()).isEqualTo("OK");
+            assertThat(p.admin.sync().scriptExists(shas())).as("SCRIPT EXISTS after SCRIPT FLUSH").containsOnly(false);
+
+            IdempotencyKey after = key("after-flush");
+            Claimed claimed = claimed(p.store, after);
+            assertThat(claimed.attempt()).isEqualTo(1);
+            assertThat(p.store.tryClaim(request(before))).as("the record claimed before the flush is still held")
+                    .isInstanceOf(ClaimResult.InProgress.class);
+            assertThat(p.store.complete(after, claimed.token(), response("after"), RETENTION))
+                    .isEqualTo(FencedWrite.COMMITTED);
+            assertThat(p.store.release(before, held.token())).isEqualTo(FencedWrite.COMMITTED);
+            assertThat(((Replay) p.store.tryClaim(request(after))).response()).isEqualTo(response("after"));
+
+            assertThat(p.admin.sync().scriptExists(shas())).as("SCRIPT EXISTS once each script was called again")
+                    .containsOnly(true);
+            Map<String, Long> calls = p.commandCalls();
+            assertThat(calls.get("script|load")).as("SCRIPT LOAD calls: 3 on connect, 1 per script after the flush")
+                    .isEqualTo(2L * Script.values().length);
+            assertThat(calls).as("commands run: the scripts' source is never sent with EVAL").doesNotContainKey("eval");
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Keys
+    // ------------------------------------------------------------------------------------------
+
+    @Test
+    void redisKeysCarryNoClientInputAndTheHashKeepsScopeAndKey() {
+        String tenant = "tenant-Ωmega " + scope;
+        List<String> values = List.of("payment-" + UUID.randomUUID(), "a b*{tag}?[x]\\", "retrysafe:{evil}",
+                "'); FLUSHALL; --");
+        List<IdempotencyKey> keys = new ArrayList<>();
+        for (String value : values) {
+            IdempotencyKey key = IdempotencyKey.of(tenant, value);
+            keys.add(key);
+            Claimed claimed = claimed(store, key);
+            assertThat(store.complete(key, claimed.token(), response(value), RETENTION)).isEqualTo(FencedWrite.COMMITTED);
+        }
+
+        List<String> redisKeys = keys.stream().map(store::redisKey).toList();
+        assertThat(RedisTestKeys.keys(admin.sync(), PREFIX)).as("Redis keys under the prefix")
+                .containsAll(redisKeys)
+                .allSatisfy(k -> {
+                    assertThat(k).matches(RECORD_KEY);
+                    assertThat(k).doesNotContain("tenant", "payment-", "tag", "evil", "FLUSHALL");
+                });
+        for (int i = 0; i < keys.size(); i++) {
+            Map<String, String> hash = admin.sync().hgetall(redisKeys.get(i));
+            assertThat(hash).as("hash of %s", redisKeys.get(i))
+                    .containsEntry("scope", tenant)
+                    .containsEntry("key", values.get(i))
+                    .containsEntry("status", "COMPLETED");
+            assertThat(store.inspect(keys.get(i))).get().extracting(IdempotencyRecord::key).isEqualTo(keys.get(i));
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Expiry
+    // ------------------------------------------------------------------------------------------
+
+    @Test
+    void recordTtlIsTheRetentionOfItsLastWrite() {
+        IdempotencyKey key = key("ttl");
+        Duration claimRetention = Duration.ofMinutes(10);
+        Claimed claimed = (Claimed) store.tryClaim(new ClaimRequest(key, Fingerprints.ANY, OwnerToken.random(), LEASE,
+                claimRetention));
+        assertTtl(key, claimRetention, "after the claim");
+
+        assertThat(store.complete(key, claimed.token(), response("done"), RETENTION)).isEqualTo(FencedWrite.COMMITTED);
+        assertTtl(key, RETENTION, "after complete with retention " + RETENTION);
+
+        IdempotencyKey released = key("ttl-released");
+        Claimed other = (Claimed) store.tryClaim(new ClaimRequest(released, Fingerprints.ANY, OwnerToken.random(), LEASE,
+                claimRetention));
+        assertThat(store.release(released, other.token())).isEqualTo(FencedWrite.COMMITTED);
+        assertTtl(released, claimRetention, "after release, which keeps the claim's expiry");
+    }
+
+    /** PTTL within tolerance, and the record's own expiresAt is the moment Redis will delete it. */
+    private void assertTtl(IdempotencyKey key, Duration retention, String when) {
+        Instant before = Instant.now();
+        long pttl = admin.sync().pttl(store.redisKey(key));
+        assertThat(Duration.ofMillis(pttl)).as("PTTL %s", when)
+                .isBetween(retention.minus(PTTL_TOLERANCE), retention);
+        IdempotencyRecord record = store.inspect(key).orElseThrow();
+        assertThat(Duration.between(before, record.expiresAt())).as("expiresAt - now %s", when)
+                .isBetween(retention.minus(PTTL_TOLERANCE), retention.plus(PTTL_TOLERANCE));
+    }
+
+    @Test
+    void expiredRecordsAreDeletedByRedisAndPurgeHasNothingToDo() {
+        Duration shortRetention = Duration.ofMillis(300);
+        List<IdempotencyKey> expiring = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            IdempotencyKey key = key("expiring-" + i);
+            Claimed claimed = claimed(store, key);
+            assertThat(store.complete(key, claimed.token(), response("short"), shortRetention))
+                    .isEqualTo(FencedWrite.COMMITTED);
+            expiring.add(key);
+        }
+        IdempotencyKey live = key("live");
+        assertThat(store.complete(live, claimed(store, live).token(), response("live"), RETENTION))
+                .isEqualTo(FencedWrite.COMMITTED);
+
+        for (IdempotencyKey key : expiring) {
+            await("Redis to delete " + store.redisKey(key) + " once its retention of 300 ms ran out")
+                    .atMost(Duration.ofSeconds(10)).pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(25))
+                    .until(() -> admin.sync().exists(store.redisKey(key)) == 0);
+        }
+
+        assertThat(store.purgeExpired(2)).as("purgeExpired: Redis already deleted every expired record").isZero();
+        assertThat(((Replay) store.tryClaim(request(live))).response()).isEqualTo(response("live"));
+        for (IdempotencyKey key : expiring) {
+            assertThat(store.inspect(key)).as("inspect of an expired key").isEmpty();
+            assertThat(claimed(store, key).attempt()).as("attempt of a claim of an expired key").isEqualTo(1);
+        }
+        assertThatThrownBy(() -> store.purgeExpired(0)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("but was 0");
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Memory
+    // ------------------------------------------------------------------------------------------
+
+    /** Reports (does not judge) what one completed record with a 1 KiB response costs in Redis. */
+    @Test
+    void memoryPerRecordWithOneKibibyteResponse() {
+        byte[] body = new byte[1024];
+        new Random(7).nextBytes(body);
+        StoredResponse response = StoredResponse.of(201, Map.of("Content-Type", List.of("application/json"),
+                "Location", List.of("/payments/4711")), body);
+        IdempotencyKey key = IdempotencyKey.of("user-42:POST /payments", UUID.randomUUID().toString());
+        Claimed claimed = claimed(store, key);
+        String redisKey = store.redisKey(key);
+        long inProgress = memoryUsage(redisKey);
+        String inProgressEncoding = admin.sync().objectEncoding(redisKey);
+        assertThat(store.complete(key, claimed.token(), response, RETENTION)).isEqualTo(FencedWrite.COMMITTED);
+
+        long completed = memoryUsage(redisKey);
+        String encoding = admin.sync().objectEncoding(redisKey);
+        // The same bytes as one string value: the least a serialized record would cost.
+        String baselineKey = PREFIX + "{baseline}";
+        long payload;
+        try (StatefulRedisConnection<byte[], byte[]> bytes = client.connect(ByteArrayCodec.INSTANCE)) {
+            payload = bytes.sync().hgetall(redisKey.getBytes(UTF_8)).entrySet().stream()
+                    .mapToLong(e -> e.getKey().length + e.getValue().length).sum();
+            bytes.sync().set(baselineKey.getBytes(UTF_8), new byte[(int) payload], SetArgs.Builder.px(RETENTION.toMillis()));
+        }
+        long baseline = memoryUsage(baselineKey);
+
+        System.out.printf("MEMORY USAGE <key> SAMPLES 0 of one record: in progress %d bytes (%s); completed with a"
+                + " 1 KiB body and 2 headers %d bytes (%s); the same %d payload bytes as one string: %d bytes%n",
+                inProgress, inProgressEncoding, completed, encoding, payload, baseline);
+        assertThat(completed).as("MEMORY USAGE of a record holding a 1 KiB body").isGreaterThan(body.length);
+    }
+
+    private long memoryUsage(String key) {
+        CommandArgs<String, String> args = new CommandArgs<>(StringCodec.UTF8).add("USAGE").addKey(key).add("SAMPLES")
+                .add(0);
+        return admin.sync().dispatch(CommandType.MEMORY, new IntegerOutput<>(StringCodec.UTF8), args);
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Failures
+    // ------------------------------------------------------------------------------------------
+
+    @Test
+    void unreachableRedisIsStoreUnavailableNamingTheStore() {
+        RedisClient nowhere = RedisClient.create(RedisURI.builder().withHost("127.0.0.1").withPort(1)
+                .withTimeout(Duration.ofSeconds(2)).build());
+        try (RedisIdempotencyStore down = RedisIdempotencyStore.builder(nowhere).name("redis-down").build()) {
+            assertThatThrownBy(() -> down.tryClaim(request(key("down"))))
+                    .isInstanceOfSatisfying(StoreUnavailableException.class, e -> {
+                        assertThat(e.storeName()).isEqualTo("redis-down");
+                        assertThat(e.httpStatus()).isEqualTo(503);
+                        assertThat(e.retryAfter()).isPositive();
+                    })
+                    .hasMessageContaining("redis-down").hasMessageContaining("connect");
+            assertThatThrownBy(() -> down.inspect(key("down"))).isInstanceOf(StoreUnavailableException.class);
+        } finally {
+            nowhere.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        }
+    }
+
+    @Test
+    void redisGoingAwayIsStoreUnavailable(@TempDir Path dir) {
+        TestRedis.Server server = TestRedis.startServer(dir);
+        RedisClient privateClient = RedisClient.create(server.uri());
+        try (RedisIdempotencyStore store = RedisIdempotencyStore.builder(privateClient).name("redis-stopped")
+                .commandTimeout(Duration.ofMillis(500)).build()) {
+            IdempotencyKey key = key("stopped");
+            Claimed claimed = claimed(store, key);
+
+            server.close();
+
+            assertThatThrownBy(() -> store.complete(key, claimed.token(), response("lost"), RETENTION))
+                    .isInstanceOfSatisfying(StoreUnavailableException.class,
+                            e -> assertThat(e.storeName()).isEqualTo("redis-stopped"))
+                    .hasMessageContaining("failed to complete");
+            assertThatThrownBy(() -> store.tryClaim(request(key("stopped-2"))))
+                    .isInstanceOf(StoreUnavailableException.class).hasMessageContaining("failed to claim");
+        } finally {
+            server.close();
+            privateClient.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // Helpers
+    // ------------------------------------------------------------------------------------------
+
+    private IdempotencyKey key(String value) {
+        return IdempotencyKey.of(scope, value);
+    }
+
+    private static ClaimRequest request(IdempotencyKey key) {
+        return new ClaimRequest(key, Fingerprints.ANY, OwnerToken.random(), LEASE, RETENTION);
+    }
+
+    private static Claimed claimed(RedisIdempotencyStore store, IdempotencyKey key) {
+        ClaimResult result = store.tryClaim(request(key));
+        assertThat(result).as("claim of %s", key).isInstanceOf(Claimed.class);
+        return (Claimed) result;
+    }
+
+    private static StoredResponse response(String body) {
+        return StoredResponse.of(200, Map.of("Content-Type", List.of("text/plain")), body.getBytes(UTF_8));
+    }
+
+    private static String[] shas() {
+        return Arrays.stream(Script.values()).map(Script::sha).toArray(String[]::new);
+    }
+
+    /** A store and an admin connection on a private server. */
+    private static final class Private implements AutoCloseable {
+        final RedisClient client;
+        final RedisIdempotencyStore store;
+        final StatefulRedisConnection<String, String> admin;
+
+        Private(RedisURI uri) {
+            client = RedisClient.create(uri);
+            store = RedisIdempotencyStore.builder(client).name("redis-private").commandTimeout(TIMEOUT).build();
+            admin = client.connect();
+        }
+
+        /** Calls per command since the server started, from INFO commandstats ({@code script|load}, {@code evalsha}, …). */
+        Map<String, Long> commandCalls() {
+            RedisCommands<String, String> c = admin.sync();
+            Map<String, Long> calls = new TreeMap<>();
+            for (String line : c.info("commandstats").split("\r?\n")) {
+                if (line.startsWith("cmdstat_")) {
+                    String name = line.substring("cmdstat_".length(), line.indexOf(':'));
+                    String rest = line.substring(line.indexOf("calls=") + "calls=".length());
+                    calls.put(name, Long.parseLong(rest.substring(0, rest.indexOf(','))));
+                }
+            }
+            return calls;
+        }
+
+        @Override
+        public void close() {
+            admin.close();
+            store.close();
+            client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        }
+    }
+}

@@ -1,0 +1,436 @@
+package io.retrysafe.testservices;
+
+import static java.nio.charset.StandardCharsets.US_ASCII;
+import static org.awaitility.Awaitility.await;
+
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.api.StatefulRedisConnection;
+import java.io.ByteArrayOutputStream;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+
+/**
+ * Redis for RetrySafe's own tests.
+ *
+ * <p>{@link #standaloneUri()}: the shared local Redis, from {@code RETRYSAFE_REDIS_URL} (default
+ * {@code redis://127.0.0.1:6379}). Tests on it use a key prefix of their own and never flush
+ * anything (no {@code FLUSHALL}, no {@code SCRIPT FLUSH}): others use that server too.
+ *
+ * <p>{@link #startServer(Path)} and {@link #startCluster(Path)}: throwaway servers that the test
+ * starts as child processes of its JVM on loopback ports, for what must not touch the shared server
+ * (server-wide commands) and for a real Redis Cluster of three masters. They need
+ * {@code redis-server} and {@code redis-cli} on the {@code PATH}.
+ *
+ * <p>As in {@link TestDatabases}: if the local Redis does not answer or the binaries are missing, the
+ * calling test is aborted (reported as skipped, with the reason) - unless {@code CI=true}, where the
+ * services are mandatory and the test fails.
+ */
+public final class TestRedis {
+
+    static final String DEFAULT_URL = "redis://127.0.0.1:6379";
+
+    private static final String LOG_PREFIX = "[retrysafe-test-services] ";
+    private static final Duration PROBE_TIMEOUT = Duration.ofSeconds(2);
+    private static final Duration START_TIMEOUT = Duration.ofSeconds(20);
+    private static final Duration CLUSTER_CREATE_TIMEOUT = Duration.ofSeconds(60);
+    private static final Duration CLUSTER_OK_TIMEOUT = Duration.ofSeconds(30);
+    private static final Duration STOP_TIMEOUT = Duration.ofSeconds(10);
+    private static final Duration POLL = Duration.ofMillis(25);
+    /** A cluster node also listens on its port + 10000 (the cluster bus). */
+    private static final int CLUSTER_BUS_OFFSET = 10_000;
+    private static final int START_ATTEMPTS = 3;
+    private static final String LOOPBACK = "127.0.0.1";
+
+    private static final Object LOCK = new Object();
+    // Guarded by LOCK; probed once per JVM.
+    private static RedisURI standalone;
+    private static String standaloneFailure;
+
+    /** Every server process still running, killed by a shutdown hook if a test never closed it. */
+    private static final Set<Process> RUNNING = ConcurrentHashMap.newKeySet();
+
+    static {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> RUNNING.forEach(Process::destroyForcibly),
+                "retrysafe-test-redis-shutdown"));
+    }
+
+    private TestRedis() {}
+
+    // ---------------------------------------------------------------- the shared local Redis
+
+    /**
+     * The shared local Redis, checked with a {@code PING}. If it does not answer, aborts the calling
+     * test (skipped, with the reason), or fails it when {@code CI=true}.
+     */
+    public static RedisURI standaloneUri() {
+        RedisURI uri;
+        String failure;
+        synchronized (LOCK) {
+            if (standalone == null && standaloneFailure == null) {
+                String url = env("RETRYSAFE_REDIS_URL", DEFAULT_URL);
+                RedisURI configured = RedisURI.create(url);
+                String problem = ping(configured);
+                if (problem == null) {
+                    log("Redis: using " + configured + " (reachable)");
+                    standalone = configured;
+                } else {
+                    standaloneFailure = "Redis not reachable at " + configured + ": " + problem
+                            + "; start one or set RETRYSAFE_REDIS_URL (e.g. redis://127.0.0.1:6379)";
+                    log(standaloneFailure + (isCi() ? " (CI=true: failing)" : " (skipping its tests)"));
+                }
+            }
+            uri = standalone;
+            failure = standaloneFailure;
+        }
+        if (uri != null) {
+            return RedisURI.builder(uri).build(); // a copy: callers may change theirs
+        }
+        return unavailable(failure);
+    }
+
+    /** Null if the server answers PING within the probe timeout, else a one-line reason. */
+    private static String ping(RedisURI configured) {
+        RedisURI probe = RedisURI.builder(configured).withTimeout(PROBE_TIMEOUT).build();
+        RedisClient client = RedisClient.create(probe);
+        try (StatefulRedisConnection<String, String> c = client.connect()) {
+            String answer = c.sync().ping();
+            return "PONG".equals(answer) ? null : "PING answered " + answer;
+        } catch (RuntimeException e) {
+            String message = e.getMessage();
+            return e.getClass().getSimpleName() + (message == null ? "" : ": " + message.strip());
+        } finally {
+            client.shutdown(Duration.ZERO, PROBE_TIMEOUT);
+        }
+    }
+
+    // ---------------------------------------------------------------- throwaway servers
+
+    /**
+     * Starts a private {@code redis-server} (no persistence) on a free loopback port, with its files
+     * in {@code dir}; for tests that run server-wide commands. Close it to stop it.
+     */
+    public static Server startServer(Path dir) {
+        requireBinaries();
+        Node node = startNode(dir, false);
+        log("Redis: started a private server on port " + node.port);
+        return new Server(node);
+    }
+
+    /**
+     * Starts a Redis Cluster of three masters (no replicas, no persistence) on loopback ports, with
+     * its files in {@code dir}, and returns once every node reports {@code cluster_state:ok}. Close
+     * it to stop every node.
+     */
+    public static Cluster startCluster(Path dir) {
+        requireBinaries();
+        List<Node> nodes = new ArrayList<>();
+        try {
+            for (int i = 0; i < 3; i++) {
+                nodes.add(startNode(dir, true));
+            }
+            List<String> command = new ArrayList<>(List.of("redis-cli", "--cluster", "create"));
+            nodes.forEach(n -> command.add(LOOPBACK + ":" + n.port));
+            command.addAll(List.of("--cluster-replicas", "0", "--cluster-yes"));
+            Path output = dir.resolve("cluster-create.log");
+            Process create = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true)
+                    .redirectOutput(output.toFile()).start();
+            if (!create.waitFor(CLUSTER_CREATE_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
+                create.destroyForcibly();
+                throw new IllegalStateException(String.join(" ", command) + " did not finish within "
+                        + CLUSTER_CREATE_TIMEOUT + ":\n" + tail(output));
+            }
+            if (create.exitValue() != 0) {
+                throw new IllegalStateException(String.join(" ", command) + " exited with " + create.exitValue()
+                        + ":\n" + tail(output));
+            }
+            for (Node node : nodes) {
+                await("cluster_state:ok on node " + node.port).atMost(CLUSTER_OK_TIMEOUT).pollDelay(Duration.ZERO)
+                        .pollInterval(POLL).until(() -> {
+                            node.requireAlive();
+                            String info = command(node.port, "CLUSTER INFO");
+                            return info != null && info.contains("cluster_state:ok");
+                        });
+            }
+            Cluster cluster = new Cluster(nodes);
+            log("Redis: started a cluster of three masters on ports " + cluster.ports());
+            return cluster;
+        } catch (IOException e) {
+            nodes.forEach(Node::stop);
+            throw new IllegalStateException("starting a Redis Cluster in " + dir + " failed: " + e, e);
+        } catch (InterruptedException e) {
+            nodes.forEach(Node::stop);
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while starting a Redis Cluster", e);
+        } catch (RuntimeException | Error e) {
+            nodes.forEach(Node::stop);
+            throw e;
+        }
+    }
+
+    /** A private Redis server; {@link #close()} stops it. */
+    public static final class Server implements AutoCloseable {
+        private final Node node;
+
+        private Server(Node node) {
+            this.node = node;
+        }
+
+        public int port() {
+            return node.port;
+        }
+
+        public RedisURI uri() {
+            return RedisURI.create(LOOPBACK, node.port);
+        }
+
+        @Override
+        public void close() {
+            node.stop();
+        }
+    }
+
+    /** A running Redis Cluster of three masters; {@link #close()} stops every node. */
+    public static final class Cluster implements AutoCloseable {
+        private final List<Node> nodes;
+
+        private Cluster(List<Node> nodes) {
+            this.nodes = List.copyOf(nodes);
+        }
+
+        /** One URI per master; any of them is enough for a client to learn the topology. */
+        public List<RedisURI> seedUris() {
+            return nodes.stream().map(n -> RedisURI.create(LOOPBACK, n.port)).toList();
+        }
+
+        public List<Integer> ports() {
+            return nodes.stream().map(n -> n.port).toList();
+        }
+
+        @Override
+        public void close() {
+            nodes.forEach(Node::stop);
+        }
+    }
+
+    /** One {@code redis-server} child process. */
+    private static final class Node {
+        final int port;
+        final Process process;
+        final Path log;
+
+        Node(int port, Process process, Path log) {
+            this.port = port;
+            this.process = process;
+            this.log = log;
+        }
+
+        void requireAlive() {
+            if (!process.isAlive()) {
+                throw new ServerExited("redis-server on port " + port + " exited with "
+                        + process.exitValue() + ":\n" + tail(log));
+            }
+        }
+
+        /** SIGTERM, then SIGKILL if it has not exited within the bound. */
+        void stop() {
+            process.destroy();
+            try {
+                if (!process.waitFor(STOP_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
+                    process.destroyForcibly().waitFor(STOP_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+                }
+            } catch (InterruptedException e) {
+                process.destroyForcibly();
+                Thread.currentThread().interrupt();
+            } finally {
+                RUNNING.remove(process);
+            }
+        }
+    }
+
+    /** A server process ended while it was expected to run. */
+    private static final class ServerExited extends IllegalStateException {
+        private static final long serialVersionUID = 1L;
+
+        ServerExited(String message) {
+            super(message);
+        }
+    }
+
+    /**
+     * Starts {@code redis-server} on a port that was free a moment ago; if another process took it
+     * in between, the server exits, and this tries again on another port.
+     */
+    private static Node startNode(Path dir, boolean clustered) {
+        ServerExited last = null;
+        for (int attempt = 1; attempt <= START_ATTEMPTS; attempt++) {
+            int port = freePort(clustered);
+            List<String> command = new ArrayList<>(List.of("redis-server", "--port", Integer.toString(port)));
+            if (clustered) {
+                command.addAll(List.of("--cluster-enabled", "yes",
+                        "--cluster-config-file", dir.resolve("nodes-" + port + ".conf").toString()));
+            }
+            command.addAll(List.of("--dir", dir.toString(), "--save", "", "--appendonly", "no",
+                    "--bind", LOOPBACK, "--daemonize", "no"));
+            Path log = dir.resolve("redis-" + port + ".log");
+            Node node;
+            try {
+                Process process = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true)
+                        .redirectOutput(log.toFile()).start();
+                RUNNING.add(process);
+                node = new Node(port, process, log);
+            } catch (IOException e) {
+                throw new IllegalStateException("cannot run " + String.join(" ", command) + ": " + e, e);
+            }
+            try {
+                await("redis-server on port " + port + " to answer PING").atMost(START_TIMEOUT)
+                        .pollDelay(Duration.ZERO).pollInterval(POLL).until(() -> {
+                            node.requireAlive();
+                            return "+PONG".equals(command(port, "PING"));
+                        });
+                return node;
+            } catch (ServerExited e) { // most likely another process took the port meanwhile
+                node.stop();
+                last = e;
+            } catch (RuntimeException e) {
+                node.stop();
+                throw e;
+            }
+        }
+        throw new IllegalStateException("redis-server did not start in " + START_ATTEMPTS + " attempts", last);
+    }
+
+    /** A loopback port free now; for a cluster node its bus port (port + 10000) is free too. */
+    private static int freePort(boolean clustered) {
+        ThreadLocalRandom random = ThreadLocalRandom.current();
+        for (int i = 0; i < 1000; i++) {
+            int port = random.nextInt(20_000, 65_536 - (clustered ? CLUSTER_BUS_OFFSET : 0));
+            if (bindable(port) && (!clustered || bindable(port + CLUSTER_BUS_OFFSET))) {
+                return port;
+            }
+        }
+        throw new IllegalStateException("no free loopback port found for redis-server");
+    }
+
+    private static boolean bindable(int port) {
+        try (ServerSocket socket = new ServerSocket()) {
+            socket.setReuseAddress(false);
+            socket.bind(new InetSocketAddress(InetAddress.getByName(LOOPBACK), port));
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /**
+     * Sends one inline command and returns the reply's first line, or a bulk reply's text; null if
+     * nothing answers on the port. Enough for PING and CLUSTER INFO without a client.
+     */
+    private static String command(int port, String inline) {
+        try (Socket socket = new Socket()) {
+            socket.connect(new InetSocketAddress(LOOPBACK, port), (int) PROBE_TIMEOUT.toMillis());
+            socket.setSoTimeout((int) PROBE_TIMEOUT.toMillis());
+            OutputStream out = socket.getOutputStream();
+            out.write((inline + "\r\n").getBytes(US_ASCII));
+            out.flush();
+            InputStream in = socket.getInputStream();
+            String first = line(in);
+            if (!first.startsWith("$")) {
+                return first;
+            }
+            int length = Integer.parseInt(first.substring(1));
+            return length < 0 ? null : new String(in.readNBytes(length), StandardCharsets.UTF_8);
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    private static String line(InputStream in) throws IOException {
+        ByteArrayOutputStream line = new ByteArrayOutputStream();
+        int b;
+        while ((b = in.read()) != -1 && b != '\n') {
+            if (b != '\r') {
+                line.write(b);
+            }
+        }
+        return line.toString(US_ASCII);
+    }
+
+    // ---------------------------------------------------------------- helpers
+
+    private static void requireBinaries() {
+        List<String> missing = new ArrayList<>();
+        for (String binary : List.of("redis-server", "redis-cli")) {
+            if (!onPath(binary)) {
+                missing.add(binary);
+            }
+        }
+        if (!missing.isEmpty()) {
+            String failure = String.join(" and ", missing) + " not found on the PATH; install Redis"
+                    + " (e.g. apt-get install redis-server) to run the tests that start their own Redis";
+            log(failure + (isCi() ? " (CI=true: failing)" : " (skipping the test)"));
+            unavailable(failure);
+        }
+    }
+
+    private static boolean onPath(String binary) {
+        String path = System.getenv("PATH");
+        if (path == null) {
+            return false;
+        }
+        for (String dir : path.split(File.pathSeparator)) {
+            if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, binary))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Aborts the calling test (skipped with the reason), or fails it when {@code CI=true}. */
+    private static <T> T unavailable(String failure) {
+        if (isCi()) {
+            // In CI the services are part of the contract: a silent skip would hide a broken setup.
+            throw new AssertionError(failure);
+        }
+        return Assumptions.abort(failure);
+    }
+
+    private static String tail(Path log) {
+        try {
+            List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
+            return String.join("\n", lines.subList(Math.max(0, lines.size() - 20), lines.size()));
+        } catch (IOException e) {
+            return "(no output: " + e + ")";
+        }
+    }
+
+    private static boolean isCi() {
+        return "true".equalsIgnoreCase(env("CI", "").strip());
+    }
+
+    private static String env(String name, String defaultValue) {
+        String value = System.getenv(name);
+        return value == null || value.isEmpty() ? defaultValue : value;
+    }
+
+    private static void log(String line) {
+        System.err.println(LOG_PREFIX + line);
+    }
+}
