@@ -39,7 +39,8 @@ public interface Fingerprinter {
      * Like {@link #standard()}, but a JSON body is hashed in its {@linkplain CanonicalJson canonical
      * form}, so that a client that re-serialises the same request (member order, white space, string
      * escapes, number spelling) is not refused as a different one. JSON is {@code application/json}
-     * or any {@code +json} media type, parameters and case ignored. An empty body, and a body of any
+     * or any {@code +json} media type, parameters and case ignored; for a JSON body the fingerprint
+     * covers the media type without its parameters (a charset says nothing for UTF-8-only JSON). An empty body, and a body of any
      * other media type, is hashed as by {@code standard()}, so the two agree on them.
      *
      * <p>{@code fingerprint} throws {@link MalformedJsonException} when a body labelled JSON is not
@@ -63,8 +64,20 @@ public interface Fingerprinter {
 
     private static Fingerprinter canonicalizing(UnaryOperator<byte[]> canonicalize) {
         Fingerprinter standard = standard();
-        return (method, route, contentType, body) -> standard.fingerprint(method, route, contentType,
-                body != null && body.length > 0 && isJson(contentType) ? canonicalize.apply(body) : body);
+        return (method, route, contentType, body) -> {
+            if (body == null || body.length == 0 || !isJson(contentType)) {
+                return standard.fingerprint(method, route, contentType, body);
+            }
+            // JSON is UTF-8 by definition (RFC 8259): a charset parameter says nothing about the
+            // intent, so a retry that adds or drops one is the same request.
+            return standard.fingerprint(method, route, mediaType(contentType), canonicalize.apply(body));
+        };
+    }
+
+    private static String mediaType(String contentType) {
+        int semicolon = contentType.indexOf(';');
+        return (semicolon < 0 ? contentType : contentType.substring(0, semicolon)).replaceAll("\\s", "")
+                .toLowerCase(Locale.ROOT);
     }
 
     /** application/json or a structured-syntax suffix such as application/problem+json (RFC 6839). */
@@ -72,9 +85,7 @@ public interface Fingerprinter {
         if (contentType == null) {
             return false;
         }
-        int semicolon = contentType.indexOf(';');
-        String mediaType = (semicolon < 0 ? contentType : contentType.substring(0, semicolon))
-                .replaceAll("\\s", "").toLowerCase(Locale.ROOT);
+        String mediaType = mediaType(contentType);
         int slash = mediaType.indexOf('/');
         return mediaType.equals("application/json")
                 || (slash > 0 && mediaType.endsWith("+json") && mediaType.length() > slash + "+json".length() + 1);

@@ -79,4 +79,16 @@ class FingerprinterTest {
         assertThat(STANDARD.fingerprint("POST", "/p", "application/octet-stream", withZeros))
                 .isNotEqualTo(STANDARD.fingerprint("POST", "/p", "application/octet-stream", fewerZeros));
     }
+
+    @Test
+    void aJsonRetryThatAddsACharsetOrReordersMembersIsTheSameRequest() {
+        Fingerprinter json = Fingerprinter.canonicalJson();
+        Fingerprint first = json.fingerprint("POST", "/payments", "application/json",
+                "{\"amount\":100,\"account\":\"a\"}".getBytes(UTF_8));
+        Fingerprint retry = json.fingerprint("POST", "/payments", "Application/JSON; charset=UTF-8",
+                "{ \"account\": \"a\", \"amount\": 1e2 }".getBytes(UTF_8));
+        assertThat(retry).isEqualTo(first);
+        assertThat(json.fingerprint("POST", "/payments", "application/problem+json",
+                "{\"amount\":100,\"account\":\"a\"}".getBytes(UTF_8))).as("another media type").isNotEqualTo(first);
+    }
 }
