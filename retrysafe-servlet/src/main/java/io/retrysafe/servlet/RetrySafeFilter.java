@@ -1,0 +1,265 @@
+package io.retrysafe.servlet;
+
+import io.retrysafe.Fingerprint;
+import io.retrysafe.Fingerprinter;
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.InvalidKeyException;
+import io.retrysafe.MalformedJsonException;
+import io.retrysafe.OperationFailedException;
+import io.retrysafe.Outcome;
+import io.retrysafe.StoreUnavailableException;
+import io.retrysafe.StoredResponse;
+import io.retrysafe.internal.Require;
+import io.retrysafe.spi.RetrySafeListener;
+import jakarta.servlet.Filter;
+import jakarta.servlet.FilterChain;
+import jakarta.servlet.ServletException;
+import jakarta.servlet.ServletRequest;
+import jakarta.servlet.ServletResponse;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.System.Logger.Level;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * The IETF Idempotency-Key semantics for the configured routes:
+ *
+ * <ul>
+ * <li>missing key where required, or malformed (empty, too long, not printable ASCII, several values) → {@code 400};
+ * <li>body over the fingerprint bound → {@code 413}; no caller to scope the key to → {@code 401};
+ * <li>first request → runs; its response is held back until its outcome is durable, then sent;
+ * <li>retry → the stored response, with {@code Idempotent-Replayed: true};
+ * <li>retry while the first is in flight → {@code 409} + {@code Retry-After};
+ * <li>same key, another request → {@code 422}; store unreachable → {@code 503} + {@code Retry-After}.
+ * </ul>
+ *
+ * Every refusal is an RFC 9457 {@code application/problem+json} document of a stable {@link Problem} type.
+ * Requests on other routes, or without a key on a route where it is optional, pass through untouched.
+ */
+public final class RetrySafeFilter implements Filter {
+    public static final String REPLAYED_HEADER = "Idempotent-Replayed";
+
+    private static final System.Logger LOG = System.getLogger(RetrySafeFilter.class.getName());
+    private static final Duration STORE_RETRY_AFTER = Duration.ofSeconds(1);
+
+    private final HttpIdempotency config;
+    private final IdempotentExecutor executor;
+    private final RetrySafeListener listener;
+    private final Map<IdempotentRoute, Fingerprinter> fingerprinters = new IdentityHashMap<>();
+
+    /**
+     * @param listener hears keys refused before the engine (usually {@code engine.listener()})
+     */
+    public RetrySafeFilter(HttpIdempotency config, IdempotentExecutor executor, RetrySafeListener listener) {
+        this.config = Require.notNull(config, "config");
+        this.executor = Require.notNull(executor, "executor");
+        this.listener = Require.notNull(listener, "listener");
+        for (IdempotentRoute route : config.routes()) {
+            fingerprinters.put(route, route.jsonMembers().isEmpty() ? Fingerprinter.canonicalJson()
+                    : Fingerprinter.canonicalJson(route.jsonMembers()));
+        }
+    }
+
+    @Override
+    public void doFilter(ServletRequest req, ServletResponse res, FilterChain chain)
+            throws IOException, ServletException {
+        if (!(req instanceof HttpServletRequest request) || !(res instanceof HttpServletResponse response)
+                || request.getDispatcherType() != jakarta.servlet.DispatcherType.REQUEST) {
+            chain.doFilter(req, res);
+            return;
+        }
+        String path = request.getRequestURI().substring(request.getContextPath().length());
+        IdempotentRoute route = config.route(request.getMethod(), path);
+        if (route == null) {
+            chain.doFilter(request, response);
+            return;
+        }
+        List<String> keyHeaders = Collections.list(request.getHeaders(HttpIdempotency.HEADER));
+        if (keyHeaders.isEmpty() && !route.keyRequired()) {
+            chain.doFilter(request, response);
+            return;
+        }
+        String keyValue;
+        try {
+            keyValue = config.keyRules().parseHeader(keyHeaders);
+        } catch (InvalidKeyException e) {
+            listener.onInvalidKey(e);
+            Problem problem = e.rule() == InvalidKeyException.Rule.MISSING ? Problem.MISSING_KEY : Problem.INVALID_KEY;
+            problem.send(response, e.getMessage(), "\"rule\":\"" + e.rule().name().toLowerCase(Locale.ROOT) + "\"", null);
+            return;
+        }
+        String principal = config.scope().resolve(request);
+        if (principal == null) {
+            Problem.UNAUTHENTICATED.send(response, "this route scopes Idempotency-Key to the caller, and the request "
+                    + "has none", null, null);
+            return;
+        }
+        IdempotencyKey key;
+        try {
+            key = config.keyRules().key(scope(principal, route), keyValue);
+        } catch (IllegalArgumentException e) {
+            Problem.UNAUTHENTICATED.send(response, "the caller's identity cannot scope a key: " + e.getMessage(), null, null);
+            return;
+        }
+        FingerprintedRequest fingerprinted = fingerprint(request, route);
+        if (fingerprinted.refusal != null) {
+            fingerprinted.refusal.send(response, fingerprinted.detail, null, null);
+            return;
+        }
+        HttpServletRequest handlerRequest = fingerprinted.request;
+        CapturingResponse capture = new CapturingResponse(response);
+        Outcome<StoredResponse> outcome;
+        try {
+            outcome = executor.execute(request, key, fingerprinted.fingerprint, route.policy().orElse(null), attempt -> {
+                chain.doFilter(handlerRequest, capture);
+                return capture.toStored(config.replayedHeaders(), config.maxResponseBytes());
+            });
+        } catch (OperationFailedException e) {
+            throw rethrow(e.getCause());
+        } catch (StoreUnavailableException e) {
+            // The handler ran, but its outcome was not made durable (a failed commit rolled it back):
+            // its held-back response must not reach the client as a success.
+            LOG.log(Level.WARNING, () -> "key " + key.digest() + ": outcome not recorded, answering 503: " + e.getMessage());
+            response.reset();
+            Problem.STORE_UNAVAILABLE.send(response, "the request could not be recorded; retry with the same key",
+                    null, e.retryAfter() == null ? STORE_RETRY_AFTER : e.retryAfter());
+            return;
+        }
+        if (outcome instanceof Outcome.Executed<StoredResponse> || outcome instanceof Outcome.Unprotected<StoredResponse>) {
+            byte[] body = capture.body();
+            response.setStatus(capture.getStatus());
+            if (body.length > 0) {
+                response.setContentLength(body.length);
+                response.getOutputStream().write(body);
+            }
+        } else if (outcome instanceof Outcome.Replayed<StoredResponse> replayed) {
+            replay(response, replayed.value());
+        } else if (outcome instanceof Outcome.InProgress<StoredResponse> inProgress) {
+            Problem.IN_PROGRESS.send(response, "a request with this Idempotency-Key is still being processed; retry "
+                    + "after the time in Retry-After", null, inProgress.retryAfter());
+        } else if (outcome instanceof Outcome.FingerprintMismatch<StoredResponse>) {
+            Problem.KEY_REUSED.send(response, "this Idempotency-Key was already used with a different request; "
+                    + "use a new key for a new intent", null, null);
+        } else if (outcome instanceof Outcome.StoreUnavailable<StoredResponse> unavailable) {
+            Problem.STORE_UNAVAILABLE.send(response, "the idempotency store is unavailable; the request was not "
+                    + "processed", null, unavailable.retryAfter());
+        }
+    }
+
+    /** The operation: the route's pattern, not the concrete path, so one key is one intent on one kind of resource. */
+    private static String scope(String principal, IdempotentRoute route) {
+        return principal + "|" + route.method() + " " + route.pattern();
+    }
+
+    private static void replay(HttpServletResponse response, StoredResponse stored) throws IOException {
+        response.setStatus(stored.status());
+        stored.headers().forEach((name, values) -> {
+            for (int i = 0; i < values.size(); i++) {
+                if (i == 0) {
+                    response.setHeader(name, values.get(i));
+                } else {
+                    response.addHeader(name, values.get(i));
+                }
+            }
+        });
+        response.setHeader(REPLAYED_HEADER, "true");
+        byte[] body = stored.body();
+        if (body.length > 0) {
+            response.setContentLength(body.length);
+            response.getOutputStream().write(body);
+        }
+    }
+
+    private record FingerprintedRequest(HttpServletRequest request, Fingerprint fingerprint, Problem refusal,
+            String detail) {
+        static FingerprintedRequest refused(Problem problem, String detail) {
+            return new FingerprintedRequest(null, null, problem, detail);
+        }
+    }
+
+    private FingerprintedRequest fingerprint(HttpServletRequest request, IdempotentRoute route) throws IOException {
+        int max = config.maxRequestBytes();
+        long declared = request.getContentLengthLong();
+        if (declared > max) {
+            return FingerprintedRequest.refused(Problem.PAYLOAD_TOO_LARGE,
+                    "the body must have at most " + max + " bytes, but had " + declared);
+        }
+        String contentType = request.getContentType();
+        String target = request.getRequestURI().substring(request.getContextPath().length())
+                + (request.getQueryString() == null ? "" : "?" + request.getQueryString());
+        Fingerprinter fingerprinter = fingerprinters.get(route);
+        if (contentType != null && contentType.toLowerCase(Locale.ROOT).startsWith("application/x-www-form-urlencoded")) {
+            // The container parses form bodies itself from the stream: fingerprint the parsed form
+            // (sorted) and leave the stream to it, so getParameter() keeps working for the handler.
+            // A chunked body declares no length: bound it by what it provably held.
+            if (formBodyAtLeast(request) > max) {
+                return FingerprintedRequest.refused(Problem.PAYLOAD_TOO_LARGE,
+                        "the body must have at most " + max + " bytes");
+            }
+            return new FingerprintedRequest(request, fingerprinter.fingerprint(request.getMethod(), target, contentType,
+                    formBytes(request)), null, null);
+        }
+        byte[] body;
+        try (InputStream in = request.getInputStream()) {
+            body = in.readNBytes(max + 1);
+        }
+        if (body.length > max) {
+            return FingerprintedRequest.refused(Problem.PAYLOAD_TOO_LARGE, "the body must have at most " + max + " bytes");
+        }
+        try {
+            return new FingerprintedRequest(new BufferedRequest(request, body),
+                    fingerprinter.fingerprint(request.getMethod(), target, contentType, body), null, null);
+        } catch (MalformedJsonException e) {
+            return FingerprintedRequest.refused(Problem.MALFORMED_JSON, e.getMessage());
+        }
+    }
+
+    /**
+     * A lower bound of the form body's length in bytes: a decoded name or value never has more characters
+     * than its encoding has bytes, fields are joined by '&', and the query string's fields are in the
+     * parameters too, so its length (and its joining '&') is taken off.
+     */
+    private static long formBodyAtLeast(HttpServletRequest request) {
+        long length = -1;
+        for (Map.Entry<String, String[]> e : request.getParameterMap().entrySet()) {
+            for (String v : e.getValue()) {
+                length += e.getKey().length() + v.length() + 1;
+            }
+        }
+        String query = request.getQueryString();
+        return length - (query == null ? 0 : query.length() + 1);
+    }
+
+    private static byte[] formBytes(HttpServletRequest request) {
+        StringBuilder out = new StringBuilder();
+        new TreeMap<>(request.getParameterMap()).forEach((name, values) -> {
+            for (String v : values) {
+                out.append(name.length()).append(':').append(name).append('=').append(v.length()).append(':').append(v)
+                        .append('\n');
+            }
+        });
+        return out.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    private static RuntimeException rethrow(Throwable cause) throws IOException, ServletException {
+        if (cause instanceof IOException io) {
+            throw io;
+        }
+        if (cause instanceof ServletException se) {
+            throw se;
+        }
+        if (cause instanceof RuntimeException re) {
+            return re;
+        }
+        return new IllegalStateException(cause);
+    }
+}

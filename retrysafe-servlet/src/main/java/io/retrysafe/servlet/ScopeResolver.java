@@ -1,0 +1,55 @@
+package io.retrysafe.servlet;
+
+import io.retrysafe.internal.Hex;
+import io.retrysafe.internal.Require;
+import jakarta.servlet.http.HttpServletRequest;
+import java.security.Principal;
+
+/**
+ * Names whose intent a request carries, so that one caller's key can never replay another's
+ * answer. Returns {@code null} when the request has no identity; the filter then refuses it with
+ * {@code 401} rather than falling back to a shared scope.
+ */
+@FunctionalInterface
+public interface ScopeResolver {
+
+    String resolve(HttpServletRequest request);
+
+    /** The authenticated principal's name (the default). */
+    static ScopeResolver principal() {
+        return request -> {
+            Principal p = request.getUserPrincipal();
+            return p == null ? null : "principal:" + p.getName();
+        };
+    }
+
+    /**
+     * A request header such as a tenant id. Only safe behind something that authenticates the
+     * header's value: otherwise a client could name another tenant.
+     */
+    static ScopeResolver header(String name) {
+        Require.notNull(name, "name");
+        return request -> {
+            String v = request.getHeader(name);
+            return v == null || v.isBlank() ? null : "header:" + name + ":" + v;
+        };
+    }
+
+    /** The SHA-256 of a secret header (an API key), so that the secret itself is never stored. */
+    static ScopeResolver hashedHeader(String name) {
+        Require.notNull(name, "name");
+        return request -> {
+            String v = request.getHeader(name);
+            return v == null || v.isBlank() ? null : "sha256:" + Hex.encode(Hex.sha256(v));
+        };
+    }
+
+    /**
+     * One scope for every caller: keys of different clients can collide and replay each other's
+     * answers. Only for services whose callers are one trusted system; must be chosen explicitly.
+     */
+    static ScopeResolver global(String name) {
+        Require.notNull(name, "name");
+        return request -> "global:" + name;
+    }
+}
