@@ -1,0 +1,95 @@
+package io.retrysafe.spring;
+
+import io.retrysafe.InMemoryIdempotencyStore;
+import io.retrysafe.KeyRules;
+import io.retrysafe.OperationPolicy;
+import io.retrysafe.RetrySafe;
+import io.retrysafe.jdbc.JdbcIdempotencyStore;
+import io.retrysafe.jdbc.TransactionalRetrySafe;
+import io.retrysafe.spi.IdempotencyStore;
+import io.retrysafe.spi.RetrySafeListener;
+import java.time.Clock;
+import java.util.List;
+import javax.sql.DataSource;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/**
+ * The engine and its store: the application's DataSource (PostgreSQL or MariaDB) when there is
+ * one, in transactional mode by default; the in-memory store otherwise or when
+ * {@code retrysafe.store.type=memory}. Every bean backs off when the application defines its own.
+ */
+@AutoConfiguration(afterName = {"org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
+        "org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration"})
+@ConditionalOnProperty(prefix = "retrysafe", name = "enabled", havingValue = "true", matchIfMissing = true)
+@EnableConfigurationProperties(RetrySafeProperties.class)
+public class RetrySafeAutoConfiguration {
+
+    /** The JDBC store on the application's one DataSource; registered before the in-memory fallback below. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "javax.sql.DataSource")
+    @ConditionalOnSingleCandidate(DataSource.class)
+    @ConditionalOnProperty(prefix = "retrysafe.store", name = "type", havingValue = "jdbc", matchIfMissing = true)
+    static class JdbcStoreConfiguration {
+
+        @Bean
+        @ConditionalOnMissingBean(IdempotencyStore.class)
+        JdbcIdempotencyStore retrySafeStore(RetrySafeProperties properties, DataSource dataSource) {
+            RetrySafeProperties.Store s = properties.store();
+            JdbcIdempotencyStore store = JdbcIdempotencyStore.builder(dataSource).table(s.table())
+                    .lockTimeout(s.lockTimeout()).build();
+            if (s.initializeSchema()) {
+                store.createSchema();
+            }
+            return store;
+        }
+    }
+
+    @Bean
+    @ConditionalOnMissingBean(IdempotencyStore.class)
+    InMemoryIdempotencyStore retrySafeMemoryStore(RetrySafeProperties properties) {
+        if (properties.store().type() == RetrySafeProperties.StoreType.JDBC) {
+            throw new IllegalStateException("retrysafe.store.type=jdbc needs exactly one DataSource bean, and there is "
+                    + "none, or several without a primary one");
+        }
+        return new InMemoryIdempotencyStore(Clock.systemUTC(), properties.store().maxEntries());
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    KeyRules retrySafeKeyRules(RetrySafeProperties properties) {
+        return KeyRules.custom().minLength(properties.key().minLength()).maxLength(properties.key().maxLength()).build();
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    RetrySafe retrySafe(RetrySafeProperties properties, IdempotencyStore store,
+            ObjectProvider<RetrySafeListener> listeners) {
+        RetrySafeProperties.Policy p = properties.policy();
+        OperationPolicy policy = OperationPolicy.custom().retention(p.retention()).leaseTtl(p.leaseTtl())
+                .waitForResult(p.waitForResult()).retryAfter(p.retryAfter()).build();
+        RetrySafe.Builder builder = RetrySafe.builder(store).name(properties.name()).policy(policy)
+                .failOpen(properties.failOpen());
+        List<RetrySafeListener> all = listeners.orderedStream().toList();
+        if (!all.isEmpty()) {
+            builder.listener(all.size() == 1 ? all.get(0) : new CompositeListener(all));
+        }
+        return builder.build();
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    @ConditionalOnBean(JdbcIdempotencyStore.class)
+    @ConditionalOnProperty(prefix = "retrysafe", name = "mode", havingValue = "transactional", matchIfMissing = true)
+    TransactionalRetrySafe transactionalRetrySafe(RetrySafe retrySafe) {
+        return TransactionalRetrySafe.of(retrySafe);
+    }
+}

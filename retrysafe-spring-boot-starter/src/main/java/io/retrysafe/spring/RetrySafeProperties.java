@@ -1,0 +1,100 @@
+package io.retrysafe.spring;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+
+/**
+ * {@code retrysafe.*}: every setting of the starter, immutable once bound. Defaults are the
+ * library's {@code DEFAULT_*} constants.
+ *
+ * @param enabled whether the starter configures anything at all
+ * @param name prefix of every log line and the {@code name} tag of every meter
+ * @param mode {@code transactional} (key, the handler's writes and the response commit in one
+ *     transaction; the default with a JDBC store) or {@code standalone} (the key commits first; for
+ *     side effects outside the database)
+ * @param failOpen run requests unprotected when the store fails, instead of answering 503
+ */
+@ConfigurationProperties("retrysafe")
+public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @DefaultValue("retrysafe") String name,
+        @DefaultValue("transactional") Mode mode, @DefaultValue("false") boolean failOpen, @DefaultValue Store store,
+        @DefaultValue Policy policy, @DefaultValue Key key, @DefaultValue Http http, @DefaultValue Purge purge) {
+
+    public enum Mode {
+        TRANSACTIONAL, STANDALONE
+    }
+
+    public enum StoreType {
+        JDBC, MEMORY
+    }
+
+    /**
+     * @param type {@code jdbc} (the application's DataSource; the default when there is one) or {@code memory}
+     * @param table the records table, optionally schema-qualified
+     * @param lockTimeout how long a duplicate waits for the first request's transaction before 409
+     * @param initializeSchema create the table at start-up ({@code CREATE TABLE IF NOT EXISTS}); off
+     *     by default: ship {@code schema-postgresql.sql} in your migrations instead
+     * @param maxEntries bound of the in-memory store
+     */
+    public record Store(StoreType type, @DefaultValue("retrysafe_record") String table,
+            @DefaultValue("5s") Duration lockTimeout, @DefaultValue("false") boolean initializeSchema,
+            @DefaultValue("100000") int maxEntries) {
+    }
+
+    /**
+     * @param retention how long a key protects its intent
+     * @param leaseTtl how long an attempt holds its key before another may take it over (standalone)
+     * @param waitForResult how long a duplicate waits for the attempt in flight before 409
+     * @param retryAfter the {@code Retry-After} sent with 409 and 503
+     */
+    public record Policy(@DefaultValue("24h") Duration retention, @DefaultValue("30s") Duration leaseTtl,
+            @DefaultValue("0s") Duration waitForResult, @DefaultValue("1s") Duration retryAfter) {
+    }
+
+    /**
+     * @param minLength shortest accepted key; 16 or 32 make guessing another client's key hopeless
+     * @param maxLength longest accepted key (at most 255)
+     */
+    public record Key(@DefaultValue("1") int minLength, @DefaultValue("255") int maxLength) {
+    }
+
+    /**
+     * @param enabled register the servlet filter
+     * @param scope whose intent a key belongs to: {@code principal} (the authenticated user; the
+     *     default), {@code header} (the value of {@code scope-header}, e.g. a tenant id set by a
+     *     gateway), {@code hashed-header} (an API key, stored hashed), or {@code global} (every caller
+     *     shares one scope; only for a single trusted caller)
+     * @param scopeHeader the header for {@code header} and {@code hashed-header}
+     * @param routes the protected routes; none: POST and PATCH everywhere, when they carry a key
+     * @param maxRequestBytes largest body fingerprinted; larger requests get 413
+     * @param maxResponseBytes largest response body stored for replay
+     * @param replayedHeaders response headers stored and replayed; credentials and cookies never are
+     */
+    public record Http(@DefaultValue("true") boolean enabled, @DefaultValue("principal") String scope,
+            String scopeHeader, List<Route> routes, @DefaultValue("1048576") int maxRequestBytes,
+            @DefaultValue("1048576") int maxResponseBytes, Set<String> replayedHeaders) {
+    }
+
+    /**
+     * @param method HTTP method
+     * @param pattern path inside the application: literal segments, {@code {name}}, a final {@code **}
+     * @param keyRequired refuse requests without a key (400) instead of passing them through
+     * @param retention this route's retention, when it differs
+     * @param jsonMembers JSON Pointers of the members the fingerprint covers; empty: the whole body
+     */
+    public record Route(String method, String pattern, @DefaultValue("true") boolean keyRequired, Duration retention,
+            List<String> jsonMembers) {
+    }
+
+    /**
+     * @param enabled schedule the purge of expired records
+     * @param cron when, in Spring's six-field cron syntax
+     * @param zone the cron's time zone
+     * @param batchSize rows deleted per transaction
+     */
+    public record Purge(@DefaultValue("true") boolean enabled, @DefaultValue("0 0 3 * * *") String cron,
+            @DefaultValue("UTC") String zone, @DefaultValue("1000") int batchSize) {
+    }
+}

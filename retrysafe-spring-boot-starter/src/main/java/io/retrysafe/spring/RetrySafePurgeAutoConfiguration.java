@@ -1,0 +1,47 @@
+package io.retrysafe.spring;
+
+import io.retrysafe.jdbc.JdbcIdempotencyStore;
+import io.retrysafe.micrometer.MicrometerRetrySafeListener;
+import java.time.ZoneId;
+import java.util.function.LongConsumer;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/** The scheduled purge of expired records, for the JDBC store; deletions are counted when Micrometer is there. */
+@AutoConfiguration(after = {RetrySafeAutoConfiguration.class, RetrySafeMicrometerAutoConfiguration.class})
+@ConditionalOnBean(JdbcIdempotencyStore.class)
+@ConditionalOnProperty(prefix = "retrysafe", name = {"enabled", "purge.enabled"}, havingValue = "true",
+        matchIfMissing = true)
+public class RetrySafePurgeAutoConfiguration {
+
+    static RetrySafePurgeScheduler scheduler(RetrySafeProperties properties, JdbcIdempotencyStore store,
+            LongConsumer deleted) {
+        RetrySafeProperties.Purge p = properties.purge();
+        return new RetrySafePurgeScheduler(store.purger().batchSize(p.batchSize()).build(), p.cron(), ZoneId.of(p.zone()),
+                deleted);
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "io.retrysafe.micrometer.MicrometerRetrySafeListener")
+    static class Metered {
+
+        @Bean
+        @ConditionalOnMissingBean
+        RetrySafePurgeScheduler retrySafePurgeScheduler(RetrySafeProperties properties, JdbcIdempotencyStore store,
+                ObjectProvider<MicrometerRetrySafeListener> metrics) {
+            return scheduler(properties, store, deleted -> metrics.ifAvailable(m -> m.recordPurge(deleted)));
+        }
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    RetrySafePurgeScheduler retrySafePurgeScheduler(RetrySafeProperties properties, JdbcIdempotencyStore store) {
+        return scheduler(properties, store, deleted -> { });
+    }
+}

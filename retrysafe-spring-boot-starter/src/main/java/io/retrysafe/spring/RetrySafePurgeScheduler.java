@@ -1,0 +1,70 @@
+package io.retrysafe.spring;
+
+import io.retrysafe.jdbc.JdbcPurger;
+import io.retrysafe.jdbc.PurgeResult;
+import java.lang.System.Logger.Level;
+import java.time.ZoneId;
+import java.util.concurrent.ScheduledFuture;
+import java.util.function.LongConsumer;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler;
+import org.springframework.scheduling.support.CronTrigger;
+
+/**
+ * Runs the purge on a cron schedule ({@code retrysafe.purge.cron}, 03:00 UTC by default). Every
+ * instance schedules it; the purge's database lock lets one run and the others skip.
+ */
+public final class RetrySafePurgeScheduler implements SmartLifecycle {
+    private static final System.Logger LOG = System.getLogger(RetrySafePurgeScheduler.class.getName());
+
+    private final JdbcPurger purger;
+    private final CronTrigger trigger;
+    private final LongConsumer deleted;
+    private ThreadPoolTaskScheduler scheduler;
+    private ScheduledFuture<?> future;
+
+    RetrySafePurgeScheduler(JdbcPurger purger, String cron, ZoneId zone, LongConsumer deleted) {
+        this.purger = purger;
+        this.trigger = new CronTrigger(cron, zone);
+        this.deleted = deleted;
+    }
+
+    /** Runs one purge now; what the schedule calls. */
+    public PurgeResult purgeNow() {
+        PurgeResult result = purger.purge();
+        deleted.accept(result.deleted());
+        return result;
+    }
+
+    @Override
+    public synchronized void start() {
+        scheduler = new ThreadPoolTaskScheduler();
+        scheduler.setThreadNamePrefix("retrysafe-purge-");
+        scheduler.setDaemon(true);
+        scheduler.initialize();
+        future = scheduler.schedule(() -> {
+            try {
+                purgeNow();
+            } catch (RuntimeException e) {
+                LOG.log(Level.WARNING, "purge failed; it runs again at its next time", e);
+            }
+        }, trigger);
+    }
+
+    @Override
+    public synchronized void stop() {
+        if (future != null) {
+            future.cancel(false);
+        }
+        if (scheduler != null) {
+            scheduler.shutdown();
+        }
+        future = null;
+        scheduler = null;
+    }
+
+    @Override
+    public synchronized boolean isRunning() {
+        return scheduler != null;
+    }
+}

@@ -1,0 +1,131 @@
+package io.retrysafe.spring;
+
+import io.retrysafe.KeyRules;
+import io.retrysafe.OperationPolicy;
+import io.retrysafe.RetrySafe;
+import io.retrysafe.jdbc.TransactionalRetrySafe;
+import io.retrysafe.servlet.HttpIdempotency;
+import io.retrysafe.servlet.IdempotentExecutor;
+import io.retrysafe.servlet.IdempotentRoute;
+import io.retrysafe.servlet.RetrySafeFilter;
+import io.retrysafe.servlet.ScopeResolver;
+import java.util.Locale;
+import javax.sql.DataSource;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
+import org.springframework.boot.web.servlet.FilterRegistrationBean;
+import org.springframework.context.annotation.Bean;
+import org.springframework.core.Ordered;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.util.ClassUtils;
+
+/**
+ * The servlet filter with the Idempotency-Key semantics, registered after Spring Security's
+ * filters (so the principal is known) for the configured routes.
+ */
+@AutoConfiguration(after = RetrySafeAutoConfiguration.class)
+@ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.SERVLET)
+@ConditionalOnClass(RetrySafeFilter.class)
+@ConditionalOnProperty(prefix = "retrysafe", name = {"enabled", "http.enabled"}, havingValue = "true",
+        matchIfMissing = true)
+public class RetrySafeWebAutoConfiguration {
+    /** After Spring Security's filter chain (order -100) so the principal is known, before the dispatcher. */
+    public static final int FILTER_ORDER = Ordered.LOWEST_PRECEDENCE - 100;
+
+    private static final String SPRING_SECURITY = "org.springframework.security.core.context.SecurityContextHolder";
+
+    @Bean
+    @ConditionalOnMissingBean
+    ScopeResolver retrySafeScopeResolver(RetrySafeProperties properties) {
+        RetrySafeProperties.Http http = properties.http();
+        String scope = http.scope().toLowerCase(Locale.ROOT);
+        return switch (scope) {
+            case "principal" -> {
+                if (!ClassUtils.isPresent(SPRING_SECURITY, getClass().getClassLoader())) {
+                    throw new IllegalStateException("retrysafe.http.scope=principal (the default) scopes keys to the "
+                            + "authenticated user, but there is no Spring Security to authenticate one: add it, define "
+                            + "a ScopeResolver bean, set retrysafe.http.scope=header with retrysafe.http.scope-header, "
+                            + "or, for a single trusted caller only, retrysafe.http.scope=global");
+                }
+                yield ScopeResolver.principal();
+            }
+            case "header" -> ScopeResolver.header(requireHeader(http));
+            case "hashed-header" -> ScopeResolver.hashedHeader(requireHeader(http));
+            case "global" -> ScopeResolver.global(properties.name());
+            default -> throw new IllegalArgumentException("retrysafe.http.scope must be principal, header, hashed-header "
+                    + "or global, but was " + http.scope());
+        };
+    }
+
+    private static String requireHeader(RetrySafeProperties.Http http) {
+        if (http.scopeHeader() == null || http.scopeHeader().isBlank()) {
+            throw new IllegalArgumentException("retrysafe.http.scope=" + http.scope()
+                    + " needs retrysafe.http.scope-header, but it was not set");
+        }
+        return http.scopeHeader();
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    HttpIdempotency retrySafeHttpIdempotency(RetrySafeProperties properties, ScopeResolver scope, KeyRules keyRules,
+            RetrySafe retrySafe) {
+        RetrySafeProperties.Http http = properties.http();
+        HttpIdempotency.Builder b = HttpIdempotency.custom().scope(scope).keyRules(keyRules)
+                .maxRequestBytes(http.maxRequestBytes()).maxResponseBytes(http.maxResponseBytes());
+        if (http.replayedHeaders() != null) {
+            b.replayedHeaders(http.replayedHeaders());
+        }
+        if (http.routes() != null) {
+            for (RetrySafeProperties.Route r : http.routes()) {
+                IdempotentRoute.Builder route = IdempotentRoute.of(r.method(), r.pattern()).keyRequired(r.keyRequired());
+                if (r.retention() != null) {
+                    route.policy(OperationPolicy.from(retrySafe.policy()).retention(r.retention()).build());
+                }
+                if (r.jsonMembers() != null && !r.jsonMembers().isEmpty()) {
+                    route.jsonMembers(r.jsonMembers().toArray(String[]::new));
+                }
+                b.route(route.build());
+            }
+        }
+        return b.build();
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    IdempotentExecutor retrySafeExecutor(RetrySafe retrySafe, ObjectProvider<TransactionalRetrySafe> transactional,
+            ObjectProvider<PlatformTransactionManager> transactionManager, ObjectProvider<DataSource> dataSource) {
+        TransactionalRetrySafe tx = transactional.getIfAvailable();
+        if (tx == null) {
+            return IdempotentExecutor.standalone(retrySafe);
+        }
+        PlatformTransactionManager manager = transactionManager.getIfUnique();
+        if (manager == null) {
+            throw new IllegalStateException("retrysafe.mode=transactional needs one PlatformTransactionManager for the "
+                    + "application's DataSource; set retrysafe.mode=standalone to run without one");
+        }
+        return new SpringTransactionalExecutor(manager, dataSource.getObject(), tx);
+    }
+
+    /** Problem documents for refusals thrown by {@link Idempotent} controller or service methods. */
+    @Bean
+    @ConditionalOnMissingBean
+    @ConditionalOnClass(name = "org.springframework.web.bind.annotation.RestControllerAdvice")
+    RetrySafeExceptionHandler retrySafeExceptionHandler() {
+        return new RetrySafeExceptionHandler();
+    }
+
+    @Bean
+    @ConditionalOnMissingBean(name = "retrySafeFilterRegistration")
+    FilterRegistrationBean<RetrySafeFilter> retrySafeFilterRegistration(HttpIdempotency config,
+            IdempotentExecutor executor, RetrySafe retrySafe) {
+        FilterRegistrationBean<RetrySafeFilter> registration = new FilterRegistrationBean<>(
+                new RetrySafeFilter(config, executor, retrySafe.listener()));
+        registration.setName("retrySafeFilter");
+        registration.setOrder(FILTER_ORDER);
+        return registration;
+    }
+}

@@ -1,0 +1,82 @@
+package io.retrysafe.spring;
+
+import io.retrysafe.Fingerprint;
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.Operation;
+import io.retrysafe.OperationPolicy;
+import io.retrysafe.Outcome;
+import io.retrysafe.ResponseCodec;
+import io.retrysafe.StoreUnavailableException;
+import io.retrysafe.StoredResponse;
+import io.retrysafe.jdbc.TransactionalRetrySafe;
+import io.retrysafe.servlet.IdempotentExecutor;
+import jakarta.servlet.http.HttpServletRequest;
+import java.sql.Connection;
+import javax.sql.DataSource;
+import org.springframework.jdbc.datasource.DataSourceUtils;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.TransactionException;
+import org.springframework.transaction.TransactionStatus;
+import org.springframework.transaction.support.DefaultTransactionDefinition;
+
+/**
+ * Transactional mode on the application's transaction manager: the filter opens the transaction,
+ * the claim is its first statement, the handler's writes (JdbcTemplate, JPA, any
+ * {@code @Transactional} code that joins) go into it, and the response is written into it before
+ * the manager commits. The response reaches the client only after that commit: a failed commit is a
+ * {@link StoreUnavailableException} (503), never the handler's success.
+ */
+final class SpringTransactionalExecutor implements IdempotentExecutor {
+    private final PlatformTransactionManager transactionManager;
+    private final DataSource dataSource;
+    private final TransactionalRetrySafe transactional;
+
+    SpringTransactionalExecutor(PlatformTransactionManager transactionManager, DataSource dataSource,
+            TransactionalRetrySafe transactional) {
+        this.transactionManager = transactionManager;
+        this.dataSource = dataSource;
+        this.transactional = transactional;
+    }
+
+    @Override
+    public Outcome<StoredResponse> execute(HttpServletRequest request, IdempotencyKey key, Fingerprint fingerprint,
+            OperationPolicy policy, Operation<StoredResponse> handler) {
+        TransactionalRetrySafe tx = policy == null ? transactional
+                : TransactionalRetrySafe.of(transactional.engine().with(policy));
+        DefaultTransactionDefinition definition = new DefaultTransactionDefinition();
+        definition.setName("retrysafe " + key.scope());
+        TransactionStatus status;
+        try {
+            status = transactionManager.getTransaction(definition);
+        } catch (TransactionException e) {
+            // No connection, no transaction: fail closed before the handler runs, as the engine does.
+            Outcome<StoredResponse> unavailable = new Outcome.StoreUnavailable<>(new StoreUnavailableException(
+                    tx.engine().store().name(), tx.engine().policy().retryAfter(),
+                    "the transaction of key " + key.digest() + " could not begin: " + e.getMessage(), e));
+            tx.engine().listener().onOutcome(key, unavailable);
+            return unavailable;
+        }
+        TransactionalRetrySafe.Joined<StoredResponse> joined;
+        try {
+            Connection connection = DataSourceUtils.getConnection(dataSource);
+            joined = tx.join(connection, key, fingerprint, ResponseCodec.identity(), handler);
+        } catch (RuntimeException | Error e) {
+            transactionManager.rollback(status);
+            throw e;
+        }
+        if (!joined.commit()) {
+            // Replays and refusals wrote nothing; a released result's writes must not commit.
+            transactionManager.rollback(status);
+            return joined.outcome();
+        }
+        try {
+            transactionManager.commit(status);
+        } catch (RuntimeException e) {
+            // A TransactionException, or a DataAccessException from a translating manager (Boot's
+            // JdbcTransactionManager: a deferred constraint violated at commit is a DuplicateKeyException).
+            throw new StoreUnavailableException(tx.engine().store().name(), tx.engine().policy().retryAfter(),
+                    "the transaction of key " + key.digest() + " did not commit: " + e.getMessage(), e);
+        }
+        return joined.outcome();
+    }
+}
