@@ -379,4 +379,26 @@ class PostgresTransactionalIT {
         assertThat(store.inspect(key)).isEmpty();
         assertThat(payments()).isZero();
     }
+
+    @Test
+    void theClaimsLockBoundDoesNotApplyToTheOperationsOwnStatements() throws SQLException {
+        IdempotencyKey key = key("k-lock-bound");
+        try (Connection c = ds.getConnection()) {
+            try (Statement st = c.createStatement()) {
+                st.execute("SET lock_timeout = '7s'");
+            }
+            Outcome<String> outcome = tx.execute(c, key, fp, ResponseCodec.utf8(), attempt -> {
+                try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SHOW lock_timeout")) {
+                    rs.next();
+                    return rs.getString(1);
+                }
+            });
+            assertThat(outcome.orThrow()).as("lock_timeout seen by the operation").isEqualTo("7s");
+            try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SHOW lock_timeout")) {
+                rs.next();
+                assertThat(rs.getString(1)).as("lock_timeout after execute").isEqualTo("7s");
+                st.execute("RESET lock_timeout");
+            }
+        }
+    }
 }

@@ -18,7 +18,9 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDateTime;
 import java.time.ZoneOffset;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Optional;
 
 /**
@@ -359,5 +361,97 @@ public final class MariaDbSqlDialect extends SqlDialect {
 
     private static byte[] body(byte[] stored) {
         return stored == null ? new byte[0] : stored;
+    }
+
+    // ---------------------------------------------------------------- operators (JdbcAdmin)
+    // Rarely run, so the statements are built per call; every value is a bind parameter.
+
+    @Override
+    public List<AdminRow> list(Connection c, RecordStatus status, Duration olderThan, int limit) throws SQLException {
+        String sql = "SELECT scope, idem_key, status, attempt, created_at, lease_expires_at, expires_at FROM " + table
+                + " WHERE expires_at > " + T + " AND created_at <= " + T + " - INTERVAL ? MICROSECOND"
+                + (status == null ? "" : " AND status = ?") + " ORDER BY created_at, scope, idem_key LIMIT ?";
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            int i = 1;
+            ps.setLong(i++, micros(olderThan));
+            if (status != null) {
+                ps.setString(i++, status.name());
+            }
+            ps.setInt(i, limit);
+            List<AdminRow> rows = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    rows.add(new AdminRow(rs.getString(1), rs.getString(2), RecordStatus.valueOf(rs.getString(3)),
+                            rs.getInt(4), instant(rs, 5), instant(rs, 6), instant(rs, 7)));
+                }
+            }
+            return rows;
+        }
+    }
+
+    @Override
+    public boolean forceRelease(Connection c, IdempotencyKey key, Integer attempt, Duration lockTimeout)
+            throws SQLException {
+        String sql = bounded(lockWaitSeconds(lockTimeout), "UPDATE " + table + " SET status = 'FAILED',"
+                + " lease_expires_at = LEAST(lease_expires_at, " + T + ")"
+                + " WHERE scope = ? AND idem_key = ? AND status = 'IN_PROGRESS' AND expires_at > " + T
+                + (attempt == null ? "" : " AND attempt = ?"));
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setString(1, key.scope());
+            ps.setString(2, key.value());
+            if (attempt != null) {
+                ps.setInt(3, attempt);
+            }
+            // The status always changes where the row matches, so found and affected rows agree.
+            return ps.executeUpdate() == 1;
+        }
+    }
+
+    @Override
+    public RecordCounts counts(Connection c) throws SQLException {
+        String live = "expires_at > " + T;
+        String sql = "SELECT COALESCE(SUM(" + live + " AND status = 'IN_PROGRESS'), 0),"
+                + " COALESCE(SUM(" + live + " AND status = 'COMPLETED'), 0),"
+                + " COALESCE(SUM(" + live + " AND status = 'FAILED'), 0),"
+                + " COALESCE(SUM(" + live + " AND created_at > " + T + " - INTERVAL 1 HOUR), 0),"
+                + " COALESCE(SUM(" + live + " AND created_at <= " + T + " - INTERVAL 1 HOUR"
+                + " AND created_at > " + T + " - INTERVAL 24 HOUR), 0),"
+                + " COALESCE(SUM(" + live + " AND created_at <= " + T + " - INTERVAL 24 HOUR"
+                + " AND created_at > " + T + " - INTERVAL 168 HOUR), 0),"
+                + " COALESCE(SUM(" + live + " AND created_at <= " + T + " - INTERVAL 168 HOUR), 0),"
+                + " COALESCE(SUM(expires_at <= " + T + "), 0) FROM " + table;
+        try (PreparedStatement ps = c.prepareStatement(sql); ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return new RecordCounts(rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4), rs.getLong(5),
+                    rs.getLong(6), rs.getLong(7), rs.getLong(8));
+        }
+    }
+
+    @Override
+    public long countExpired(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT COUNT(*) FROM " + table + " WHERE expires_at <= " + T);
+                ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
+    @Override
+    public long tableBytes(Connection c) throws SQLException {
+        // InnoDB's own estimate: data and indexes, refreshed with the table's statistics (ANALYZE TABLE).
+        int dot = table.indexOf('.');
+        try (PreparedStatement ps = c.prepareStatement("SELECT COALESCE(SUM(data_length + index_length), 0)"
+                + " FROM information_schema.tables WHERE table_schema = COALESCE(?, DATABASE()) AND table_name = ?")) {
+            if (dot < 0) {
+                ps.setNull(1, java.sql.Types.VARCHAR);
+            } else {
+                ps.setString(1, table.substring(0, dot));
+            }
+            ps.setString(2, table.substring(dot + 1));
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getLong(1);
+            }
+        }
     }
 }

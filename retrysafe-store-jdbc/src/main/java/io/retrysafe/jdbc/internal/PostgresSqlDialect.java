@@ -16,6 +16,8 @@ import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 
 /**
@@ -41,9 +43,11 @@ public final class PostgresSqlDialect extends SqlDialect {
 
     public PostgresSqlDialect(String table) {
         super(table, "/io/retrysafe/jdbc/schema-postgresql.sql");
-        // set_config(…, true) is SET LOCAL: the bound ends with the transaction and never leaks into
-        // the application's later use of its connection. Sent with the insert in one round trip.
-        claimSql = "SELECT set_config('lock_timeout', ?, true);"
+        // The bound applies to the claim alone: set_config(…, true) is SET LOCAL, the previous value
+        // is saved first and put back right after the insert, so neither the rest of the application's
+        // transaction nor its later use of the connection waits under it. Three statements, one round trip.
+        claimSql = "SELECT set_config('retrysafe.saved_lock_timeout', current_setting('lock_timeout'), true),"
+                + " set_config('lock_timeout', ?, true);"
                 + "INSERT INTO " + table + " AS r (scope, idem_key, fingerprint, status, owner_token, attempt, created_at,"
                 + " lease_expires_at, expires_at) VALUES (?, ?, ?, 'IN_PROGRESS', ?, 1, " + T + ", " + T
                 + " + ? * interval '1 millisecond', " + T + " + ? * interval '1 millisecond')"
@@ -56,7 +60,8 @@ public final class PostgresSqlDialect extends SqlDialect {
                 + " WHERE r.expires_at <= " + T
                 + " OR (r.fingerprint = EXCLUDED.fingerprint AND (r.status = 'FAILED'"
                 + " OR (r.status = 'IN_PROGRESS' AND r.lease_expires_at <= " + T + ")))"
-                + " RETURNING attempt";
+                + " RETURNING attempt;"
+                + "SELECT set_config('lock_timeout', current_setting('retrysafe.saved_lock_timeout'), true)";
         selectSql = "SELECT fingerprint, status, response_status, response_headers, response_body,"
                 + " CEIL(EXTRACT(EPOCH FROM (lease_expires_at - " + T + ")) * 1000)::bigint,"
                 + " expires_at <= " + T + " FROM " + table + " WHERE scope = ? AND idem_key = ?";
@@ -226,5 +231,97 @@ public final class PostgresSqlDialect extends SqlDialect {
             id = (id << 8) | (h[i] & 0xff);
         }
         return id;
+    }
+
+    // ---------------------------------------------------------------- operators (JdbcAdmin)
+    // Rarely run, so the statements are built per call; every value is a bind parameter.
+
+    @Override
+    public List<AdminRow> list(Connection c, RecordStatus status, Duration olderThan, int limit) throws SQLException {
+        String sql = "SELECT scope, idem_key, status, attempt, created_at, lease_expires_at, expires_at FROM " + table
+                + " WHERE expires_at > " + T + " AND created_at <= " + T + " - ? * interval '1 millisecond'"
+                + (status == null ? "" : " AND status = ?") + " ORDER BY created_at, scope, idem_key LIMIT ?";
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            int i = 1;
+            ps.setLong(i++, olderThan.toMillis());
+            if (status != null) {
+                ps.setString(i++, status.name());
+            }
+            ps.setInt(i, limit);
+            List<AdminRow> rows = new ArrayList<>();
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    rows.add(new AdminRow(rs.getString(1), rs.getString(2), RecordStatus.valueOf(rs.getString(3)),
+                            rs.getInt(4), instant(rs.getTimestamp(5)), instant(rs.getTimestamp(6)),
+                            instant(rs.getTimestamp(7))));
+                }
+            }
+            return rows;
+        }
+    }
+
+    @Override
+    public boolean forceRelease(Connection c, IdempotencyKey key, Integer attempt, Duration lockTimeout)
+            throws SQLException {
+        // As in the claim: SET LOCAL bounds the wait for a transaction holding the row, in the same round trip.
+        String sql = "SELECT set_config('lock_timeout', ?, true);"
+                + "UPDATE " + table + " SET status = 'FAILED', lease_expires_at = LEAST(lease_expires_at, " + T + ")"
+                + " WHERE scope = ? AND idem_key = ? AND status = 'IN_PROGRESS' AND expires_at > " + T
+                + (attempt == null ? "" : " AND attempt = ?");
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setString(1, Long.toString(Math.max(1, lockTimeout.toMillis())));
+            ps.setString(2, key.scope());
+            ps.setString(3, key.value());
+            if (attempt != null) {
+                ps.setInt(4, attempt);
+            }
+            ps.execute(); // first result: set_config
+            if (ps.getMoreResults()) {
+                throw new SQLException("release statement returned rows instead of an update count");
+            }
+            return ps.getUpdateCount() == 1;
+        }
+    }
+
+    @Override
+    public RecordCounts counts(Connection c) throws SQLException {
+        // interval '24 hours', not '1 day': a day of timestamptz arithmetic follows the session's DST changes.
+        String live = "expires_at > " + T;
+        String sql = "SELECT count(*) FILTER (WHERE " + live + " AND status = 'IN_PROGRESS'),"
+                + " count(*) FILTER (WHERE " + live + " AND status = 'COMPLETED'),"
+                + " count(*) FILTER (WHERE " + live + " AND status = 'FAILED'),"
+                + " count(*) FILTER (WHERE " + live + " AND created_at > " + T + " - interval '1 hour'),"
+                + " count(*) FILTER (WHERE " + live + " AND created_at <= " + T + " - interval '1 hour'"
+                + " AND created_at > " + T + " - interval '24 hours'),"
+                + " count(*) FILTER (WHERE " + live + " AND created_at <= " + T + " - interval '24 hours'"
+                + " AND created_at > " + T + " - interval '168 hours'),"
+                + " count(*) FILTER (WHERE " + live + " AND created_at <= " + T + " - interval '168 hours'),"
+                + " count(*) FILTER (WHERE expires_at <= " + T + ") FROM " + table;
+        try (PreparedStatement ps = c.prepareStatement(sql); ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return new RecordCounts(rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4), rs.getLong(5),
+                    rs.getLong(6), rs.getLong(7), rs.getLong(8));
+        }
+    }
+
+    @Override
+    public long countExpired(Connection c) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM " + table + " WHERE expires_at <= " + T);
+                ResultSet rs = ps.executeQuery()) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
+    @Override
+    public long tableBytes(Connection c) throws SQLException {
+        // The table, its indexes and its TOAST data (large response bodies live there).
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_total_relation_size(to_regclass(?))")) {
+            ps.setString(1, table);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getLong(1); // NULL (no such table) reads as 0
+            }
+        }
     }
 }

@@ -6,6 +6,7 @@ import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.IdempotencyRecord;
 import io.retrysafe.spi.OwnerToken;
+import io.retrysafe.spi.RecordStatus;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -13,6 +14,7 @@ import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 
 /**
@@ -60,6 +62,32 @@ public abstract class SqlDialect {
     public abstract boolean tryLock(Connection c, String name) throws SQLException;
 
     public abstract void unlock(Connection c, String name) throws SQLException;
+
+    // ---------------------------------------------------------------- operators (JdbcAdmin)
+
+    /**
+     * Live records created at least {@code olderThan} ago, of {@code status} (any if null), oldest
+     * first, at most {@code limit}. A plain read: it never waits for a lock.
+     */
+    public abstract List<AdminRow> list(Connection c, RecordStatus status, Duration olderThan, int limit)
+            throws SQLException;
+
+    /**
+     * An operator's release: marks the live record FAILED if it is IN_PROGRESS, whoever holds it, and
+     * ends its lease; with {@code attempt}, only if it is still that attempt. Waits at most
+     * {@code lockTimeout} for a transaction holding the row. True if it changed.
+     */
+    public abstract boolean forceRelease(Connection c, IdempotencyKey key, Integer attempt, Duration lockTimeout)
+            throws SQLException;
+
+    /** Live records by status and by age, and expired records not purged yet, in one statement. */
+    public abstract RecordCounts counts(Connection c) throws SQLException;
+
+    /** Records past {@code expires_at}: what a purge would delete now (rows locked by others aside). */
+    public abstract long countExpired(Connection c) throws SQLException;
+
+    /** The table's size on disk in bytes, its indexes included, as the database reports it. */
+    public abstract long tableBytes(Connection c) throws SQLException;
 
     /** The DDL for this table, as shipped in the schema resource. */
     public String schema() {
