@@ -1,0 +1,59 @@
+package io.retrysafe.cli;
+
+import io.retrysafe.jdbc.JdbcPurger;
+import io.retrysafe.jdbc.PurgeResult;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/** One purge run now, as the daily job does it: bounded batches, under the cluster-wide purge lock. */
+@Command(name = "purge", mixinStandardHelpOptions = true,
+        description = {"Delete expired records now, in batches, under the purge lock.",
+                "As the daily job does it: in batches, each its own transaction, "
+                + "under the purge lock (an instance purging at the same time makes this run skip).",
+                "--dry-run counts what would be deleted and deletes nothing."},
+        exitCodeListHeading = Exit.HEADING,
+        exitCodeList = {"0:purged (or counted)", "1:skipped: another instance holds the purge lock", Exit.LINE_USAGE,
+                Exit.LINE_FAILED})
+final class PurgeCommand extends BaseCommand {
+    @Mixin
+    ConnectionOptions connection;
+
+    @Option(names = "--dry-run", description = "count the expired records, delete nothing")
+    boolean dryRun;
+
+    @Option(names = "--batch-size", paramLabel = "N", defaultValue = "" + JdbcPurger.DEFAULT_BATCH_SIZE,
+            description = "rows deleted per transaction (default: ${DEFAULT-VALUE})")
+    int batchSize;
+
+    @Option(names = "--max-batches", paramLabel = "N", defaultValue = "" + JdbcPurger.DEFAULT_MAX_BATCHES,
+            description = "batches in this run at most; the next run continues (default: ${DEFAULT-VALUE})")
+    int maxBatches;
+
+    @Override
+    int run() {
+        // Checks the values before connecting.
+        Database.offline(ConnectionOptions.table(connection.table, root().env()), null).purger().batchSize(batchSize)
+                .maxBatches(maxBatches).build();
+        Database db = open(connection);
+        if (dryRun) {
+            long expired = db.admin.countExpired();
+            long bound = (long) batchSize * maxBatches;
+            out().println("dry run: " + expired + " expired records would be deleted from " + db.store.table()
+                    + " (batches of " + batchSize + ")"
+                    + (expired > bound ? "; one run deletes at most " + bound + ", the next run continues" : ""));
+            out().flush();
+            return Exit.OK;
+        }
+        PurgeResult result = db.store.purger().batchSize(batchSize).maxBatches(maxBatches).build().purge();
+        if (!result.ran()) {
+            out().println("skipped: another instance holds the purge lock of " + db.store.table() + "; nothing deleted");
+            out().flush();
+            return Exit.NOTHING;
+        }
+        out().println("deleted " + result.deleted() + " expired records from " + db.store.table() + " in "
+                + result.batches() + (result.batches() == 1 ? " batch, " : " batches, ") + result.took().toMillis() + " ms");
+        out().flush();
+        return Exit.OK;
+    }
+}
