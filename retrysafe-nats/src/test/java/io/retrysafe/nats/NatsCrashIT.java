@@ -1,0 +1,304 @@
+package io.retrysafe.nats;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.nats.client.Connection;
+import io.nats.client.JetStreamManagement;
+import io.nats.client.api.AckPolicy;
+import io.nats.client.api.ConsumerConfiguration;
+import io.nats.client.api.ConsumerInfo;
+import io.nats.client.api.StorageType;
+import io.nats.client.api.StreamConfiguration;
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.IdempotencyKeys;
+import io.retrysafe.RetrySafe;
+import io.retrysafe.jdbc.JdbcIdempotencyStore;
+import io.retrysafe.spi.RecordStatus;
+import io.retrysafe.testservices.TestDatabases;
+import io.retrysafe.testservices.TestNats;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A consumer process killed with SIGKILL in the middle of a message ({@link NatsCrashChild}, a
+ * separate JVM on the same NATS server and PostgreSQL database), and what the redelivery does.
+ */
+class NatsCrashIT {
+    /** Short, so that the dead consumer's message comes back soon. */
+    private static final Duration ACK_WAIT = Duration.ofSeconds(2);
+    /** Covers the rollback of the dead transaction, which PostgreSQL starts when it sees the socket close. */
+    private static final Duration LOCK_TIMEOUT = Duration.ofSeconds(10);
+    /** JVM start, connections and the first fetch of the child, on a slow machine. */
+    private static final Duration CHILD_READY_BOUND = Duration.ofSeconds(60);
+    private static final Duration CHILD_EXIT_BOUND = Duration.ofSeconds(10);
+    private static final Duration REDELIVERY_BOUND = ACK_WAIT.plus(LOCK_TIMEOUT).plusSeconds(30);
+    private static final int SIGKILL_EXIT_VALUE = 128 + 9;
+
+    private static Connection nats;
+    private static JetStreamManagement jsm;
+    private static String stream;
+    private static DataSource ds;
+    private static JdbcIdempotencyStore store;
+    private static RetrySafe engine;
+
+    private final List<String> handled = new CopyOnWriteArrayList<>();
+    private final Recorder recorder = new Recorder();
+    private String subject;
+    private String durable;
+    private Child child;
+    private RetrySafeJetStreamConsumer survivor;
+
+    @BeforeAll
+    static void setUp() throws Exception {
+        nats = TestNats.connect("retrysafe-nats-crash-it");
+        jsm = nats.jetStreamManagement();
+        stream = TestNats.uniqueName("RS_NATS_CRASH");
+        jsm.addStream(StreamConfiguration.builder().name(stream).subjects(stream + ".>")
+                .storageType(StorageType.Memory).build());
+        ds = TestDatabases.postgres();
+        store = JdbcIdempotencyStore.builder(ds).table(Effects.STORE_TABLE).lockTimeout(LOCK_TIMEOUT).build();
+        store.createSchema();
+        Effects.createTable(ds);
+        engine = RetrySafe.builder(store).name("nats-crash-it").build();
+    }
+
+    @AfterAll
+    static void tearDown() throws Exception {
+        if (nats != null) {
+            try {
+                if (stream != null) {
+                    jsm.deleteStream(stream);
+                }
+            } finally {
+                nats.close();
+            }
+        }
+    }
+
+    @BeforeEach
+    void newConsumer() throws Exception {
+        String token = TestNats.uniqueName("T");
+        subject = stream + "." + token;
+        durable = "C_" + token;
+        jsm.addOrUpdateConsumer(stream, ConsumerConfiguration.builder().durable(durable).filterSubject(subject)
+                .ackPolicy(AckPolicy.Explicit).ackWait(ACK_WAIT).maxDeliver(-1).build());
+    }
+
+    @AfterEach
+    void noChildOutlivesItsTest() throws Exception {
+        try {
+            if (survivor != null) {
+                survivor.close();
+            }
+        } finally {
+            if (child != null) {
+                child.close();
+            }
+        }
+    }
+
+    @Test
+    void killedAfterItsCommitAndBeforeItsAckTheMessageIsRedeliveredAndReplayed() throws Exception {
+        String key = IdempotencyKeys.uuidV7();
+        long seq = IdempotentPublisher.of(nats.jetStream()).publish(subject, key, "pay 100".getBytes(UTF_8))
+                .getSeqno();
+
+        child = Child.start("after-commit", TestNats.url(), stream, durable, TestDatabases.postgresJdbcUrl(),
+                TestDatabases.postgresUser(), TestDatabases.postgresPassword());
+        assertThat(child.awaitLine(NatsCrashChild.COMMITTED, CHILD_READY_BOUND)).isEqualTo(Long.toString(seq));
+        child.kill();
+
+        // The child's transaction committed the effect with the message id; the ack was never sent.
+        assertThat(Effects.ids(ds, scope())).containsExactly(key);
+        assertThat(store.inspect(IdempotencyKey.of(scope(), key))).get()
+                .extracting(r -> r.status()).isEqualTo(RecordStatus.COMPLETED);
+        assertThat(consumerInfo().getAckFloor().getStreamSequence()).as("acknowledged up to").isLessThan(seq);
+
+        survivor = startSurvivor();
+        await().atMost(REDELIVERY_BOUND).pollInterval(Duration.ofMillis(50))
+                .until(() -> !recorder.all().isEmpty() && settled());
+
+        assertThat(recorder.all()).singleElement().satisfies(seen -> {
+            assertThat(seen.disposition()).isEqualTo(new Disposition.Replayed());
+            assertThat(seen.streamSequence()).isEqualTo(seq);
+            assertThat(seen.delivered()).as("delivered again after ack_wait").isEqualTo(2);
+        });
+        assertThat(handled).as("the survivor did not run the handler").isEmpty();
+        assertThat(Effects.ids(ds, scope())).as("the effect happened once").containsExactly(key);
+    }
+
+    @Test
+    void killedInsideTheHandlerTheMessageIsRedeliveredAndProcessedOnce() throws Exception {
+        String key = IdempotencyKeys.uuidV7();
+        long seq = IdempotentPublisher.of(nats.jetStream()).publish(subject, key, "pay 100".getBytes(UTF_8))
+                .getSeqno();
+
+        child = Child.start("inside-handler", TestNats.url(), stream, durable, TestDatabases.postgresJdbcUrl(),
+                TestDatabases.postgresUser(), TestDatabases.postgresPassword());
+        assertThat(child.awaitLine(NatsCrashChild.INSIDE, CHILD_READY_BOUND)).isEqualTo(Long.toString(seq));
+        child.kill();
+
+        survivor = startSurvivor();
+        await().atMost(REDELIVERY_BOUND).pollInterval(Duration.ofMillis(50))
+                .until(() -> recorder.count(Disposition.Processed.class::isInstance) == 1 && settled());
+
+        // The dead transaction may still hold the key's row lock for a moment: a delivery then waits, or is nakked.
+        assertThat(recorder.dispositions()).last().isEqualTo(new Disposition.Processed(1));
+        assertThat(recorder.dispositions()).filteredOn(d -> !(d instanceof Disposition.Processed))
+                .allSatisfy(d -> assertThat(d).isEqualTo(new Disposition.Redelivered(Disposition.Reason.IN_PROGRESS,
+                        IdempotentMessageProcessor.DEFAULT_IN_PROGRESS_DELAY)));
+        assertThat(handled).containsExactly(key);
+        assertThat(Effects.ids(ds, scope())).as("the killed transaction's write was rolled back").containsExactly(key);
+        assertThat(store.inspect(IdempotencyKey.of(scope(), key))).get().satisfies(r -> {
+            assertThat(r.status()).isEqualTo(RecordStatus.COMPLETED);
+            assertThat(r.attempt()).isEqualTo(1);
+        });
+    }
+
+    private RetrySafeJetStreamConsumer startSurvivor() throws Exception {
+        IdempotentMessageProcessor processor = IdempotentMessageProcessor.builder(engine, (msg, c, attempt) -> {
+            handled.add(attempt.key().value());
+            Effects.record(c, msg, attempt);
+        }).listener(recorder).build();
+        return RetrySafeJetStreamConsumer.pull(nats, processor).stream(stream).durable(durable).batchSize(1)
+                .fetchTimeout(Duration.ofSeconds(1)).closeTimeout(Duration.ofSeconds(10)).start();
+    }
+
+    private String scope() {
+        return IdempotentMessageProcessor.scope(stream, durable);
+    }
+
+    private ConsumerInfo consumerInfo() throws Exception {
+        return jsm.getConsumerInfo(stream, durable);
+    }
+
+    private boolean settled() throws Exception {
+        ConsumerInfo info = consumerInfo();
+        return info.getNumPending() == 0 && info.getNumAckPending() == 0;
+    }
+
+    /** A {@link NatsCrashChild} JVM; stderr goes to a file so that it cannot block and can be shown on failure. */
+    private static final class Child implements AutoCloseable {
+        private final Process process;
+        private final Path stderr;
+        private final List<String> lines = new CopyOnWriteArrayList<>();
+        private final CompletableFuture<Void> stdoutClosed = new CompletableFuture<>();
+
+        private Child(Process process, Path stderr) {
+            this.process = process;
+            this.stderr = stderr;
+        }
+
+        static Child start(String... args) throws IOException {
+            List<String> command = new ArrayList<>(List.of(System.getProperty("java.home") + "/bin/java",
+                    "-cp", System.getProperty("java.class.path"), NatsCrashChild.class.getName()));
+            command.addAll(List.of(args));
+            Path stderr = Files.createTempFile("retrysafe-nats-crash-child-", ".err");
+            Process process = new ProcessBuilder(command).redirectError(stderr.toFile()).start();
+            Child child = new Child(process, stderr);
+            Thread reader = new Thread(child::readStdout, "nats-crash-child-stdout-" + process.pid());
+            reader.setDaemon(true);
+            reader.start();
+            return child;
+        }
+
+        private void readStdout() {
+            try (BufferedReader out = new BufferedReader(
+                    new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = out.readLine()) != null) {
+                    lines.add(line);
+                }
+            } catch (IOException e) {
+                lines.add("(stdout unreadable: " + e + ")");
+            } finally {
+                stdoutClosed.complete(null);
+            }
+        }
+
+        /** Waits for the line starting with {@code marker}; returns the rest of it. */
+        String awaitLine(String marker, Duration bound) throws InterruptedException {
+            try {
+                await().atMost(bound).pollInterval(Duration.ofMillis(20))
+                        .until(() -> lines.stream().anyMatch(l -> l.startsWith(marker + " ")) || stdoutClosed.isDone());
+            } catch (org.awaitility.core.ConditionTimeoutException e) {
+                throw new AssertionError(failure(marker, bound), e);
+            }
+            return lines.stream().filter(l -> l.startsWith(marker + " ")).findFirst()
+                    .map(l -> l.substring(marker.length() + 1))
+                    .orElseThrow(() -> new AssertionError(failure(marker, bound)));
+        }
+
+        private String failure(String marker, Duration bound) {
+            try {
+                // Its stdout closed: it is exiting; let it finish so that its exit value is shown.
+                stdoutClosed.get(CHILD_EXIT_BOUND.toMillis(), TimeUnit.MILLISECONDS);
+                process.waitFor(CHILD_EXIT_BOUND.toMillis(), TimeUnit.MILLISECONDS);
+            } catch (InterruptedException | ExecutionException | TimeoutException ignored) {
+                // show what there is
+            }
+            return "the child did not print " + marker + " within " + bound + " (" + state() + ")\n--- its stdout:\n"
+                    + String.join("\n", lines) + "\n--- its stderr:\n" + stderr();
+        }
+
+        /** SIGKILL: no shutdown hook, no rollback, no unsubscribe; the kernel closes its sockets. */
+        void kill() throws InterruptedException {
+            process.destroyForcibly();
+            assertThat(process.waitFor(CHILD_EXIT_BOUND.toMillis(), TimeUnit.MILLISECONDS))
+                    .as("the child is dead within %s", CHILD_EXIT_BOUND).isTrue();
+            assertThat(process.exitValue()).as("exit value of a process killed by SIGKILL")
+                    .isEqualTo(SIGKILL_EXIT_VALUE);
+        }
+
+        private String state() {
+            return process.isAlive() ? "still running, pid " + process.pid() : "exited with " + process.exitValue();
+        }
+
+        private String stderr() {
+            try {
+                return Files.readString(stderr, StandardCharsets.UTF_8);
+            } catch (IOException e) {
+                return "(unreadable: " + e + ")";
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            try {
+                if (process.isAlive()) {
+                    process.destroyForcibly();
+                    if (!process.waitFor(CHILD_EXIT_BOUND.toMillis(), TimeUnit.MILLISECONDS)) {
+                        throw new IllegalStateException("child " + process.pid() + " survived SIGKILL for "
+                                + CHILD_EXIT_BOUND);
+                    }
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while waiting for child " + process.pid() + " to die", e);
+            } finally {
+                process.getOutputStream().close();
+                Files.deleteIfExists(stderr);
+            }
+        }
+    }
+}
