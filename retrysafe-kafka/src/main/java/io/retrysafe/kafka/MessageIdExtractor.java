@@ -1,0 +1,116 @@
+package io.retrysafe.kafka;
+
+import io.retrysafe.InvalidKeyException;
+import io.retrysafe.InvalidKeyException.Rule;
+import io.retrysafe.internal.Require;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.header.Header;
+
+/**
+ * Where a record's message id comes from: the id its producer gave the message, the same on every
+ * retry of the send. The processor checks the id against its {@link io.retrysafe.KeyRules} (1 to 255
+ * printable ASCII characters by default).
+ *
+ * <pre>{@code
+ * MessageIdExtractor.header("idempotency-key")   // the default
+ * MessageIdExtractor.cloudEventsId()            // CloudEvents Kafka binding, binary mode: header ce_id
+ * MessageIdExtractor.topicPartitionOffset()     // no id from the producer: catches redeliveries only
+ * }</pre>
+ */
+@FunctionalInterface
+public interface MessageIdExtractor {
+    /** The header {@link #header(String)} reads by default. */
+    String DEFAULT_HEADER = "idempotency-key";
+    /** The CloudEvents Kafka protocol binding's header for the event id (binary content mode). */
+    String CLOUDEVENTS_ID_HEADER = "ce_id";
+
+    /**
+     * The record's message id, or {@code null} if it has none (it is then dead-lettered as
+     * {@link DeadLetterReason#MISSING_MESSAGE_ID}).
+     *
+     * @throws InvalidKeyException if the record carries an id that cannot be one
+     */
+    String messageId(ConsumerRecord<?, ?> record);
+
+    /** The {@value #DEFAULT_HEADER} header. */
+    static MessageIdExtractor defaultHeader() {
+        return header(DEFAULT_HEADER);
+    }
+
+    /**
+     * The value of header {@code name}, decoded as UTF-8. No such header (or one with a null value)
+     * is no id; the header twice is {@link Rule#MULTIPLE_VALUES}, bytes that are not UTF-8
+     * {@link Rule#MALFORMED}.
+     */
+    static MessageIdExtractor header(String name) {
+        Require.notNull(name, "name");
+        if (name.isBlank()) {
+            throw new IllegalArgumentException("name must not be blank, but was \"" + name + "\"");
+        }
+        return new MessageIdExtractor() {
+            @Override
+            public String messageId(ConsumerRecord<?, ?> record) {
+                List<byte[]> values = new ArrayList<>(1);
+                for (Header header : record.headers().headers(name)) {
+                    if (header.value() != null) {
+                        values.add(header.value());
+                    }
+                }
+                if (values.isEmpty()) {
+                    return null;
+                }
+                if (values.size() > 1) {
+                    throw new InvalidKeyException(Rule.MULTIPLE_VALUES,
+                            "header " + name + " must have one value, but had " + values.size());
+                }
+                try {
+                    return StandardCharsets.UTF_8.newDecoder()
+                            .onMalformedInput(CodingErrorAction.REPORT)
+                            .onUnmappableCharacter(CodingErrorAction.REPORT)
+                            .decode(ByteBuffer.wrap(values.get(0))).toString();
+                } catch (CharacterCodingException e) {
+                    throw new InvalidKeyException(Rule.MALFORMED, "header " + name + " is not UTF-8");
+                }
+            }
+
+            @Override
+            public String toString() {
+                return "header(" + name + ")";
+            }
+        };
+    }
+
+    /** The CloudEvents id: header {@value #CLOUDEVENTS_ID_HEADER} (binary content mode; in structured mode the id is in the value). */
+    static MessageIdExtractor cloudEventsId() {
+        return header(CLOUDEVENTS_ID_HEADER);
+    }
+
+    /**
+     * {@code <partition>@<offset>} (the scope already names the topic): for producers that set no
+     * id. It catches what the broker redelivers (a consumer that crashed before committing its
+     * offset, a rebalance), but <b>not producer duplicates</b>: a producer that retries a send, or
+     * re-publishes after a crash, appends a new record at a new offset, which this id cannot tell
+     * from a new message. Nor does it survive a topic that is deleted and created again, whose
+     * offsets start over: its records would be taken for ones already processed while the old
+     * records are retained.
+     */
+    static MessageIdExtractor topicPartitionOffset() {
+        return new MessageIdExtractor() {
+            @Override
+            public String messageId(ConsumerRecord<?, ?> record) {
+                return record.partition() + "@" + record.offset();
+            }
+
+            @Override
+            public String toString() {
+                return "topicPartitionOffset";
+            }
+        };
+    }
+}

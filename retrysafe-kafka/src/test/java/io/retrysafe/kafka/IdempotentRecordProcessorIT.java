@@ -1,0 +1,201 @@
+package io.retrysafe.kafka;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.retrysafe.Fingerprint;
+import io.retrysafe.ResponseCodec;
+import io.retrysafe.RetrySafe;
+import io.retrysafe.jdbc.JdbcIdempotencyStore;
+import io.retrysafe.jdbc.TransactionalRetrySafe;
+import io.retrysafe.kafka.Ledger.Row;
+import io.retrysafe.testservices.TestDatabases;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.UnaryOperator;
+import javax.sql.DataSource;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.postgresql.ds.PGSimpleDataSource;
+
+/**
+ * The processor on its own, against a real PostgreSQL, with records made by hand and dead letters
+ * collected in a list: the results a poll loop or a Spring listener adapter acts on.
+ */
+class IdempotentRecordProcessorIT {
+    private static final String STORE_TABLE = "rs_kafka_inbox";
+    /** Short, so that a held id answers "retry later" quickly. */
+    private static final Duration LOCK_TIMEOUT = Duration.ofMillis(300);
+
+    private static DataSource ds;
+    private static TransactionalRetrySafe inbox;
+
+    private final List<ProducerRecord<String, String>> deadLetters = Collections.synchronizedList(new ArrayList<>());
+    private final List<Integer> attempts = Collections.synchronizedList(new ArrayList<>());
+    private String topic;
+
+    @BeforeAll
+    static void database() throws SQLException {
+        ds = TestDatabases.postgres();
+        JdbcIdempotencyStore store = JdbcIdempotencyStore.builder(ds).table(STORE_TABLE).lockTimeout(LOCK_TIMEOUT)
+                .build();
+        store.createSchema();
+        Ledger.createTable(ds);
+        inbox = TransactionalRetrySafe.of(RetrySafe.builder(store).name("kafka-processor-it").build());
+    }
+
+    @BeforeEach
+    void newTopic() {
+        topic = "orders-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    private IdempotentRecordProcessor<String, String> processor(
+            UnaryOperator<IdempotentRecordProcessor.Builder<String, String>> options) {
+        return options.apply(IdempotentRecordProcessor.<String, String>builder(inbox, "shipping",
+                        (record, connection, attempt) -> {
+                            attempts.add(attempt.number());
+                            Ledger.insert(connection, record, "p");
+                            if (record.value().startsWith("fail once") && attempt.isFirst()) {
+                                throw new IllegalStateException("transient");
+                            }
+                        })
+                .deadLetters(deadLetters::add)
+                .backoff(Duration.ofMillis(10)))
+                .build();
+    }
+
+    @Test
+    void anIdHeldByAnotherTransactionIsRetriedLaterThenSkippedOnceThatCommits() throws Exception {
+        IdempotentRecordProcessor<String, String> processor = processor(UnaryOperator.identity());
+        ConsumerRecord<String, String> record = TestRecords.record(topic, 0, "msg-held", "ship 1");
+
+        // Another consumer of the group (a rebalance moved the partition) is inside its transaction for this id.
+        try (Connection holder = ds.getConnection()) {
+            holder.setAutoCommit(false);
+            TransactionalRetrySafe.Joined<String> held = inbox.join(holder, processor.key(topic, "msg-held"),
+                    Fingerprint.sha256("ship 1".getBytes(StandardCharsets.UTF_8)), ResponseCodec.utf8(),
+                    attempt -> "elsewhere-0@0");
+            assertThat(held.commit()).isTrue();
+
+            RecordResult whileHeld = processor.process(record);
+            assertThat(whileHeld).isInstanceOf(RecordResult.RetryLater.class);
+            assertThat(whileHeld.done()).as("its offset must not be committed").isFalse();
+            holder.commit();
+        }
+        assertThat(processor.process(record)).isEqualTo(new RecordResult.Replayed("elsewhere-0@0"));
+        assertThat(attempts).as("the handler never ran here").isEmpty();
+        assertThat(deadLetters).isEmpty();
+    }
+
+    @Test
+    void anotherPayloadUnderAnIdAlreadyProcessedIsDeadLettered() {
+        IdempotentRecordProcessor<String, String> processor = processor(UnaryOperator.identity());
+        assertThat(processor.process(TestRecords.record(topic, 0, "msg-1", "ship 1")))
+                .isEqualTo(new RecordResult.Processed(1));
+
+        RecordResult other = processor.process(TestRecords.record(topic, 1, "msg-1", "ship 2"));
+
+        assertThat(other).isEqualTo(new RecordResult.DeadLettered(DeadLetterReason.FINGERPRINT_MISMATCH, 0,
+                topic + ".DLT"));
+        assertThat(deadLetters).singleElement().satisfies(dl -> {
+            assertThat(dl.topic()).isEqualTo(topic + ".DLT");
+            assertThat(dl.value()).isEqualTo("ship 2");
+            assertThat(header(dl, DeadLetterHeaders.REASON)).isEqualTo("fingerprint-mismatch");
+            assertThat(header(dl, DeadLetterHeaders.EXCEPTION)).isEqualTo(
+                    "io.retrysafe.FingerprintMismatchException: message id was processed before with a different payload");
+            assertThat(header(dl, DeadLetterHeaders.ORIGINAL_OFFSET)).isEqualTo("1");
+        });
+        assertThat(attempts).containsExactly(1);
+    }
+
+    @Test
+    void aFailedAttemptIsRolledBackAndTheNextIsToldItsNumber() throws SQLException {
+        IdempotentRecordProcessor<String, String> processor = processor(UnaryOperator.identity());
+
+        assertThat(processor.process(TestRecords.record(topic, 0, "msg-1", "fail once")))
+                .isEqualTo(new RecordResult.Processed(2));
+
+        assertThat(attempts).containsExactly(1, 2);
+        assertThat(Ledger.rows(ds, topic)).as("attempt 1's write was rolled back with its claim")
+                .containsExactly(new Row("msg-1", "p", "fail once"));
+    }
+
+    @Test
+    void topicPartitionOffsetCatchesARedeliveryButNotAProducerDuplicate() throws SQLException {
+        IdempotentRecordProcessor<String, String> processor =
+                processor(b -> b.messageIds(MessageIdExtractor.topicPartitionOffset()));
+
+        assertThat(processor.process(TestRecords.record(topic, 5, null, "ship 1")))
+                .isEqualTo(new RecordResult.Processed(1));
+        assertThat(processor.process(TestRecords.record(topic, 5, null, "ship 1")))
+                .as("the broker redelivers offset 5").isEqualTo(new RecordResult.Replayed(topic + "-0@5"));
+        assertThat(processor.process(TestRecords.record(topic, 6, null, "ship 1")))
+                .as("the producer sent the same message again: a new offset").isEqualTo(new RecordResult.Processed(1));
+
+        assertThat(Ledger.rows(ds, topic)).as("the limit of offsets as ids: the duplicate took effect")
+                .extracting(Row::payload).containsExactly("ship 1", "ship 1");
+    }
+
+    @Test
+    void aDeadLetterThatIsNotAcknowledgedLeavesTheRecordToBeTriedAgain() {
+        AtomicInteger sends = new AtomicInteger();
+        IdempotentRecordProcessor<String, String> processor = IdempotentRecordProcessor.<String, String>builder(
+                        inbox, "shipping", (record, connection, attempt) -> attempts.add(attempt.number()))
+                .deadLetters(deadLetter -> {
+                    if (sends.incrementAndGet() == 1) {
+                        throw new IllegalStateException("no leader for partition");
+                    }
+                    deadLetters.add(deadLetter);
+                })
+                .build();
+        ConsumerRecord<String, String> anonymous = TestRecords.record(topic, 0, null, "ship 1");
+
+        RecordResult first = processor.process(anonymous);
+        assertThat(first).isInstanceOfSatisfying(RecordResult.RetryLater.class, later ->
+                assertThat(later.reason()).contains("did not acknowledge", "no leader for partition"));
+        assertThat(processor.process(anonymous)).isEqualTo(new RecordResult.DeadLettered(
+                DeadLetterReason.MISSING_MESSAGE_ID, 0, topic + ".DLT"));
+        assertThat(deadLetters).hasSize(1);
+        assertThat(attempts).isEmpty();
+    }
+
+    @Test
+    void anUnreachableDatabaseLeavesTheRecordToBeTriedAgainWithoutRunningTheHandler() {
+        PGSimpleDataSource nowhere = new PGSimpleDataSource();
+        nowhere.setURL("jdbc:postgresql://127.0.0.1:1/test");
+        nowhere.setConnectTimeout(2);
+        IdempotentRecordProcessor<String, String> processor = processor(b -> b.dataSource(nowhere));
+
+        RecordResult result = processor.process(TestRecords.record(topic, 0, "msg-1", "ship 1"));
+
+        assertThat(result).isInstanceOfSatisfying(RecordResult.RetryLater.class, later ->
+                assertThat(later.reason()).startsWith("no database connection"));
+        assertThat(attempts).isEmpty();
+        assertThat(deadLetters).as("not the message's fault: never dead-lettered").isEmpty();
+    }
+
+    @Test
+    void aListenerThatThrowsChangesNothing() {
+        IdempotentRecordProcessor<String, String> processor = processor(b -> b.listener(new RecordProcessorListener() {
+            @Override
+            public void onResult(ConsumerRecord<?, ?> record, RecordResult result) {
+                throw new IllegalStateException("broken metrics");
+            }
+        }));
+        assertThat(processor.process(TestRecords.record(topic, 0, "msg-1", "ship 1")))
+                .isEqualTo(new RecordResult.Processed(1));
+    }
+
+    private static String header(ProducerRecord<?, ?> record, String name) {
+        return new String(record.headers().lastHeader(name).value(), StandardCharsets.UTF_8);
+    }
+}
