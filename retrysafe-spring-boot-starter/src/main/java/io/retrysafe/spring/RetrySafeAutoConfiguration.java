@@ -1,17 +1,22 @@
 package io.retrysafe.spring;
 
+import io.lettuce.core.ClientOptions;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.cluster.RedisClusterClient;
 import io.retrysafe.InMemoryIdempotencyStore;
 import io.retrysafe.KeyRules;
 import io.retrysafe.OperationPolicy;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
+import io.retrysafe.redis.RedisIdempotencyStore;
 import io.retrysafe.spi.IdempotencyStore;
 import io.retrysafe.spi.RetrySafeListener;
 import java.time.Clock;
 import java.util.List;
 import javax.sql.DataSource;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
@@ -24,8 +29,9 @@ import org.springframework.context.annotation.Configuration;
 
 /**
  * The engine and its store: the application's DataSource (PostgreSQL or MariaDB) when there is
- * one, in transactional mode by default; the in-memory store otherwise or when
- * {@code retrysafe.store.type=memory}. Every bean backs off when the application defines its own.
+ * one, in transactional mode by default; Redis with {@code retrysafe.store.type=redis} (standalone
+ * mode); the in-memory store otherwise or when {@code retrysafe.store.type=memory}. Every bean backs
+ * off when the application defines its own.
  */
 @AutoConfiguration(afterName = {"org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
         "org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration"})
@@ -53,12 +59,42 @@ public class RetrySafeAutoConfiguration {
         }
     }
 
+    /**
+     * The Redis store (standalone mode), for {@code retrysafe.store.type=redis}: on
+     * {@code retrysafe.store.redis.uri}, or the application's Lettuce client bean.
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = {"io.retrysafe.redis.RedisIdempotencyStore", "io.lettuce.core.RedisClient"})
+    @ConditionalOnProperty(prefix = "retrysafe.store", name = "type", havingValue = "redis")
+    @ConditionalOnMissingBean(IdempotencyStore.class)
+    static class RedisStoreConfiguration {
+
+        @Bean
+        @ConditionalOnMissingBean(name = "retrySafeStoreRedisClient")
+        RetrySafeRedisClient retrySafeStoreRedisClient(RetrySafeProperties properties,
+                ObjectProvider<RedisClient> clients, ObjectProvider<RedisClusterClient> clusterClients) {
+            return RetrySafeRedisClient.resolve("retrysafe.store.redis.uri", properties.store().redis().uri(),
+                    "retrysafe.store.type=redis", ClientOptions.create(), clients, clusterClients);
+        }
+
+        @Bean(destroyMethod = "close")
+        RedisIdempotencyStore retrySafeStore(RetrySafeProperties properties,
+                @Qualifier("retrySafeStoreRedisClient") RetrySafeRedisClient client) {
+            RetrySafeProperties.Redis r = properties.store().redis();
+            return client.store().keyPrefix(r.keyPrefix()).commandTimeout(r.commandTimeout()).build();
+        }
+    }
+
     @Bean
     @ConditionalOnMissingBean(IdempotencyStore.class)
     InMemoryIdempotencyStore retrySafeMemoryStore(RetrySafeProperties properties) {
         if (properties.store().type() == RetrySafeProperties.StoreType.JDBC) {
             throw new IllegalStateException("retrysafe.store.type=jdbc needs exactly one DataSource bean, and there is "
                     + "none, or several without a primary one");
+        }
+        if (properties.store().type() == RetrySafeProperties.StoreType.REDIS) {
+            throw new IllegalStateException("retrysafe.store.type=redis needs io.retrysafe:retrysafe-store-redis "
+                    + "(with Lettuce) on the class path");
         }
         return new InMemoryIdempotencyStore(Clock.systemUTC(), properties.store().maxEntries());
     }
@@ -73,6 +109,12 @@ public class RetrySafeAutoConfiguration {
     @ConditionalOnMissingBean
     RetrySafe retrySafe(RetrySafeProperties properties, IdempotencyStore store,
             ObjectProvider<RetrySafeListener> listeners) {
+        if (properties.mode() == RetrySafeProperties.Mode.TRANSACTIONAL && !(store instanceof JdbcIdempotencyStore)) {
+            throw new IllegalStateException("retrysafe.mode=transactional needs the JDBC store (key, writes and "
+                    + "response commit in one database transaction), but the store is " + store.name() + " ("
+                    + store.getClass().getSimpleName() + "); set retrysafe.mode=standalone, or use the JDBC store "
+                    + "(retrysafe.store.type=jdbc with one DataSource)");
+        }
         RetrySafeProperties.Policy p = properties.policy();
         OperationPolicy policy = OperationPolicy.custom().retention(p.retention()).leaseTtl(p.leaseTtl())
                 .waitForResult(p.waitForResult()).retryAfter(p.retryAfter()).build();

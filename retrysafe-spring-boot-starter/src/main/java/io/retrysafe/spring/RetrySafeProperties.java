@@ -13,34 +13,69 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param enabled whether the starter configures anything at all
  * @param name prefix of every log line and the {@code name} tag of every meter
  * @param mode {@code transactional} (key, the handler's writes and the response commit in one
- *     transaction; the default with a JDBC store) or {@code standalone} (the key commits first; for
- *     side effects outside the database)
+ *     transaction; needs the JDBC store) or {@code standalone} (the key commits first; for side
+ *     effects outside the database). Not set: transactional with the JDBC store, standalone with any
+ *     other; set to {@code transactional} with another store, the application does not start
  * @param failOpen run requests unprotected when the store fails, instead of answering 503
+ * @param fastFilter Redis in front of the store: cached replays and early 409s without the database
  */
 @ConfigurationProperties("retrysafe")
 public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @DefaultValue("retrysafe") String name,
-        @DefaultValue("transactional") Mode mode, @DefaultValue("false") boolean failOpen, @DefaultValue Store store,
-        @DefaultValue Policy policy, @DefaultValue Key key, @DefaultValue Http http, @DefaultValue Purge purge) {
+        Mode mode, @DefaultValue("false") boolean failOpen, @DefaultValue Store store,
+        @DefaultValue Policy policy, @DefaultValue Key key, @DefaultValue Http http, @DefaultValue Purge purge,
+        @DefaultValue FastFilter fastFilter) {
 
     public enum Mode {
         TRANSACTIONAL, STANDALONE
     }
 
     public enum StoreType {
-        JDBC, MEMORY
+        JDBC, MEMORY, REDIS
     }
 
     /**
-     * @param type {@code jdbc} (the application's DataSource; the default when there is one) or {@code memory}
+     * @param type {@code jdbc} (the application's DataSource; the default when there is one),
+     *     {@code memory}, or {@code redis} (standalone mode only; needs {@code retrysafe-store-redis})
      * @param table the records table, optionally schema-qualified
      * @param lockTimeout how long a duplicate waits for the first request's transaction before 409
      * @param initializeSchema create the table at start-up ({@code CREATE TABLE IF NOT EXISTS}); off
      *     by default: ship {@code schema-postgresql.sql} in your migrations instead
      * @param maxEntries bound of the in-memory store
+     * @param redis the Redis store, for {@code type=redis}
      */
     public record Store(StoreType type, @DefaultValue("retrysafe_record") String table,
             @DefaultValue("5s") Duration lockTimeout, @DefaultValue("false") boolean initializeSchema,
-            @DefaultValue("100000") int maxEntries) {
+            @DefaultValue("100000") int maxEntries, @DefaultValue Redis redis) {
+    }
+
+    /**
+     * @param uri the Redis to use ({@code redis://host:6379}, {@code rediss://…}, {@code redis-sentinel://…});
+     *     not set: the application's Lettuce {@code RedisClient} or {@code RedisClusterClient} bean
+     * @param keyPrefix what every Redis key of the store starts with
+     * @param commandTimeout bound on each store call; past it the request gets 503
+     */
+    public record Redis(String uri, @DefaultValue("retrysafe:") String keyPrefix,
+            @DefaultValue("2s") Duration commandTimeout) {
+    }
+
+    /**
+     * Redis as a fast filter in front of the store (the store stays the source of truth).
+     *
+     * @param enabled wrap the filter's executor; needs {@code retrysafe-store-redis}
+     * @param redisUri the Redis to use; not set: the application's Lettuce {@code RedisClient} or
+     *     {@code RedisClusterClient} bean
+     * @param keyPrefix what every Redis key of the fast filter starts with
+     * @param timeout bound on each Redis call; past it the call is a miss and the request goes to the store
+     * @param markerTtl how long an in-flight marker lives if its holder dies; not set: {@code retrysafe.policy.lease-ttl}
+     * @param replayTtl the longest a cached response lives in Redis (less when less retention is left)
+     * @param failureThreshold consecutive Redis failures that open the breaker
+     * @param openBackoff how long the breaker first stays open; doubled after each failed probe
+     * @param maxOpenBackoff the longest the breaker stays open between probes
+     */
+    public record FastFilter(@DefaultValue("false") boolean enabled, String redisUri,
+            @DefaultValue("retrysafe:ff:") String keyPrefix, @DefaultValue("100ms") Duration timeout,
+            Duration markerTtl, @DefaultValue("1h") Duration replayTtl, @DefaultValue("5") int failureThreshold,
+            @DefaultValue("1s") Duration openBackoff, @DefaultValue("30s") Duration maxOpenBackoff) {
     }
 
     /**

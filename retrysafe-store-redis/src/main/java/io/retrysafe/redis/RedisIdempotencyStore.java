@@ -17,7 +17,6 @@ import io.retrysafe.IdempotencyKey;
 import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.internal.HeaderCodec;
-import io.retrysafe.internal.Hex;
 import io.retrysafe.internal.Require;
 import io.retrysafe.redis.internal.Script;
 import io.retrysafe.spi.ClaimRequest;
@@ -28,7 +27,6 @@ import io.retrysafe.spi.IdempotencyStore;
 import io.retrysafe.spi.OwnerToken;
 import io.retrysafe.spi.RecordStatus;
 import java.lang.System.Logger.Level;
-import java.security.MessageDigest;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
@@ -67,8 +65,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     /** Bound on every command of the store's connection; replaces the client's (Lettuce's default is 60 s). */
     public static final Duration DEFAULT_COMMAND_TIMEOUT = Duration.ofSeconds(2);
 
-    static final int MAX_KEY_PREFIX_LENGTH = 64;
-    private static final String KEY_PREFIX_FORBIDDEN = "{}*?[]\\";
+    static final int MAX_KEY_PREFIX_LENGTH = RedisKeys.MAX_PREFIX_LENGTH;
     private static final Duration RETRY_AFTER = Duration.ofSeconds(1);
     private static final System.Logger LOG = System.getLogger(RedisIdempotencyStore.class.getName());
 
@@ -143,17 +140,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     }
 
     private byte[] recordKey(IdempotencyKey key) {
-        MessageDigest sha = Hex.sha256();
-        sha.update(key.scope().getBytes(UTF_8));
-        sha.update((byte) 0);
-        sha.update(key.value().getBytes(UTF_8));
-        byte[] hex = Hex.encode(sha.digest()).getBytes(US_ASCII);
-        byte[] out = new byte[keyPrefixBytes.length + hex.length + 2];
-        System.arraycopy(keyPrefixBytes, 0, out, 0, keyPrefixBytes.length);
-        out[keyPrefixBytes.length] = '{';
-        System.arraycopy(hex, 0, out, keyPrefixBytes.length + 1, hex.length);
-        out[out.length - 1] = '}';
-        return out;
+        return RedisKeys.recordKey(keyPrefixBytes, key);
     }
 
     // ------------------------------------------------------------------------------------------
@@ -404,20 +391,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
          */
         public Builder keyPrefix(String keyPrefix) {
             Require.unset(this.keyPrefix, "keyPrefix");
-            Require.notNull(keyPrefix, "keyPrefix");
-            if (keyPrefix.isEmpty() || keyPrefix.length() > MAX_KEY_PREFIX_LENGTH) {
-                throw new IllegalArgumentException("keyPrefix must have 1 to " + MAX_KEY_PREFIX_LENGTH
-                        + " characters, but had " + keyPrefix.length());
-            }
-            for (int i = 0; i < keyPrefix.length(); i++) {
-                char c = keyPrefix.charAt(i);
-                if (c <= 0x20 || c > 0x7e || KEY_PREFIX_FORBIDDEN.indexOf(c) >= 0) {
-                    throw new IllegalArgumentException("keyPrefix must be printable ASCII without space, braces or "
-                            + "glob characters (" + KEY_PREFIX_FORBIDDEN + "), but was \"" + keyPrefix
-                            + "\" (character " + (c > 0x20 && c <= 0x7e ? "'" + c + "'" : "0x" + Integer.toHexString(c))
-                            + " at index " + i + ")");
-                }
-            }
+            RedisKeys.checkPrefix(keyPrefix);
             this.keyPrefix = keyPrefix;
             return this;
         }

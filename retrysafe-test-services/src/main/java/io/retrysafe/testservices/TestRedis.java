@@ -131,7 +131,7 @@ public final class TestRedis {
         requireBinaries();
         Node node = startNode(dir, false);
         log("Redis: started a private server on port " + node.port);
-        return new Server(node);
+        return new Server(dir, node);
     }
 
     /**
@@ -185,11 +185,16 @@ public final class TestRedis {
         }
     }
 
-    /** A private Redis server; {@link #close()} stops it. */
+    /**
+     * A private Redis server; {@link #close()} stops it. {@link #kill()} and {@link #restart()} let
+     * a test take it away and bring it back on the same port (empty: there is no persistence).
+     */
     public static final class Server implements AutoCloseable {
-        private final Node node;
+        private final Path dir;
+        private volatile Node node;
 
-        private Server(Node node) {
+        private Server(Path dir, Node node) {
+            this.dir = dir;
             this.node = node;
         }
 
@@ -199,6 +204,24 @@ public final class TestRedis {
 
         public RedisURI uri() {
             return RedisURI.create(LOOPBACK, node.port);
+        }
+
+        /** SIGKILL, as a crash would; returns once the process is gone. */
+        public void kill() {
+            node.kill();
+        }
+
+        /**
+         * Starts the server again on the same port, empty, once it was killed or closed; returns once
+         * it answers PING.
+         */
+        public synchronized void restart() {
+            Node old = node;
+            if (old.process.isAlive()) {
+                throw new IllegalStateException("redis-server on port " + old.port + " is still running");
+            }
+            node = startNodeOn(dir, old.port, false);
+            log("Redis: restarted the private server on port " + old.port);
         }
 
         @Override
@@ -249,6 +272,22 @@ public final class TestRedis {
             }
         }
 
+        /** SIGKILL, and wait for the process to be gone. */
+        void kill() {
+            process.destroyForcibly();
+            try {
+                if (!process.waitFor(STOP_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
+                    throw new IllegalStateException("redis-server on port " + port + " did not exit within "
+                            + STOP_TIMEOUT + " of SIGKILL");
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while killing redis-server on port " + port, e);
+            } finally {
+                RUNNING.remove(process);
+            }
+        }
+
         /** SIGTERM, then SIGKILL if it has not exited within the bound. */
         void stop() {
             process.destroy();
@@ -281,40 +320,45 @@ public final class TestRedis {
     private static Node startNode(Path dir, boolean clustered) {
         ServerExited last = null;
         for (int attempt = 1; attempt <= START_ATTEMPTS; attempt++) {
-            int port = freePort(clustered);
-            List<String> command = new ArrayList<>(List.of("redis-server", "--port", Integer.toString(port)));
-            if (clustered) {
-                command.addAll(List.of("--cluster-enabled", "yes",
-                        "--cluster-config-file", dir.resolve("nodes-" + port + ".conf").toString()));
-            }
-            command.addAll(List.of("--dir", dir.toString(), "--save", "", "--appendonly", "no",
-                    "--bind", LOOPBACK, "--daemonize", "no"));
-            Path log = dir.resolve("redis-" + port + ".log");
-            Node node;
             try {
-                Process process = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true)
-                        .redirectOutput(log.toFile()).start();
-                RUNNING.add(process);
-                node = new Node(port, process, log);
-            } catch (IOException e) {
-                throw new IllegalStateException("cannot run " + String.join(" ", command) + ": " + e, e);
-            }
-            try {
-                await("redis-server on port " + port + " to answer PING").atMost(START_TIMEOUT)
-                        .pollDelay(Duration.ZERO).pollInterval(POLL).until(() -> {
-                            node.requireAlive();
-                            return "+PONG".equals(command(port, "PING"));
-                        });
-                return node;
+                return startNodeOn(dir, freePort(clustered), clustered);
             } catch (ServerExited e) { // most likely another process took the port meanwhile
-                node.stop();
                 last = e;
-            } catch (RuntimeException e) {
-                node.stop();
-                throw e;
             }
         }
         throw new IllegalStateException("redis-server did not start in " + START_ATTEMPTS + " attempts", last);
+    }
+
+    /** Starts {@code redis-server} on {@code port}; {@link ServerExited} if it exited instead (the port was taken). */
+    private static Node startNodeOn(Path dir, int port, boolean clustered) {
+        List<String> command = new ArrayList<>(List.of("redis-server", "--port", Integer.toString(port)));
+        if (clustered) {
+            command.addAll(List.of("--cluster-enabled", "yes",
+                    "--cluster-config-file", dir.resolve("nodes-" + port + ".conf").toString()));
+        }
+        command.addAll(List.of("--dir", dir.toString(), "--save", "", "--appendonly", "no",
+                "--bind", LOOPBACK, "--daemonize", "no"));
+        Path log = dir.resolve("redis-" + port + ".log");
+        Node node;
+        try {
+            Process process = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+            RUNNING.add(process);
+            node = new Node(port, process, log);
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot run " + String.join(" ", command) + ": " + e, e);
+        }
+        try {
+            await("redis-server on port " + port + " to answer PING").atMost(START_TIMEOUT)
+                    .pollDelay(Duration.ZERO).pollInterval(POLL).until(() -> {
+                        node.requireAlive();
+                        return "+PONG".equals(command(port, "PING"));
+                    });
+            return node;
+        } catch (RuntimeException e) {
+            node.stop();
+            throw e;
+        }
     }
 
     /** A loopback port free now; for a cluster node its bus port (port + 10000) is free too. */

@@ -1,0 +1,243 @@
+package io.retrysafe.servlet;
+
+import io.retrysafe.Fingerprint;
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.Operation;
+import io.retrysafe.OperationPolicy;
+import io.retrysafe.Outcome;
+import io.retrysafe.RetrySafe;
+import io.retrysafe.StoredResponse;
+import io.retrysafe.internal.Require;
+import io.retrysafe.spi.FastPath;
+import io.retrysafe.spi.FastPath.Cached;
+import io.retrysafe.spi.RetrySafeListener;
+import jakarta.servlet.http.HttpServletRequest;
+import java.lang.System.Logger.Level;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.function.LongSupplier;
+
+/**
+ * A {@link FastPath} (Redis) in front of another executor (the transactional one): what the fast
+ * path already knows is answered without the database, everything else goes to the delegate, which
+ * stays the source of truth.
+ *
+ * <pre>{@code
+ * IdempotentExecutor executor = FastFilterExecutor.builder(
+ *         new JdbcTransactionalExecutor(transactional, dataSource),   // PostgreSQL decides
+ *         RedisFastFilter.builder(redisClient).build(),                // Redis answers early
+ *         transactional.engine()).build();
+ * }</pre>
+ *
+ * <ol>
+ * <li>lookup: a cached response with the same fingerprint is replayed, one with another fingerprint
+ * is refused (422), an in-flight marker answers 409 with the policy's {@code Retry-After}; none of
+ * them takes a database connection or runs the delegate;
+ * <li>miss: the in-flight marker is set ({@code SET NX}; if another request set it in between: 409),
+ * then the delegate runs;
+ * <li>after the delegate returned (so after its commit): a stored result, or a replay the delegate
+ * found, is published to the fast path; anything else (released, refused, failed, an exception, a
+ * failed commit) clears the marker.
+ * </ol>
+ *
+ * A published response lives for what is left of the retention, at most {@link Builder#replayTtl}:
+ * it never outlives the record it copies when this request stored it; when it warms the cache from a
+ * replay (whose record's age is unknown here), it may outlive the record by at most the replay TTL.
+ * The fast path never throws for its own failures; anything it throws anyway is logged and treated as
+ * a miss, so the request still reaches the delegate.
+ */
+public final class FastFilterExecutor implements IdempotentExecutor {
+    /** The longest a published response lives in the fast path (bounds memory and a warmed entry's overshoot). */
+    public static final Duration DEFAULT_REPLAY_TTL = Duration.ofHours(1);
+
+    private static final System.Logger LOG = System.getLogger(FastFilterExecutor.class.getName());
+
+    private final IdempotentExecutor delegate;
+    private final FastPath fastPath;
+    private final RetrySafe engine;
+    private final Duration replayTtl;
+    private final LongSupplier nanoTime;
+
+    private FastFilterExecutor(Builder b) {
+        this.delegate = b.delegate;
+        this.fastPath = b.fastPath;
+        this.engine = b.engine;
+        this.replayTtl = b.replayTtl == null ? DEFAULT_REPLAY_TTL : b.replayTtl;
+        this.nanoTime = b.nanoTime == null ? System::nanoTime : b.nanoTime;
+    }
+
+    /**
+     * @param delegate the executor that decides (the transactional one)
+     * @param fastPath what answers early (a {@code RedisFastFilter})
+     * @param engine the delegate's engine: its policy (retention, {@code Retry-After}) applies to routes
+     *     without their own, and its listener hears the outcomes answered from the fast path
+     */
+    public static Builder builder(IdempotentExecutor delegate, FastPath fastPath, RetrySafe engine) {
+        return new Builder(delegate, fastPath, engine);
+    }
+
+    public IdempotentExecutor delegate() {
+        return delegate;
+    }
+
+    public FastPath fastPath() {
+        return fastPath;
+    }
+
+    public Duration replayTtl() {
+        return replayTtl;
+    }
+
+    @Override
+    public Outcome<StoredResponse> execute(HttpServletRequest request, IdempotencyKey key, Fingerprint fingerprint,
+            OperationPolicy policy, Operation<StoredResponse> handler) {
+        OperationPolicy p = policy == null ? engine.policy() : policy;
+        Optional<Cached> cached = lookup(key, fingerprint);
+        if (cached.isPresent()) {
+            return answer(key, early(cached.get(), p));
+        }
+        if (!markInFlight(key, fingerprint)) {
+            return answer(key, new Outcome.InProgress<>(p.retryAfter()));
+        }
+        long start = nanoTime.getAsLong();
+        Outcome<StoredResponse> outcome = null;
+        try {
+            outcome = delegate.execute(request, key, fingerprint, policy, handler);
+        } finally {
+            // Reached with an outcome only once the delegate made it durable: a failed commit throws.
+            afterDelegate(key, fingerprint, p, outcome, start);
+        }
+        return outcome;
+    }
+
+    private static Outcome<StoredResponse> early(Cached cached, OperationPolicy policy) {
+        if (cached instanceof Cached.Replay replay) {
+            return new Outcome.Replayed<>(replay.response());
+        } else if (cached instanceof Cached.Mismatch) {
+            return new Outcome.FingerprintMismatch<>();
+        }
+        return new Outcome.InProgress<>(policy.retryAfter());
+    }
+
+    private Outcome<StoredResponse> answer(IdempotencyKey key, Outcome<StoredResponse> outcome) {
+        RetrySafeListener listener = engine.listener();
+        try {
+            listener.onOutcome(key, outcome);
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, () -> "[" + engine.name() + "] listener " + listener.getClass().getName()
+                    + ".onOutcome threw; ignored", e);
+        }
+        return outcome;
+    }
+
+    private void afterDelegate(IdempotencyKey key, Fingerprint fingerprint, OperationPolicy policy,
+            Outcome<StoredResponse> outcome, long start) {
+        if (outcome instanceof Outcome.Executed<StoredResponse> executed
+                && executed.completion() == Outcome.Completion.STORED) {
+            // The record's expiry is at least start + retention (it completed after start).
+            Duration left = policy.retention().minusNanos(nanoTime.getAsLong() - start);
+            publish(key, fingerprint, executed.value(), left.compareTo(replayTtl) < 0 ? left : replayTtl);
+        } else if (outcome instanceof Outcome.Replayed<StoredResponse> replayed) {
+            Duration retention = policy.retention();
+            publish(key, fingerprint, replayed.value(), retention.compareTo(replayTtl) < 0 ? retention : replayTtl);
+        } else {
+            clear(key);
+        }
+    }
+
+    // Guarded calls: a fast path must never fail a request.
+
+    private Optional<Cached> lookup(IdempotencyKey key, Fingerprint fingerprint) {
+        try {
+            Optional<Cached> cached = fastPath.lookup(key, fingerprint);
+            return cached == null ? Optional.empty() : cached;
+        } catch (RuntimeException e) {
+            warn("lookup", key, e);
+            return Optional.empty();
+        }
+    }
+
+    private boolean markInFlight(IdempotencyKey key, Fingerprint fingerprint) {
+        try {
+            return fastPath.markInFlight(key, fingerprint);
+        } catch (RuntimeException e) {
+            warn("markInFlight", key, e);
+            return true;
+        }
+    }
+
+    private void publish(IdempotencyKey key, Fingerprint fingerprint, StoredResponse response, Duration ttl) {
+        try {
+            if (ttl.isNegative() || ttl.isZero()) {
+                fastPath.clear(key);
+            } else {
+                fastPath.publish(key, fingerprint, response, ttl);
+            }
+        } catch (RuntimeException e) {
+            warn("publish", key, e);
+        }
+    }
+
+    private void clear(IdempotencyKey key) {
+        try {
+            fastPath.clear(key);
+        } catch (RuntimeException e) {
+            warn("clear", key, e);
+        }
+    }
+
+    private void warn(String operation, IdempotencyKey key, RuntimeException e) {
+        LOG.log(Level.WARNING, () -> "[" + engine.name() + "] fast path " + fastPath.name() + " threw on " + operation
+                + " of key " + key.digest() + "; going on without it", e);
+    }
+
+    @Override
+    public String toString() {
+        return "FastFilterExecutor[fastPath=" + fastPath.name() + ", replayTtl=" + replayTtl + ", delegate=" + delegate
+                + "]";
+    }
+
+    /** Builds a {@link FastFilterExecutor}; each value may be set once. */
+    public static final class Builder {
+        private final IdempotentExecutor delegate;
+        private final FastPath fastPath;
+        private final RetrySafe engine;
+        private Duration replayTtl;
+        private LongSupplier nanoTime;
+
+        private Builder(IdempotentExecutor delegate, FastPath fastPath, RetrySafe engine) {
+            this.delegate = Require.notNull(delegate, "delegate");
+            this.fastPath = Require.notNull(fastPath, "fastPath");
+            this.engine = Require.notNull(engine, "engine");
+            if (delegate instanceof FastFilterExecutor) {
+                throw new IllegalArgumentException("delegate must be the executor that decides, but was already a "
+                        + "FastFilterExecutor");
+            }
+        }
+
+        /**
+         * The longest a published response lives in the fast path (1 h by default); shorter when less
+         * of the retention is left. Bounds the fast path's memory to the responses of this window.
+         */
+        public Builder replayTtl(Duration replayTtl) {
+            Require.unset(this.replayTtl, "replayTtl");
+            Require.positive(replayTtl, "replayTtl");
+            if (replayTtl.toMillis() < 1) {
+                throw new IllegalArgumentException("replayTtl must be at least 1 ms, but was " + replayTtl);
+            }
+            this.replayTtl = replayTtl;
+            return this;
+        }
+
+        /** The clock that measures how much of the retention is left ({@code System::nanoTime} by default). */
+        public Builder nanoTime(LongSupplier nanoTime) {
+            Require.unset(this.nanoTime, "nanoTime");
+            this.nanoTime = Require.notNull(nanoTime, "nanoTime");
+            return this;
+        }
+
+        public FastFilterExecutor build() {
+            return new FastFilterExecutor(this);
+        }
+    }
+}

@@ -1,0 +1,249 @@
+package io.retrysafe.redis;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.retrysafe.Fingerprint;
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.StoredResponse;
+import io.retrysafe.redis.RedisFastFilter.BreakerState;
+import io.retrysafe.spi.FastPath.Cached;
+import io.retrysafe.testservices.TestRedis;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The fast filter on a real Redis: marker, publish, lookup and clear as Redis stores them, TTLs, key
+ * names, a Redis Cluster, and a server killed and started again. Runs on the shared local Redis
+ * under a prefix of its own; what stops a server or flushes scripts runs on a private one.
+ */
+class RedisFastFilterIT {
+    private static final String PREFIX = RedisTestKeys.uniquePrefix();
+    /** Generous: the shared build machine is loaded, and a timeout here would be a miss, not a wrong answer. */
+    private static final Duration TIMEOUT = Duration.ofSeconds(5);
+    private static final Duration MARKER_TTL = Duration.ofSeconds(30);
+    private static final Duration TTL = Duration.ofMinutes(10);
+    private static final Duration BOUND = Duration.ofSeconds(60);
+    private static final Fingerprint FINGERPRINT = Fingerprint.sha256("request".getBytes(UTF_8));
+    private static final Fingerprint OTHER = Fingerprint.sha256("another request".getBytes(UTF_8));
+    private static final StoredResponse RESPONSE = StoredResponse.of(201,
+            Map.of("Location", List.of("/payments/7"), "Content-Type", List.of("application/json")),
+            new byte[] {'{', 0, (byte) 0xff, '}'});
+
+    private static RedisClient client;
+    private static StatefulRedisConnection<String, String> admin;
+    private static RedisFastFilter filter;
+
+    private final String scope = "fast-filter-it-" + UUID.randomUUID();
+
+    @BeforeAll
+    static void connect() {
+        client = RedisClient.create(TestRedis.standaloneUri());
+        admin = client.connect();
+        filter = RedisFastFilter.builder(client).keyPrefix(PREFIX).timeout(TIMEOUT).markerTtl(MARKER_TTL).build();
+    }
+
+    @AfterAll
+    static void cleanUp() {
+        if (client == null) {
+            return;
+        }
+        try {
+            RedisTestKeys.deleteAll(admin.sync(), PREFIX);
+            admin.close();
+        } finally {
+            filter.close();
+            client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        }
+    }
+
+    private IdempotencyKey key(String name) {
+        return IdempotencyKey.of(scope, name);
+    }
+
+    @Test
+    void aMissThenTheMarkerThenTheCommittedResponse() {
+        IdempotencyKey key = key("flow");
+
+        assertThat(filter.lookup(key, FINGERPRINT)).isEmpty();
+        assertThat(filter.markInFlight(key, FINGERPRINT)).as("first mark").isTrue();
+        assertThat(filter.markInFlight(key, FINGERPRINT)).as("a duplicate's mark").isFalse();
+        assertThat(filter.lookup(key, FINGERPRINT)).contains(new Cached.InFlight());
+        assertThat(filter.lookup(key, OTHER)).as("in flight, whatever the request").contains(new Cached.InFlight());
+        assertThat(admin.sync().pttl(filter.redisKey(key))).isBetween(1L, MARKER_TTL.toMillis());
+
+        filter.publish(key, FINGERPRINT, RESPONSE, TTL);
+
+        assertThat(filter.lookup(key, FINGERPRINT)).contains(new Cached.Replay(RESPONSE));
+        assertThat(((Cached.Replay) filter.lookup(key, FINGERPRINT).orElseThrow()).response().body())
+                .isEqualTo(RESPONSE.body());
+        assertThat(filter.lookup(key, OTHER)).contains(new Cached.Mismatch());
+        assertThat(admin.sync().pttl(filter.redisKey(key))).as("the response's TTL replaced the marker's")
+                .isGreaterThan(MARKER_TTL.toMillis()).isLessThanOrEqualTo(TTL.toMillis());
+        assertThat(filter.markInFlight(key, FINGERPRINT)).as("a mark over a cached response").isFalse();
+        assertThat(filter.breakerState()).isEqualTo(BreakerState.CLOSED);
+    }
+
+    @Test
+    void clearRemovesTheMarkerAndNeverACachedResponse() {
+        IdempotencyKey released = key("released");
+        IdempotencyKey completed = key("completed");
+        assertThat(filter.markInFlight(released, FINGERPRINT)).isTrue();
+        assertThat(filter.markInFlight(completed, FINGERPRINT)).isTrue();
+        filter.publish(completed, FINGERPRINT, RESPONSE, TTL);
+
+        filter.clear(released);
+        filter.clear(completed);
+
+        assertThat(admin.sync().exists(filter.redisKey(released))).isZero();
+        assertThat(filter.lookup(released, FINGERPRINT)).isEmpty();
+        assertThat(filter.markInFlight(released, FINGERPRINT)).as("free again").isTrue();
+        assertThat(filter.lookup(completed, FINGERPRINT)).contains(new Cached.Replay(RESPONSE));
+    }
+
+    @Test
+    void aMarkerWhoseHolderDiedExpiresByItsTtl() {
+        try (RedisFastFilter shortLived = RedisFastFilter.builder(client).keyPrefix(PREFIX).timeout(TIMEOUT)
+                .markerTtl(Duration.ofMillis(300)).build()) {
+            IdempotencyKey key = key("holder-died");
+            assertThat(shortLived.markInFlight(key, FINGERPRINT)).isTrue();
+            assertThat(shortLived.lookup(key, FINGERPRINT)).contains(new Cached.InFlight());
+
+            // Nobody clears it: Redis removes it when the TTL runs out.
+            await().atMost(BOUND).pollInterval(Duration.ofMillis(50))
+                    .until(() -> shortLived.lookup(key, FINGERPRINT).isEmpty());
+            assertThat(shortLived.markInFlight(key, FINGERPRINT)).isTrue();
+        }
+    }
+
+    @Test
+    void aTtlUnderOneMillisecondPublishesNothing() {
+        IdempotencyKey key = key("no-ttl-left");
+        assertThat(filter.markInFlight(key, FINGERPRINT)).isTrue();
+
+        filter.publish(key, FINGERPRINT, RESPONSE, Duration.ofNanos(999_999));
+
+        assertThat(filter.lookup(key, FINGERPRINT)).as("nothing cached, and the marker is gone").isEmpty();
+    }
+
+    @Test
+    void keyNamesCarryOnlyTheHashOfScopeAndKey() {
+        String raw = "order-4711 {secret} *";
+        IdempotencyKey key = IdempotencyKey.of(scope, raw.replace(' ', '-'));
+        filter.markInFlight(key, FINGERPRINT);
+        filter.publish(key, FINGERPRINT, RESPONSE, TTL);
+
+        Pattern layout = Pattern.compile(Pattern.quote(PREFIX) + "\\{[0-9a-f]{64}\\}");
+        assertThat(RedisTestKeys.keys(admin.sync(), PREFIX)).isNotEmpty()
+                .allSatisfy(k -> assertThat(k).matches(layout).doesNotContain("order").doesNotContain(scope));
+        assertThat(filter.redisKey(key)).isEqualTo(
+                RedisIdempotencyStore.builder(client).keyPrefix(PREFIX).build().redisKey(key));
+    }
+
+    @Test
+    void clearWorksAfterTheServerForgotItsScript(@TempDir Path dir) {
+        try (TestRedis.Server server = TestRedis.startServer(dir)) {
+            RedisClient privateClient = RedisClient.create(server.uri());
+            try (RedisFastFilter own = RedisFastFilter.builder(privateClient).timeout(TIMEOUT).build();
+                    StatefulRedisConnection<String, String> privateAdmin = privateClient.connect()) {
+                IdempotencyKey first = key("before-flush");
+                IdempotencyKey second = key("after-flush");
+                own.markInFlight(first, FINGERPRINT);
+                own.clear(first);
+                assertThat(privateAdmin.sync().exists(own.redisKey(first))).isZero();
+
+                assertThat(privateAdmin.sync().scriptFlush()).isEqualTo("OK");
+                own.markInFlight(second, FINGERPRINT);
+                own.clear(second);
+
+                assertThat(privateAdmin.sync().exists(own.redisKey(second))).isZero();
+                assertThat(own.breakerState()).isEqualTo(BreakerState.CLOSED);
+            } finally {
+                privateClient.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+            }
+        }
+    }
+
+    @Test
+    void aKilledRedisOpensTheBreakerAndItClosesWhenRedisIsBack(@TempDir Path dir) {
+        AtomicLong now = new AtomicLong();
+        RedisFastFilterTest.Recorder recorder = new RedisFastFilterTest.Recorder();
+        try (TestRedis.Server server = TestRedis.startServer(dir)) {
+            RedisClient privateClient = RedisClient.create(server.uri());
+            try (RedisFastFilter own = RedisFastFilter.builder(privateClient).timeout(Duration.ofSeconds(1))
+                    .listener(recorder).ticker(now::get).build()) {
+                IdempotencyKey key = key("outage");
+                own.publish(key, FINGERPRINT, RESPONSE, TTL);
+                assertThat(own.lookup(key, FINGERPRINT)).contains(new Cached.Replay(RESPONSE));
+
+                server.kill();
+
+                for (int i = 0; i < own.failureThreshold(); i++) {
+                    assertThat(own.lookup(key, FINGERPRINT)).as("a miss while Redis is gone").isEmpty();
+                }
+                assertThat(own.breakerState()).isEqualTo(BreakerState.OPEN);
+                int failures = recorder.failures.size();
+                assertThat(failures).isEqualTo(own.failureThreshold());
+                for (int i = 0; i < 20; i++) {
+                    assertThat(own.lookup(key, FINGERPRINT)).isEmpty();
+                    assertThat(own.markInFlight(key, FINGERPRINT)).isTrue();
+                }
+                assertThat(recorder.failures).as("no call went to Redis while open").hasSize(failures);
+
+                server.restart(); // empty: no persistence
+
+                await().atMost(BOUND).pollInterval(Duration.ofMillis(100)).until(() -> {
+                    now.addAndGet(own.maxOpenBackoff().toNanos());
+                    own.lookup(key, FINGERPRINT);
+                    return own.breakerState() == BreakerState.CLOSED;
+                });
+                assertThat(recorder.changes).startsWith("CLOSED->OPEN", "OPEN->HALF_OPEN").endsWith("HALF_OPEN->CLOSED");
+                assertThat(own.lookup(key, FINGERPRINT)).as("the restarted server is empty").isEmpty();
+                own.publish(key, FINGERPRINT, RESPONSE, TTL);
+                assertThat(own.lookup(key, FINGERPRINT)).contains(new Cached.Replay(RESPONSE));
+            } finally {
+                privateClient.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+            }
+        }
+    }
+
+    @Test
+    void onARedisClusterEveryKeyWorksInItsSlot(@TempDir Path dir) {
+        try (TestRedis.Cluster cluster = TestRedis.startCluster(dir)) {
+            RedisClusterClient clusterClient = RedisClusterClient.create(cluster.seedUris());
+            try (RedisFastFilter own = RedisFastFilter.builder(clusterClient).timeout(TIMEOUT).build()) {
+                for (int i = 0; i < 30; i++) {
+                    IdempotencyKey completed = key("cluster-completed-" + i);
+                    IdempotencyKey released = key("cluster-released-" + i);
+                    assertThat(own.markInFlight(completed, FINGERPRINT)).isTrue();
+                    assertThat(own.markInFlight(released, FINGERPRINT)).isTrue();
+                    assertThat(own.lookup(completed, FINGERPRINT)).contains(new Cached.InFlight());
+                    own.publish(completed, FINGERPRINT, RESPONSE, TTL);
+                    own.clear(released);
+                    own.clear(completed);
+
+                    assertThat(own.lookup(completed, FINGERPRINT)).contains(new Cached.Replay(RESPONSE));
+                    assertThat(own.lookup(completed, OTHER)).contains(new Cached.Mismatch());
+                    assertThat(own.lookup(released, FINGERPRINT)).isEqualTo(Optional.empty());
+                }
+                assertThat(own.breakerState()).isEqualTo(BreakerState.CLOSED);
+            } finally {
+                clusterClient.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+            }
+        }
+    }
+}
