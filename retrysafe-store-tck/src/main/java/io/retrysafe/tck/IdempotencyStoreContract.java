@@ -370,7 +370,8 @@ public abstract sealed class IdempotencyStoreContract permits StandaloneStoreCon
             complete(key, claimFirst(key, LONG_LEASE, LONG_RETENTION).token(), response("live " + key.value()));
         }
         IdempotencyKey held = newKey();
-        Claimed holder = claimFirst(held, LONG_LEASE, LONG_RETENTION);
+        // A shared database may hold many expired records of earlier runs: the lease outlasts draining them.
+        Claimed holder = claimFirst(held, Duration.ofMinutes(10), LONG_RETENTION);
         expiring.forEach(this::awaitAbsent);
 
         if (expiresRecordsItself()) {
@@ -379,14 +380,16 @@ public abstract sealed class IdempotencyStoreContract permits StandaloneStoreCon
         } else {
             int first = store().purgeExpired(2);
             assertThat(first).as("purgeExpired(2) with at least %d expired records", expiring.size()).isEqualTo(2);
-            int total = first;
+            int second = store().purgeExpired(2);
+            assertThat(second).as("purgeExpired(2) deletes at most 2").isBetween(0, 2);
+            int total = first + second;
             int calls = 0;
             int deleted;
             do {
-                deleted = store().purgeExpired(2);
-                assertThat(deleted).as("purgeExpired(2) deletes at most 2").isBetween(0, 2);
+                deleted = store().purgeExpired(1_000);
+                assertThat(deleted).as("purgeExpired(1000) deletes at most 1000").isBetween(0, 1_000);
                 total += deleted;
-            } while (deleted == 2 && ++calls < 100_000);
+            } while (deleted > 0 && ++calls < 100_000);
             assertThat(total).as("records deleted by purgeExpired in total, with %d of ours expired", expiring.size())
                     .isGreaterThanOrEqualTo(expiring.size());
         }
