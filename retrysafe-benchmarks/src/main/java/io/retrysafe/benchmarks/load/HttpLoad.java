@@ -1,0 +1,562 @@
+package io.retrysafe.benchmarks.load;
+
+import io.retrysafe.IdempotencyKeys;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.CountDownLatch;
+
+/**
+ * A closed-loop HTTP load generator for the payments service: each of {@code --threads} threads sends
+ * a request, waits for the answer, and sends the next one, for {@code --warmup} and then
+ * {@code --duration}, and stops by itself. The latency of every request <em>started</em> after the
+ * warmup and before the end is recorded ({@link System#nanoTime()}, in a per-thread array); the
+ * percentiles are exact (the latencies are sorted at the end).
+ *
+ * <pre>
+ * java -cp retrysafe-benchmarks/target/benchmarks.jar io.retrysafe.benchmarks.load.HttpLoad \
+ *     --url http://127.0.0.1:8080/payments --user alice --password alice-secret \
+ *     --mode new-key --threads 8 --warmup 10s --duration 30s --json result.json
+ * </pre>
+ *
+ * Modes:
+ * <ul>
+ * <li>{@code new-key}: a fresh UUIDv7 {@code Idempotency-Key} per request ({@link IdempotencyKeys#uuidV7()},
+ *     made before the request's clock starts), so every request runs;
+ * <li>{@code replay}: one key; one request with it is sent and must succeed before the load starts,
+ *     then every request reuses it, so every request is answered from the store;
+ * <li>{@code no-key}: no {@code Idempotency-Key} header (the service with RetrySafe switched off).
+ * </ul>
+ *
+ * The body is {@code --body} with {@code {account}} replaced by an account of {@code --accounts}:
+ * thread {@code t} uses account {@code t mod n}, so that with several accounts the threads do not all
+ * wait for one account row. {@code replay} sends the first account only (the stored request's
+ * fingerprint covers the account). Only loopback targets are accepted.
+ *
+ * <p>Output: one line (mode, threads, requests, rps, p50, p90, p99, max in ms, status counts), and with
+ * {@code --json FILE} the same numbers as JSON. The exit status is 0 when the run completed, whatever
+ * the statuses; 2 for bad arguments; 1 when the replay's first request failed.
+ */
+public final class HttpLoad {
+    static final String DEFAULT_BODY = "{\"account\":\"{account}\",\"amount\":1}";
+    static final List<String> DEFAULT_ACCOUNTS = List.of("acc-1", "acc-2");
+    static final int DEFAULT_THREADS = 8;
+    static final Duration DEFAULT_DURATION = Duration.ofSeconds(30);
+    static final Duration DEFAULT_WARMUP = Duration.ofSeconds(10);
+    static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
+    static final String ACCOUNT_PLACEHOLDER = "{account}";
+    static final String REPLAYED_HEADER = "Idempotent-Replayed";
+
+    /** Hosts a load may be sent to: this machine only. */
+    static final Set<String> LOOPBACK_HOSTS = Set.of("127.0.0.1", "localhost", "[::1]", "::1");
+
+    /** Latency slots preallocated per thread and second of duration (one request per 100 µs); grown if exceeded. */
+    private static final int SLOTS_PER_SECOND = 10_000;
+
+    private HttpLoad() {
+    }
+
+    /** What a request carries. */
+    enum Mode {
+        NEW_KEY("new-key"), REPLAY("replay"), NO_KEY("no-key");
+
+        final String label;
+
+        Mode(String label) {
+            this.label = label;
+        }
+
+        static Mode parse(String value) {
+            for (Mode m : values()) {
+                if (m.label.equals(value)) {
+                    return m;
+                }
+            }
+            throw new IllegalArgumentException("--mode must be new-key, replay or no-key, but was " + value);
+        }
+    }
+
+    /** The parsed command line; every value checked. */
+    record Options(URI url, String authorization, int threads, Duration duration, Duration warmup, Duration timeout,
+                   Mode mode, String body, List<String> accounts, Path json) {
+
+        static final String USAGE = """
+                usage: HttpLoad --url http://127.0.0.1:PORT/payments [options]
+                  --user U --password P   HTTP Basic credentials
+                  --threads N             closed-loop threads (default 8)
+                  --warmup D              not recorded (default 10s); D: 500ms, 10s, 2m, PT10S
+                  --duration D            recorded, after the warmup (default 30s)
+                  --mode M                new-key (default) | replay | no-key
+                  --body JSON             request body; {account} is replaced (default {"account":"{account}","amount":1})
+                  --accounts A,B          accounts substituted for {account}, thread t uses A[t mod n] (default acc-1,acc-2)
+                  --timeout D             per request (default 10s); a timeout counts as an error
+                  --json FILE             also write the numbers to FILE
+                only loopback targets (127.0.0.1, localhost, ::1) are accepted""";
+
+        static Options parse(String[] args) {
+            Map<String, String> values = new LinkedHashMap<>();
+            Set<String> known = Set.of("--url", "--user", "--password", "--threads", "--duration", "--warmup",
+                    "--mode", "--body", "--accounts", "--timeout", "--json");
+            for (int i = 0; i < args.length; i++) {
+                String name = args[i];
+                String value = null;
+                int eq = name.indexOf('=');
+                if (name.startsWith("--") && eq > 0) {
+                    value = name.substring(eq + 1);
+                    name = name.substring(0, eq);
+                }
+                if (!known.contains(name)) {
+                    throw new IllegalArgumentException("unknown option " + name);
+                }
+                if (value == null) {
+                    if (i + 1 >= args.length) {
+                        throw new IllegalArgumentException(name + " needs a value");
+                    }
+                    value = args[++i];
+                }
+                if (values.putIfAbsent(name, value) != null) {
+                    throw new IllegalArgumentException(name + " was given twice: " + values.get(name) + " and " + value);
+                }
+            }
+            String url = values.get("--url");
+            if (url == null) {
+                throw new IllegalArgumentException("--url is required");
+            }
+            URI uri = loopbackUrl(url);
+            String user = values.get("--user");
+            String password = values.get("--password");
+            if ((user == null) != (password == null)) {
+                throw new IllegalArgumentException("--user and --password go together, but only "
+                        + (user == null ? "--password" : "--user") + " was given");
+            }
+            String authorization = user == null ? null : "Basic " + Base64.getEncoder()
+                    .encodeToString((user + ":" + password).getBytes(StandardCharsets.UTF_8));
+            int threads = parseThreads(values.getOrDefault("--threads", String.valueOf(DEFAULT_THREADS)));
+            Duration duration = parseDuration("--duration", values.get("--duration"), DEFAULT_DURATION);
+            if (duration.isZero()) {
+                throw new IllegalArgumentException("--duration must be positive, but was " + values.get("--duration"));
+            }
+            Duration warmup = parseDuration("--warmup", values.get("--warmup"), DEFAULT_WARMUP);
+            Duration timeout = parseDuration("--timeout", values.get("--timeout"), DEFAULT_TIMEOUT);
+            if (timeout.isZero()) {
+                throw new IllegalArgumentException("--timeout must be positive, but was " + values.get("--timeout"));
+            }
+            Mode mode = Mode.parse(values.getOrDefault("--mode", Mode.NEW_KEY.label));
+            String body = values.getOrDefault("--body", DEFAULT_BODY);
+            List<String> accounts = DEFAULT_ACCOUNTS;
+            if (values.containsKey("--accounts")) {
+                accounts = new ArrayList<>();
+                for (String a : values.get("--accounts").split(",", -1)) {
+                    if (a.isBlank()) {
+                        throw new IllegalArgumentException("--accounts must be a comma-separated list of account ids,"
+                                + " but was " + values.get("--accounts"));
+                    }
+                    accounts.add(a.strip());
+                }
+                accounts = List.copyOf(accounts);
+                if (!body.contains(ACCOUNT_PLACEHOLDER)) {
+                    throw new IllegalArgumentException("--accounts needs " + ACCOUNT_PLACEHOLDER
+                            + " in --body, but the body was " + body);
+                }
+            }
+            Path json = values.containsKey("--json") ? Path.of(values.get("--json")) : null;
+            return new Options(uri, authorization, threads, duration, warmup, timeout, mode, body, accounts, json);
+        }
+
+        /** The body thread {@code t} sends; {@code replay} always sends the first account's. */
+        String bodyFor(int thread) {
+            int index = mode == Mode.REPLAY ? 0 : thread % accounts.size();
+            return body.replace(ACCOUNT_PLACEHOLDER, accounts.get(index));
+        }
+    }
+
+    /** Refuses anything but http(s) on 127.0.0.1, localhost or ::1: this tool is not for other people's servers. */
+    static URI loopbackUrl(String url) {
+        URI uri;
+        try {
+            uri = new URI(url);
+        } catch (URISyntaxException e) {
+            throw new IllegalArgumentException("--url is not a URL: " + url + " (" + e.getMessage() + ")");
+        }
+        String scheme = uri.getScheme();
+        if (scheme == null || !(scheme.equalsIgnoreCase("http") || scheme.equalsIgnoreCase("https"))) {
+            throw new IllegalArgumentException("--url must be http:// or https://, but was " + url);
+        }
+        String host = uri.getHost();
+        if (host == null || !LOOPBACK_HOSTS.contains(host.toLowerCase(Locale.ROOT))) {
+            throw new IllegalArgumentException("refusing --url " + url + ": HttpLoad only sends load to this machine"
+                    + " (host 127.0.0.1, localhost or ::1), but the host was " + host);
+        }
+        return uri;
+    }
+
+    static int parseThreads(String value) {
+        int threads;
+        try {
+            threads = Integer.parseInt(value.strip());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--threads must be a whole number, but was " + value);
+        }
+        if (threads < 1 || threads > 1024) {
+            throw new IllegalArgumentException("--threads must be between 1 and 1024, but was " + threads);
+        }
+        return threads;
+    }
+
+    /** {@code 500ms}, {@code 10s}, {@code 2m}, a plain number of seconds, or ISO-8601 ({@code PT10S}). */
+    static Duration parseDuration(String name, String value, Duration defaultValue) {
+        if (value == null) {
+            return defaultValue;
+        }
+        String v = value.strip().toLowerCase(Locale.ROOT);
+        Duration d;
+        try {
+            if (v.startsWith("p")) {
+                d = Duration.parse(v.toUpperCase(Locale.ROOT));
+            } else if (v.endsWith("ms")) {
+                d = Duration.ofMillis(Long.parseLong(v.substring(0, v.length() - 2)));
+            } else if (v.endsWith("s")) {
+                d = Duration.ofSeconds(Long.parseLong(v.substring(0, v.length() - 1)));
+            } else if (v.endsWith("m")) {
+                d = Duration.ofMinutes(Long.parseLong(v.substring(0, v.length() - 1)));
+            } else {
+                d = Duration.ofSeconds(Long.parseLong(v));
+            }
+        } catch (NumberFormatException | DateTimeParseException e) {
+            throw new IllegalArgumentException(name + " must be a duration such as 500ms, 10s, 2m or PT10S, but was "
+                    + value);
+        }
+        if (d.isNegative()) {
+            throw new IllegalArgumentException(name + " must not be negative, but was " + value);
+        }
+        return d;
+    }
+
+    /** One thread's record: latencies of the measured window, status counts, errors. */
+    static final class Recorder {
+        long[] latencies;
+        int count;
+        final long[] statuses = new long[600];
+        long replayed;
+        long errors;
+        long grown;
+        final Map<String, Long> errorKinds = new TreeMap<>();
+        /** The first body of each status other than 2xx, to show why. */
+        final Map<Integer, String> samples = new TreeMap<>();
+
+        Recorder(int capacity) {
+            latencies = new long[capacity];
+        }
+
+        void record(long nanos) {
+            if (count == latencies.length) {
+                latencies = Arrays.copyOf(latencies, latencies.length * 2);
+                grown++;
+            }
+            latencies[count++] = nanos;
+        }
+    }
+
+    /** The numbers of one run. */
+    record Result(Mode mode, int threads, Duration warmup, Duration duration, long requests, double rps,
+                  double p50Ms, double p90Ms, double p99Ms, double maxMs, Map<Integer, Long> statuses, long replayed,
+                  long errors, Map<String, Long> errorKinds) {
+
+        String line() {
+            StringBuilder s = new StringBuilder();
+            s.append(String.format(Locale.ROOT,
+                    "mode=%s threads=%d requests=%d rps=%.1f p50=%.3f p90=%.3f p99=%.3f max=%.3f ms statuses=",
+                    mode.label, threads, requests, rps, p50Ms, p90Ms, p99Ms, maxMs));
+            s.append(statusText());
+            s.append(" replayed=").append(replayed).append(" errors=").append(errors);
+            if (!errorKinds.isEmpty()) {
+                s.append(' ').append(errorKinds);
+            }
+            return s.toString();
+        }
+
+        private String statusText() {
+            if (statuses.isEmpty()) {
+                return "none";
+            }
+            StringBuilder s = new StringBuilder();
+            statuses.forEach((status, n) -> s.append(s.length() == 0 ? "" : ",").append(status).append(':').append(n));
+            return s.toString();
+        }
+
+        String json(URI url) {
+            StringBuilder s = new StringBuilder("{");
+            s.append("\"url\":").append(quote(url.toString()));
+            s.append(",\"mode\":").append(quote(mode.label));
+            s.append(",\"threads\":").append(threads);
+            s.append(",\"warmupSeconds\":").append(num(warmup.toNanos() / 1e9));
+            s.append(",\"durationSeconds\":").append(num(duration.toNanos() / 1e9));
+            s.append(",\"requests\":").append(requests);
+            s.append(",\"rps\":").append(num(rps));
+            s.append(",\"p50Ms\":").append(num(p50Ms));
+            s.append(",\"p90Ms\":").append(num(p90Ms));
+            s.append(",\"p99Ms\":").append(num(p99Ms));
+            s.append(",\"maxMs\":").append(num(maxMs));
+            s.append(",\"statuses\":{");
+            boolean first = true;
+            for (Map.Entry<Integer, Long> e : statuses.entrySet()) {
+                s.append(first ? "" : ",").append(quote(String.valueOf(e.getKey()))).append(':').append(e.getValue());
+                first = false;
+            }
+            s.append("},\"replayed\":").append(replayed);
+            s.append(",\"errors\":").append(errors);
+            s.append(",\"errorKinds\":{");
+            first = true;
+            for (Map.Entry<String, Long> e : errorKinds.entrySet()) {
+                s.append(first ? "" : ",").append(quote(e.getKey())).append(':').append(e.getValue());
+                first = false;
+            }
+            return s.append("}}\n").toString();
+        }
+
+        private static String num(double v) {
+            return Double.isNaN(v) ? "null" : String.format(Locale.ROOT, "%.3f", v);
+        }
+
+        private static String quote(String v) {
+            StringBuilder s = new StringBuilder("\"");
+            for (char c : v.toCharArray()) {
+                switch (c) {
+                    case '"' -> s.append("\\\"");
+                    case '\\' -> s.append("\\\\");
+                    default -> {
+                        if (c < 0x20) {
+                            s.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
+                        } else {
+                            s.append(c);
+                        }
+                    }
+                }
+            }
+            return s.append('"').toString();
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        Options options;
+        try {
+            options = Options.parse(args);
+        } catch (IllegalArgumentException e) {
+            System.err.println("HttpLoad: " + e.getMessage());
+            System.err.println(Options.USAGE);
+            System.exit(2);
+            return;
+        }
+        Result result;
+        try {
+            result = run(options, System.err);
+        } catch (PrimingFailedException e) {
+            System.err.println("HttpLoad: " + e.getMessage());
+            System.exit(1);
+            return;
+        }
+        System.out.println(result.line());
+        if (options.json() != null) {
+            Files.writeString(options.json(), result.json(options.url()), StandardCharsets.UTF_8);
+        }
+    }
+
+    /** The first request of {@code replay} did not succeed, so there is nothing to replay. */
+    static final class PrimingFailedException extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        PrimingFailedException(String message) {
+            super(message);
+        }
+    }
+
+    static Result run(Options options, PrintStream log) throws InterruptedException, PrimingFailedException {
+        HttpClient client = HttpClient.newBuilder()
+                .version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(Duration.ofSeconds(5))
+                .build();
+
+        String replayKey = null;
+        if (options.mode() == Mode.REPLAY) {
+            replayKey = IdempotencyKeys.uuidV7();
+            HttpResponse<byte[]> first;
+            try {
+                first = client.send(request(options, options.bodyFor(0), replayKey), HttpResponse.BodyHandlers.ofByteArray());
+            } catch (IOException e) {
+                throw new PrimingFailedException("replay: the first request with the key failed: " + e);
+            }
+            if (first.statusCode() / 100 != 2) {
+                throw new PrimingFailedException("replay: the first request with the key got " + first.statusCode()
+                        + ", not 2xx, so there is no success to replay: "
+                        + new String(first.body(), StandardCharsets.UTF_8));
+            }
+        }
+
+        int threads = options.threads();
+        long seconds = Math.max(1, (options.duration().toMillis() + 999) / 1000);
+        int capacity = (int) Math.min(Integer.MAX_VALUE - 8, seconds * SLOTS_PER_SECOND);
+        Recorder[] recorders = new Recorder[threads];
+        Thread[] workers = new Thread[threads];
+        CountDownLatch ready = new CountDownLatch(threads);
+        CountDownLatch go = new CountDownLatch(1);
+        long[] window = new long[2];
+        String fixedKey = replayKey;
+        for (int t = 0; t < threads; t++) {
+            Recorder recorder = new Recorder(capacity);
+            recorders[t] = recorder;
+            String body = options.bodyFor(t);
+            workers[t] = new Thread(() -> {
+                ready.countDown();
+                try {
+                    go.await();
+                } catch (InterruptedException e) {
+                    return;
+                }
+                loop(client, options, body, fixedKey, window[0], window[1], recorder);
+            }, "http-load-" + t);
+            workers[t].start();
+        }
+        ready.await();
+        long start = System.nanoTime();
+        window[0] = start + options.warmup().toNanos();
+        window[1] = window[0] + options.duration().toNanos();
+        go.countDown();  // happens-before: the workers read window[] after await()
+        for (Thread w : workers) {
+            w.join();
+        }
+        return summarise(options, recorders, log);
+    }
+
+    private static void loop(HttpClient client, Options options, String body, String fixedKey, long measureFrom,
+                             long end, Recorder recorder) {
+        HttpRequest replayRequest = fixedKey == null ? null : request(options, body, fixedKey);
+        HttpRequest noKeyRequest = options.mode() == Mode.NO_KEY ? request(options, body, null) : null;
+        while (true) {
+            HttpRequest request = switch (options.mode()) {
+                case NEW_KEY -> request(options, body, IdempotencyKeys.uuidV7());
+                case REPLAY -> replayRequest;
+                case NO_KEY -> noKeyRequest;
+            };
+            long t0 = System.nanoTime();
+            if (t0 - end >= 0) {
+                return;
+            }
+            boolean measured = t0 - measureFrom >= 0;
+            try {
+                HttpResponse<byte[]> response = client.send(request, HttpResponse.BodyHandlers.ofByteArray());
+                long elapsed = System.nanoTime() - t0;
+                if (!measured) {
+                    continue;
+                }
+                recorder.record(elapsed);
+                int status = response.statusCode();
+                if (status >= 0 && status < recorder.statuses.length) {
+                    recorder.statuses[status]++;
+                }
+                if (response.headers().firstValue(REPLAYED_HEADER).map("true"::equalsIgnoreCase).orElse(false)) {
+                    recorder.replayed++;
+                }
+                if (status / 100 != 2 && !recorder.samples.containsKey(status)) {
+                    recorder.samples.put(status, new String(response.body(), StandardCharsets.UTF_8));
+                }
+            } catch (IOException e) {
+                if (measured) {
+                    recorder.errors++;
+                    recorder.errorKinds.merge(e.getClass().getSimpleName(), 1L, Long::sum);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
+    static HttpRequest request(Options options, String body, String key) {
+        HttpRequest.Builder b = HttpRequest.newBuilder(options.url())
+                .timeout(options.timeout())
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8));
+        if (options.authorization() != null) {
+            b.header("Authorization", options.authorization());
+        }
+        if (key != null) {
+            b.header("Idempotency-Key", key);
+        }
+        return b.build();
+    }
+
+    static Result summarise(Options options, Recorder[] recorders, PrintStream log) {
+        int total = 0;
+        long replayed = 0;
+        long errors = 0;
+        long grown = 0;
+        long[] statuses = new long[600];
+        Map<String, Long> errorKinds = new TreeMap<>();
+        Map<Integer, String> samples = new TreeMap<>();
+        for (Recorder r : recorders) {
+            total += r.count;
+            replayed += r.replayed;
+            errors += r.errors;
+            grown += r.grown;
+            for (int s = 0; s < statuses.length; s++) {
+                statuses[s] += r.statuses[s];
+            }
+            r.errorKinds.forEach((k, v) -> errorKinds.merge(k, v, Long::sum));
+            r.samples.forEach(samples::putIfAbsent);
+        }
+        long[] all = new long[total];
+        int at = 0;
+        for (Recorder r : recorders) {
+            System.arraycopy(r.latencies, 0, all, at, r.count);
+            at += r.count;
+        }
+        Arrays.sort(all);
+        Map<Integer, Long> statusCounts = new TreeMap<>();
+        for (int s = 0; s < statuses.length; s++) {
+            if (statuses[s] > 0) {
+                statusCounts.put(s, statuses[s]);
+            }
+        }
+        samples.forEach((status, body) -> log.println("HttpLoad: first " + status + " answer: " + abbreviate(body)));
+        if (grown > 0) {
+            log.println("HttpLoad: latency arrays grew " + grown + " time(s) during the run (more than "
+                    + SLOTS_PER_SECOND + " requests per second per thread)");
+        }
+        double seconds = options.duration().toNanos() / 1e9;
+        return new Result(options.mode(), options.threads(), options.warmup(), options.duration(), total,
+                total / seconds, percentileMs(all, 0.50), percentileMs(all, 0.90), percentileMs(all, 0.99),
+                total == 0 ? Double.NaN : all[total - 1] / 1e6, statusCounts, replayed, errors, errorKinds);
+    }
+
+    /** Nearest rank: the smallest latency that at least {@code p} of all latencies do not exceed. */
+    static double percentileMs(long[] sorted, double p) {
+        if (sorted.length == 0) {
+            return Double.NaN;
+        }
+        int rank = (int) Math.ceil(p * sorted.length);
+        return sorted[Math.max(0, rank - 1)] / 1e6;
+    }
+
+    private static String abbreviate(String s) {
+        String oneLine = s.replace('\n', ' ');
+        return oneLine.length() <= 300 ? oneLine : oneLine.substring(0, 300) + "…";
+    }
+}
