@@ -156,6 +156,19 @@ class PaymentsIT extends ServiceITSupport {
     }
 
     @Test
+    void aBodyOverTheFingerprintBoundIs413AndChargesNothing() throws Exception {
+        String account = newAccount(10_000);
+        // retrysafe.http.max-request-bytes is 1 MiB: pad a valid payment past it.
+        String padded = "{\"account\":\"" + account + "\",\"amount\":100,\"note\":\"" + "x".repeat(1024 * 1024) + "\"}";
+
+        HttpResponse<String> refused = send(postPayment(ALICE, key(), padded));
+
+        assertThat(refused.statusCode()).isEqualTo(413);
+        assertThat(refused.body()).contains("\"type\":\"/problems/request-too-large\"");
+        assertThat(payments(account)).isZero();
+    }
+
+    @Test
     void aBodyThatIsNotJsonIs400() throws Exception {
         HttpResponse<String> refused = send(postPayment(ALICE, key(), "{\"account\":"));
 
