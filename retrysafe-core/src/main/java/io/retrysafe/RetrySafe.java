@@ -254,11 +254,7 @@ public final class RetrySafe {
         /** Prefixes every log line, so that several engines in one process can be told apart. */
         public Builder name(String name) {
             Require.unset(this.name, "name");
-            Require.notNull(name, "name");
-            if (name.isBlank()) {
-                throw new IllegalArgumentException("name must not be blank, but was \"" + name + "\"");
-            }
-            this.name = name;
+            this.name = Require.notBlank(name, "name");
             return this;
         }
 

@@ -28,6 +28,23 @@ public final class Require {
         return value;
     }
 
+    public static String notBlank(String value, String name) {
+        notNull(value, name);
+        if (value.isBlank()) {
+            throw new IllegalArgumentException(name + " must not be blank, but was \"" + value + "\"");
+        }
+        return value;
+    }
+
+    /** Positive and whole milliseconds at least: stores count time in milliseconds. */
+    public static Duration atLeastOneMilli(Duration value, String name) {
+        positive(value, name);
+        if (value.toMillis() < 1) {
+            throw new IllegalArgumentException(name + " must be at least 1 ms, but was " + value);
+        }
+        return value;
+    }
+
     public static int between(int value, int min, int max, String name) {
         if (value < min || value > max) {
             throw new IllegalArgumentException(name + " must be between " + min + " and " + max + ", but was " + value);

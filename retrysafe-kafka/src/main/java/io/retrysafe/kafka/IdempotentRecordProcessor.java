@@ -413,11 +413,7 @@ public final class IdempotentRecordProcessor<K, V> {
 
         private Builder(TransactionalRetrySafe inbox, String consumerGroup, RecordHandler<K, V> handler) {
             this.inbox = Require.notNull(inbox, "inbox");
-            Require.notNull(consumerGroup, "consumerGroup");
-            if (consumerGroup.isBlank()) {
-                throw new IllegalArgumentException("consumerGroup must not be blank, but was \"" + consumerGroup + "\"");
-            }
-            this.consumerGroup = consumerGroup;
+            this.consumerGroup = Require.notBlank(consumerGroup, "consumerGroup");
             this.handler = Require.notNull(handler, "handler");
         }
 

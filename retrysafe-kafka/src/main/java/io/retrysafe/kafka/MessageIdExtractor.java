@@ -49,10 +49,7 @@ public interface MessageIdExtractor {
      * {@link Rule#MALFORMED}.
      */
     static MessageIdExtractor header(String name) {
-        Require.notNull(name, "name");
-        if (name.isBlank()) {
-            throw new IllegalArgumentException("name must not be blank, but was \"" + name + "\"");
-        }
+        Require.notBlank(name, "name");
         return new MessageIdExtractor() {
             @Override
             public String messageId(ConsumerRecord<?, ?> record) {

@@ -313,11 +313,7 @@ public final class MicrometerRetrySafeListener implements RetrySafeListener {
         }
 
         private static String notBlank(String value, String what) {
-            Require.notNull(value, what);
-            if (value.isBlank()) {
-                throw new IllegalArgumentException(what + " must not be blank, but was \"" + value + "\"");
-            }
-            return value;
+            return Require.notBlank(value, what);
         }
     }
 }

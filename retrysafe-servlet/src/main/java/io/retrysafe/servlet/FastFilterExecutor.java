@@ -221,11 +221,7 @@ public final class FastFilterExecutor implements IdempotentExecutor {
          */
         public Builder replayTtl(Duration replayTtl) {
             Require.unset(this.replayTtl, "replayTtl");
-            Require.positive(replayTtl, "replayTtl");
-            if (replayTtl.toMillis() < 1) {
-                throw new IllegalArgumentException("replayTtl must be at least 1 ms, but was " + replayTtl);
-            }
-            this.replayTtl = replayTtl;
+            this.replayTtl = Require.atLeastOneMilli(replayTtl, "replayTtl");
             return this;
         }
 

@@ -227,11 +227,7 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
          */
         public Builder lockTimeout(Duration lockTimeout) {
             Require.unset(this.lockTimeout, "lockTimeout");
-            Require.positive(lockTimeout, "lockTimeout");
-            if (lockTimeout.toMillis() < 1) {
-                throw new IllegalArgumentException("lockTimeout must be at least 1 ms, but was " + lockTimeout);
-            }
-            this.lockTimeout = lockTimeout;
+            this.lockTimeout = Require.atLeastOneMilli(lockTimeout, "lockTimeout");
             return this;
         }
 

@@ -549,11 +549,7 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
         /** The filter's name in logs and metrics ({@value #DEFAULT_NAME} by default). */
         public Builder name(String name) {
             Require.unset(this.name, "name");
-            Require.notNull(name, "name");
-            if (name.isBlank()) {
-                throw new IllegalArgumentException("name must not be blank, but was \"" + name + "\"");
-            }
-            this.name = name;
+            this.name = Require.notBlank(name, "name");
             return this;
         }
 

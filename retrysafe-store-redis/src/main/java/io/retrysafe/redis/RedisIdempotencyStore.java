@@ -399,11 +399,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         /** The store's name in logs, metrics and errors ({@value #DEFAULT_NAME} by default). */
         public Builder name(String name) {
             Require.unset(this.name, "name");
-            Require.notNull(name, "name");
-            if (name.isBlank()) {
-                throw new IllegalArgumentException("name must not be blank, but was \"" + name + "\"");
-            }
-            this.name = name;
+            this.name = Require.notBlank(name, "name");
             return this;
         }
 
@@ -414,11 +410,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
          */
         public Builder commandTimeout(Duration commandTimeout) {
             Require.unset(this.commandTimeout, "commandTimeout");
-            Require.positive(commandTimeout, "commandTimeout");
-            if (commandTimeout.toMillis() < 1) {
-                throw new IllegalArgumentException("commandTimeout must be at least 1 ms, but was " + commandTimeout);
-            }
-            this.commandTimeout = commandTimeout;
+            this.commandTimeout = Require.atLeastOneMilli(commandTimeout, "commandTimeout");
             return this;
         }
 
