@@ -11,6 +11,7 @@ import io.retrysafe.StoredResponse;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.servlet.IdempotentExecutor;
 import jakarta.servlet.http.HttpServletRequest;
+import java.lang.System.Logger.Level;
 import java.sql.Connection;
 import javax.sql.DataSource;
 import org.springframework.jdbc.datasource.DataSourceUtils;
@@ -27,6 +28,8 @@ import org.springframework.transaction.support.DefaultTransactionDefinition;
  * {@link StoreUnavailableException} (503), never the handler's success.
  */
 final class SpringTransactionalExecutor implements IdempotentExecutor {
+    private static final System.Logger LOG = System.getLogger(SpringTransactionalExecutor.class.getName());
+
     private final PlatformTransactionManager transactionManager;
     private final DataSource dataSource;
     private final TransactionalRetrySafe transactional;
@@ -61,12 +64,25 @@ final class SpringTransactionalExecutor implements IdempotentExecutor {
             Connection connection = DataSourceUtils.getConnection(dataSource);
             joined = tx.join(connection, key, fingerprint, ResponseCodec.identity(), handler);
         } catch (RuntimeException | Error e) {
-            transactionManager.rollback(status);
+            try {
+                transactionManager.rollback(status);
+            } catch (RuntimeException rollbackFailed) {
+                e.addSuppressed(rollbackFailed);
+            }
             throw e;
         }
         if (!joined.commit()) {
             // Replays and refusals wrote nothing; a released result's writes must not commit.
-            transactionManager.rollback(status);
+            try {
+                transactionManager.rollback(status);
+            } catch (RuntimeException e) {
+                // The connection broke (the store failing is often why the outcome is not committed):
+                // nothing of the transaction can commit any more, so the outcome stands. Thrown, it would be
+                // a 500, which a client does not retry, instead of the 503 it can.
+                String outcome = joined.outcome().getClass().getSimpleName();
+                LOG.log(Level.WARNING, () -> "[" + tx.engine().name() + "] key " + key.digest() + ": rollback failed after "
+                        + "the outcome " + outcome + "; answering it: " + e.getMessage());
+            }
             return joined.outcome();
         }
         try {
