@@ -14,7 +14,8 @@ import org.springframework.security.web.SecurityFilterChain;
 /**
  * HTTP Basic with two demo users. The authenticated principal is the scope of every
  * {@code Idempotency-Key} (the starter's default): alice's key never replays bob's answer.
- * Health and Prometheus metrics are open; everything else needs a user.
+ * Health, Prometheus metrics and the idempotency policy (how long a key protects a payment) are open;
+ * everything else needs a user.
  */
 @Configuration(proxyBeanMethods = false)
 class SecurityConfiguration {
@@ -27,7 +28,8 @@ class SecurityConfiguration {
         };
         return http
                 .authorizeHttpRequests(a -> a
-                        .requestMatchers("/actuator/health", "/actuator/health/**", "/actuator/prometheus", "/error")
+                        .requestMatchers("/actuator/health", "/actuator/health/**", "/actuator/prometheus",
+                                "/actuator/idempotency", "/error")
                         .permitAll()
                         .anyRequest().authenticated())
                 .httpBasic(b -> b.authenticationEntryPoint(unauthenticated))
