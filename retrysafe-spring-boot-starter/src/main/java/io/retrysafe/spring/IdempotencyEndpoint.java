@@ -56,8 +56,8 @@ public class IdempotencyEndpoint {
     }
 
     private static Route route(IdempotentRoute r, OperationPolicy p, Duration lockTimeout) {
-        Fingerprint fingerprint = r.jsonMembers().isEmpty() ? new Fingerprint("body", List.of())
-                : new Fingerprint("json-members", r.jsonMembers());
+        FingerprintPolicy fingerprint = r.jsonMembers().isEmpty() ? new FingerprintPolicy("body", List.of())
+                : new FingerprintPolicy("json-members", r.jsonMembers());
         return new Route(r.method(), r.pattern(), r.keyRequired(), p.retention().toString(), inFlight(p, lockTimeout),
                 fingerprint);
     }
@@ -121,7 +121,7 @@ public class IdempotencyEndpoint {
      * @param fingerprint what decides whether a retry is the same request
      */
     public record Route(String method, String pattern, boolean keyRequired, String retention, InFlight inFlight,
-            Fingerprint fingerprint) {
+            FingerprintPolicy fingerprint) {
     }
 
     /**
@@ -130,6 +130,6 @@ public class IdempotencyEndpoint {
      *                content type are always covered
      * @param members JSON Pointers of the members covered; empty for {@code body}
      */
-    public record Fingerprint(String body, List<String> members) {
+    public record FingerprintPolicy(String body, List<String> members) {
     }
 }
