@@ -7,6 +7,7 @@ import jakarta.servlet.http.HttpServletRequestWrapper;
 import java.io.BufferedReader;
 import java.io.ByteArrayInputStream;
 import java.io.InputStreamReader;
+import java.io.UnsupportedEncodingException;
 import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
 
@@ -50,10 +51,23 @@ final class BufferedRequest extends HttpServletRequestWrapper {
         };
     }
 
+    /**
+     * The body decoded with the request's charset, UTF-8 without one. A charset the runtime does not
+     * know, or a malformed name, is the {@link UnsupportedEncodingException} that
+     * {@link jakarta.servlet.ServletRequest#getReader()} documents, as the container itself throws:
+     * never an unchecked exception that a handler written against the API would not expect.
+     */
     @Override
-    public BufferedReader getReader() {
+    public BufferedReader getReader() throws UnsupportedEncodingException {
         String enc = getCharacterEncoding();
-        Charset cs = enc == null ? StandardCharsets.UTF_8 : Charset.forName(enc);
+        Charset cs;
+        try {
+            cs = enc == null ? StandardCharsets.UTF_8 : Charset.forName(enc);
+        } catch (IllegalArgumentException e) { // IllegalCharsetNameException, UnsupportedCharsetException
+            UnsupportedEncodingException unsupported = new UnsupportedEncodingException(enc);
+            unsupported.initCause(e);
+            throw unsupported;
+        }
         return new BufferedReader(new InputStreamReader(new ByteArrayInputStream(body), cs));
     }
 

@@ -13,6 +13,8 @@ public enum Problem {
     MISSING_KEY(400, "missing-key", "Idempotency-Key required"),
     INVALID_KEY(400, "invalid-key", "Invalid Idempotency-Key"),
     MALFORMED_JSON(400, "malformed-json", "Malformed JSON body"),
+    INCOMPLETE_BODY(400, "incomplete-body", "Request body incomplete"),
+    MALFORMED_FORM(400, "malformed-form", "Malformed form body"),
     UNAUTHENTICATED(401, "unauthenticated", "No caller to scope the key to"),
     IN_PROGRESS(409, "request-in-progress", "A request with this key is in progress"),
     PRECONDITION_FAILED(412, "stale-version", "The resource has changed"),

@@ -35,7 +35,9 @@ import java.util.TreeMap;
  *
  * <ul>
  * <li>missing key where required, or malformed (empty, too long, not printable ASCII, several values) → {@code 400};
- * <li>body over the fingerprint bound → {@code 413}; no caller to scope the key to → {@code 401};
+ * <li>body over the fingerprint bound → {@code 413}; body ending before its declared length, or a form body
+ *     the container cannot parse → {@code 400};
+ * <li>no caller to scope the key to → {@code 401};
  * <li>first request → runs; its response is held back until its outcome is durable, then sent;
  * <li>retry → the stored response, with {@code Idempotent-Replayed: true};
  * <li>retry while the first is in flight → {@code 409} + {@code Retry-After};
@@ -201,16 +203,31 @@ public final class RetrySafeFilter implements Filter {
             // The container parses form bodies itself from the stream: fingerprint the parsed form
             // (sorted) and leave the stream to it, so getParameter() keeps working for the handler.
             // A chunked body declares no length: bound it by what it provably held.
-            if (formBodyAtLeast(request) > max) {
+            Map<String, String[]> form;
+            try {
+                form = request.getParameterMap();
+            } catch (IllegalStateException e) {
+                // Servlet 6.1: parsing failed (bad %nn, bytes invalid in the charset, a container
+                // limit, a body cut short). The container's message quotes the body: not repeated.
+                return FingerprintedRequest.refused(Problem.MALFORMED_FORM, "the form body could not be parsed: "
+                        + "invalid percent-encoding, bytes invalid in its charset, too many parameters, or cut short");
+            }
+            if (formBodyAtLeast(form, request.getQueryString()) > max) {
                 return FingerprintedRequest.refused(Problem.PAYLOAD_TOO_LARGE,
                         "the body must have at most " + max + " bytes");
             }
             return new FingerprintedRequest(request, fingerprinter.fingerprint(request.getMethod(), target, contentType,
-                    formBytes(request)), null, null);
+                    formBytes(form)), null, null);
         }
         byte[] body;
         try (InputStream in = request.getInputStream()) {
             body = in.readNBytes(max + 1);
+        } catch (IOException e) {
+            // The connection ended (or timed out) before the body did: a request that cannot be
+            // fingerprinted must not run, and it is the client's, not a server failure.
+            return FingerprintedRequest.refused(Problem.INCOMPLETE_BODY, "the request body could not be read to its "
+                    + "end" + (declared >= 0 ? " (Content-Length: " + declared + ")" : "") + ": "
+                    + (e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage()));
         }
         if (body.length > max) {
             return FingerprintedRequest.refused(Problem.PAYLOAD_TOO_LARGE, "the body must have at most " + max + " bytes");
@@ -228,20 +245,19 @@ public final class RetrySafeFilter implements Filter {
      * than its encoding has bytes, fields are joined by '&', and the query string's fields are in the
      * parameters too, so its length (and its joining '&') is taken off.
      */
-    private static long formBodyAtLeast(HttpServletRequest request) {
+    private static long formBodyAtLeast(Map<String, String[]> form, String query) {
         long length = -1;
-        for (Map.Entry<String, String[]> e : request.getParameterMap().entrySet()) {
+        for (Map.Entry<String, String[]> e : form.entrySet()) {
             for (String v : e.getValue()) {
                 length += e.getKey().length() + v.length() + 1;
             }
         }
-        String query = request.getQueryString();
         return length - (query == null ? 0 : query.length() + 1);
     }
 
-    private static byte[] formBytes(HttpServletRequest request) {
+    private static byte[] formBytes(Map<String, String[]> form) {
         StringBuilder out = new StringBuilder();
-        new TreeMap<>(request.getParameterMap()).forEach((name, values) -> {
+        new TreeMap<>(form).forEach((name, values) -> {
             for (String v : values) {
                 out.append(name.length()).append(':').append(name).append('=').append(v.length()).append(':').append(v)
                         .append('\n');
