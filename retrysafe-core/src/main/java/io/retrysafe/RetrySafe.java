@@ -196,7 +196,8 @@ public final class RetrySafe {
         }
         LOG.log(Level.WARNING, () -> "[" + name + "] store " + store.name() + " failed; refusing key " + key.digest()
                 + ": " + e);
-        StoreUnavailableException failure = e instanceof StoreUnavailableException sue ? sue
+        StoreUnavailableException failure = e instanceof StoreUnavailableException sue
+                ? sue.withRetryAfter(policy.retryAfter())
                 : new StoreUnavailableException(store.name(), policy.retryAfter(),
                         "[" + name + "] idempotency store " + store.name() + " failed: " + e.getMessage(), e);
         return new Outcome.StoreUnavailable<>(failure);

@@ -26,6 +26,19 @@ public class StoreUnavailableException extends RetrySafeException {
         return retryAfter;
     }
 
+    /**
+     * The same failure with another {@code Retry-After}: a store only knows its own default, the
+     * engine answers with the operation's configured one.
+     */
+    public StoreUnavailableException withRetryAfter(Duration retryAfter) {
+        if (retryAfter.equals(this.retryAfter)) {
+            return this;
+        }
+        StoreUnavailableException copy = new StoreUnavailableException(storeName, retryAfter, getMessage(), getCause());
+        copy.setStackTrace(getStackTrace());
+        return copy;
+    }
+
     @Override
     public int httpStatus() {
         return 503;

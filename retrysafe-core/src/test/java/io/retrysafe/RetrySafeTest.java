@@ -403,6 +403,24 @@ class RetrySafeTest {
         }
 
         @Test
+        void theConfiguredRetryAfterAnswersAStoreFailureWhateverTheStoreSuggested() {
+            RetrySafe retrySafe = RetrySafe.builder(store)
+                    .policy(OperationPolicy.custom().retryAfter(Duration.ofSeconds(7)).build()).build();
+            StoreUnavailableException suggested = new StoreUnavailableException("faulty", Duration.ofSeconds(1),
+                    "pool exhausted", down);
+            store.failClaims(suggested);
+
+            Outcome<Reply> outcome = retrySafe.execute(key, REQUEST, REPLY, answering(new Reply(200, "ok")));
+
+            assertThat(outcome).isInstanceOfSatisfying(Outcome.StoreUnavailable.class, s -> {
+                assertThat(s.retryAfter()).isEqualTo(Duration.ofSeconds(7));
+                assertThat(s.failure()).hasMessage("pool exhausted").hasCauseReference(down);
+                assertThat(s.failure().storeName()).isEqualTo("faulty");
+            });
+            assertThat(runs).hasValue(0);
+        }
+
+        @Test
         void fullStoreRefusesNewKeysAndKeepsReplayingOldOnes() {
             RetrySafe retrySafe = RetrySafe.builder(new InMemoryIdempotencyStore(java.time.Clock.systemUTC(), 1)).build();
             IdempotencyKey other = IdempotencyKey.of(key.scope(), "other");

@@ -13,7 +13,6 @@ import io.retrysafe.jdbc.TransactionalRetrySafe;
 import jakarta.servlet.http.HttpServletRequest;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.time.Duration;
 import javax.sql.DataSource;
 
 /**
@@ -43,7 +42,8 @@ public final class JdbcTransactionalExecutor implements IdempotentExecutor {
         try {
             c = dataSource.getConnection();
         } catch (SQLException e) {
-            return new Outcome.StoreUnavailable<>(new StoreUnavailableException("jdbc", Duration.ofSeconds(1),
+            return new Outcome.StoreUnavailable<>(new StoreUnavailableException(tx.engine().store().name(),
+                    tx.engine().policy().retryAfter(),
                     "could not get a connection: " + e.getMessage(), e));
         }
         request.setAttribute(CONNECTION_ATTRIBUTE, c);

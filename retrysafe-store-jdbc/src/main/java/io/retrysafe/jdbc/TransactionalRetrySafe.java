@@ -71,7 +71,8 @@ public final class TransactionalRetrySafe {
                 connection.setAutoCommit(false);
             }
         } catch (SQLException e) {
-            return new Outcome.StoreUnavailable<>(store.failure("begin a transaction", e));
+            return new Outcome.StoreUnavailable<>(
+                    store.failure("begin a transaction", e).withRetryAfter(engine.policy().retryAfter()));
         }
         TransactionBoundStore bound = new TransactionBoundStore(store, connection, true);
         try {
