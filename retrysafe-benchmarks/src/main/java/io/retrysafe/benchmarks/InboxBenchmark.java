@@ -40,6 +40,8 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  * java -jar retrysafe-benchmarks/target/benchmarks.jar InboxBenchmark -f 1 -wi 3 -w 5s -i 5 -r 10s -t 1
  * java -jar retrysafe-benchmarks/target/benchmarks.jar InboxBenchmark -f 1 -wi 3 -w 5s -i 5 -r 10s -t 8
  * </pre>
+ * The variants run one after another, so their ratios are only as good as the machine's drift
+ * allows; {@link InboxInterleavedBenchmark} runs them taking turns instead.
  * The secondary results count deliveries processed, skipped as duplicates, and {@code retry} (the
  * inbox could not decide, e.g. a lock timeout: the message would be redelivered) per second; a
  * retry is counted, not redelivered.
