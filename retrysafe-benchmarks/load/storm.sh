@@ -28,7 +28,7 @@
 #   SERVICE_JAVA_OPTS, LOAD_JAVA_OPTS, SERVICE_ARGS
 #                             JVM options of the service and of the storm client, more service arguments
 #   SERVICE_CLASSPATH         a file holding the service's runtime classpath (default: derived from ~/.m2)
-#   OUT                       where logs, JSON results and table.md go (default a new directory in /tmp)
+#   OUT                       where logs, JSON results and table.md go (default a new temporary directory)
 #   READY_TIMEOUT             seconds to wait for the service to start (default 180)
 #
 # A storm opens REQUESTS connections at once: the client's open-files limit must allow it (ulimit -n).
@@ -52,7 +52,7 @@ READY_TIMEOUT=${READY_TIMEOUT:-180}
 SERVICE_JAVA_OPTS=${SERVICE_JAVA_OPTS:-}
 SERVICE_ARGS=${SERVICE_ARGS:-}
 LOAD_JAVA_OPTS=${LOAD_JAVA_OPTS:-}
-OUT=${OUT:-$(mktemp -d /tmp/retrysafe-storm.XXXXXX)}
+OUT=${OUT:-$(mktemp -d -t retrysafe-storm.XXXXXX)}
 DB="rs_storm_$$"
 USER_NAME=alice
 USER_PASSWORD=alice-secret
