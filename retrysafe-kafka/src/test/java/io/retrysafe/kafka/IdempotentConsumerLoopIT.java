@@ -13,6 +13,8 @@ import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.kafka.Ledger.Row;
 import io.retrysafe.micrometer.MicrometerRetrySafeListener;
+import io.retrysafe.testservices.ChildJvm;
+import io.retrysafe.testservices.KafkaBroker;
 import io.retrysafe.testservices.TestDatabases;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;

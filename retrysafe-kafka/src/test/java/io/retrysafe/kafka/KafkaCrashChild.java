@@ -7,6 +7,7 @@ import io.retrysafe.jdbc.JdbcDialect;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.spi.RetrySafeListener;
+import io.retrysafe.testservices.KafkaBroker;
 import java.io.IOException;
 import java.io.InputStream;
 import java.time.Duration;

@@ -1,4 +1,4 @@
-package io.retrysafe.kafka;
+package io.retrysafe.testservices;
 
 import java.lang.reflect.Field;
 import java.nio.channels.ServerSocketChannel;
@@ -27,21 +27,26 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
  * A real Kafka broker in this JVM, in KRaft mode (one node, broker and controller combined), from
- * Kafka's own test kit ({@code org.apache.kafka:kafka-test-common-runtime}). Started once per test
- * class and stopped after it:
+ * Kafka's own test kit ({@code org.apache.kafka:kafka-test-common-runtime}). As a JUnit extension it
+ * is started once per test class and stopped after it:
  *
  * <pre>{@code
  * @RegisterExtension
  * static final KafkaBroker KAFKA = new KafkaBroker();
  * }</pre>
  *
+ * <p>Outside JUnit (an example that runs without a broker): {@link #start()} and {@link #close()}.
+ * The module that uses it declares {@code kafka-test-common-runtime} and {@code kafka-clients}'
+ * {@code test} jar itself: both are optional here, as Lettuce and jnats are, so that modules not
+ * testing Kafka do not get a broker on their class path.
+ *
  * <p>Both listeners are bound to 127.0.0.1 on ports the system picks. Group timings are shortened
  * (no initial rebalance delay, sessions down to 1 s, heartbeats of the consumer protocol every
  * 500 ms) so that rebalances and dead members take seconds, not the production defaults' minutes.
  */
-final class KafkaBroker implements BeforeAllCallback, AfterAllCallback {
+public final class KafkaBroker implements BeforeAllCallback, AfterAllCallback, AutoCloseable {
     /** Classic protocol: how soon a killed consumer is out of its group. The broker allows down to 1 s. */
-    static final Duration CLASSIC_SESSION_TIMEOUT = Duration.ofSeconds(3);
+    public static final Duration CLASSIC_SESSION_TIMEOUT = Duration.ofSeconds(3);
 
     private static final Duration ADMIN_TIMEOUT = Duration.ofSeconds(30);
 
@@ -50,6 +55,14 @@ final class KafkaBroker implements BeforeAllCallback, AfterAllCallback {
 
     @Override
     public void beforeAll(ExtensionContext context) throws Exception {
+        start();
+    }
+
+    /** Starts the broker; returns once it accepts clients on {@link #bootstrapServers()}. */
+    public KafkaBroker start() throws Exception {
+        if (cluster != null) {
+            throw new IllegalStateException("the broker is already started, at " + bootstrapServers());
+        }
         TestKitNodes nodes = new TestKitNodes.Builder()
                 .setCombined(true)
                 .setNumBrokerNodes(1)
@@ -79,6 +92,7 @@ final class KafkaBroker implements BeforeAllCallback, AfterAllCallback {
         cluster.startup();
         cluster.waitForReadyBrokers();
         admin = Admin.create(Map.of(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers()));
+        return this;
     }
 
     /**
@@ -108,6 +122,12 @@ final class KafkaBroker implements BeforeAllCallback, AfterAllCallback {
 
     @Override
     public void afterAll(ExtensionContext context) throws Exception {
+        close();
+    }
+
+    /** Stops the broker and deletes its data. */
+    @Override
+    public void close() throws Exception {
         try {
             if (admin != null) {
                 admin.close(Duration.ofSeconds(10));
@@ -116,23 +136,25 @@ final class KafkaBroker implements BeforeAllCallback, AfterAllCallback {
             if (cluster != null) {
                 cluster.close();
             }
+            cluster = null;
+            admin = null;
         }
     }
 
-    String bootstrapServers() {
+    public String bootstrapServers() {
         return cluster.bootstrapServers();
     }
 
-    Admin admin() {
+    public Admin admin() {
         return admin;
     }
 
-    void createTopic(String name, int partitions) throws Exception {
+    public void createTopic(String name, int partitions) throws Exception {
         admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1))).all()
                 .get(ADMIN_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
     }
 
-    KafkaProducer<String, String> producer() {
+    public KafkaProducer<String, String> producer() {
         Map<String, Object> config = new HashMap<>();
         config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers());
         config.put(ProducerConfig.ACKS_CONFIG, "all");
@@ -147,14 +169,14 @@ final class KafkaBroker implements BeforeAllCallback, AfterAllCallback {
         return new KafkaProducer<>(config, new StringSerializer(), new StringSerializer());
     }
 
-    /** A consumer for {@link IdempotentConsumerLoop}: no auto-commit, from the earliest offset. */
-    KafkaConsumer<String, String> consumer(String clientId, String group, GroupProtocol protocol, int maxPollRecords) {
+    /** A consumer for an idempotent consumer loop: no auto-commit, from the earliest offset. */
+    public KafkaConsumer<String, String> consumer(String clientId, String group, GroupProtocol protocol, int maxPollRecords) {
         Map<String, Object> config = consumerConfig(bootstrapServers(), group, protocol, maxPollRecords);
         config.put(ConsumerConfig.CLIENT_ID_CONFIG, clientId);
         return new KafkaConsumer<>(config, new StringDeserializer(), new StringDeserializer());
     }
 
-    static Map<String, Object> consumerConfig(String bootstrapServers, String group, GroupProtocol protocol,
+    public static Map<String, Object> consumerConfig(String bootstrapServers, String group, GroupProtocol protocol,
             int maxPollRecords) {
         Map<String, Object> config = new HashMap<>();
         config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
@@ -172,7 +194,7 @@ final class KafkaBroker implements BeforeAllCallback, AfterAllCallback {
     }
 
     /** The group's committed offset for {@code partition}, or null if it has none. */
-    Long committedOffset(String group, TopicPartition partition) throws Exception {
+    public Long committedOffset(String group, TopicPartition partition) throws Exception {
         Map<TopicPartition, OffsetAndMetadata> offsets = admin.listConsumerGroupOffsets(group)
                 .partitionsToOffsetAndMetadata().get(ADMIN_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
         OffsetAndMetadata offset = offsets.get(partition);

@@ -1,6 +1,4 @@
-package io.retrysafe.kafka;
-
-import static org.assertj.core.api.Assertions.assertThat;
+package io.retrysafe.testservices;
 
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -20,7 +18,7 @@ import java.util.concurrent.TimeoutException;
  * A test's child JVM on the test's class path. It waits for one line starting with a given word on
  * the child's stdout; stderr goes to a file, shown when that line does not come.
  */
-final class ChildJvm implements AutoCloseable {
+public final class ChildJvm implements AutoCloseable {
     private static final Duration EXIT_BOUND = Duration.ofSeconds(10);
     private static final int SIGKILL_EXIT_VALUE = 128 + 9;
 
@@ -37,16 +35,16 @@ final class ChildJvm implements AutoCloseable {
     }
 
     /** Starts {@code main} with {@code args}, waiting for a stdout line that starts with {@code word}. */
-    static ChildJvm start(Class<?> main, String word, String... args) throws IOException {
+    public static ChildJvm start(Class<?> main, String word, String... args) throws IOException {
         List<String> command = new ArrayList<>(List.of(System.getProperty("java.home") + "/bin/java",
                 // Start fast on a loaded machine; the child does little work.
                 "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m",
                 "-cp", System.getProperty("java.class.path"), main.getName()));
         command.addAll(List.of(args));
-        Path stderr = Files.createTempFile("retrysafe-kafka-child-", ".err");
+        Path stderr = Files.createTempFile("retrysafe-child-", ".err");
         Process process = new ProcessBuilder(command).redirectError(stderr.toFile()).start();
         ChildJvm child = new ChildJvm(process, stderr, word);
-        Thread reader = new Thread(child::readStdout, "kafka-child-stdout-" + process.pid());
+        Thread reader = new Thread(child::readStdout, "child-stdout-" + process.pid());
         reader.setDaemon(true);
         reader.start();
         return child;
@@ -70,7 +68,7 @@ final class ChildJvm implements AutoCloseable {
     }
 
     /** The rest of the awaited line, once the child printed it. */
-    String awaitLine(Duration bound) throws InterruptedException {
+    public String awaitLine(Duration bound) throws InterruptedException {
         try {
             return line.get(bound.toMillis(), TimeUnit.MILLISECONDS);
         } catch (TimeoutException | ExecutionException e) {
@@ -83,11 +81,15 @@ final class ChildJvm implements AutoCloseable {
     }
 
     /** SIGKILL: no shutdown hook, no offset commit, no leave-group; the kernel closes its sockets. */
-    void kill() throws InterruptedException {
+    public void kill() throws InterruptedException {
         process.destroyForcibly();
-        assertThat(process.waitFor(EXIT_BOUND.toMillis(), TimeUnit.MILLISECONDS))
-                .as("the child is dead within %s", EXIT_BOUND).isTrue();
-        assertThat(process.exitValue()).as("exit value of a process killed by SIGKILL").isEqualTo(SIGKILL_EXIT_VALUE);
+        if (!process.waitFor(EXIT_BOUND.toMillis(), TimeUnit.MILLISECONDS)) {
+            throw new AssertionError("the child " + process.pid() + " is still alive " + EXIT_BOUND + " after SIGKILL");
+        }
+        if (process.exitValue() != SIGKILL_EXIT_VALUE) {
+            throw new AssertionError("the child exited with " + process.exitValue() + " before it was killed (SIGKILL: "
+                    + SIGKILL_EXIT_VALUE + ")\n--- its stderr:\n" + stderr());
+        }
     }
 
     private String state() {
