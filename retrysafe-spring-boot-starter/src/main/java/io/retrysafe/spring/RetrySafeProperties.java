@@ -18,12 +18,13 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  *     other; set to {@code transactional} with another store, the application does not start
  * @param failOpen run requests unprotected when the store fails, instead of answering 503
  * @param fastFilter Redis in front of the store: cached replays and early 409s without the database
+ * @param kafka exactly-once {@code @KafkaListener} record listeners (Spring Kafka)
  */
 @ConfigurationProperties("retrysafe")
 public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @DefaultValue("retrysafe") String name,
         Mode mode, @DefaultValue("false") boolean failOpen, @DefaultValue Store store,
         @DefaultValue Policy policy, @DefaultValue Key key, @DefaultValue Http http, @DefaultValue Purge purge,
-        @DefaultValue FastFilter fastFilter) {
+        @DefaultValue FastFilter fastFilter, @DefaultValue Kafka kafka) {
 
     public enum Mode {
         TRANSACTIONAL, STANDALONE
@@ -31,6 +32,16 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
 
     public enum StoreType {
         JDBC, MEMORY, REDIS
+    }
+
+    /** Where a Kafka record's message id comes from (as {@code io.retrysafe.kafka.MessageIdExtractor}). */
+    public enum MessageIdSource {
+        /** The header {@code retrysafe.kafka.header}: the producer sets the same id on every retry of a send. */
+        HEADER,
+        /** The CloudEvents id, header {@code ce_id} (Kafka binding, binary content mode). */
+        CLOUDEVENTS,
+        /** {@code <partition>@<offset>}: for producers that set no id; catches redeliveries, not producer duplicates. */
+        TOPIC_PARTITION_OFFSET
     }
 
     /**
@@ -76,6 +87,20 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
             @DefaultValue("retrysafe:ff:") String keyPrefix, @DefaultValue("100ms") Duration timeout,
             Duration markerTtl, @DefaultValue("1h") Duration replayTtl, @DefaultValue("5") int failureThreshold,
             @DefaultValue("1s") Duration openBackoff, @DefaultValue("30s") Duration maxOpenBackoff) {
+    }
+
+    /**
+     * Exactly-once {@code @KafkaListener} record listeners: the message id is claimed in the
+     * listener's database transaction, which commits before the container commits the offset.
+     *
+     * @param enabled add the inbox advice to the listener container factories; needs the JDBC store
+     *     in transactional mode, spring-kafka and {@code retrysafe-kafka}
+     * @param messageId where the message id comes from
+     * @param header the header for {@code message-id=header}
+     * @param containerFactories bean names of the container factories covered; empty: all of them
+     */
+    public record Kafka(@DefaultValue("false") boolean enabled, @DefaultValue("header") MessageIdSource messageId,
+            @DefaultValue("idempotency-key") String header, List<String> containerFactories) {
     }
 
     /**

@@ -1,0 +1,264 @@
+package io.retrysafe.spring;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.retrysafe.FingerprintMismatchException;
+import io.retrysafe.InvalidKeyException;
+import io.retrysafe.OperationPolicy;
+import io.retrysafe.OutcomePolicy;
+import io.retrysafe.RetrySafe;
+import io.retrysafe.jdbc.TransactionalRetrySafe;
+import io.retrysafe.kafka.MessageIdExtractor;
+import io.retrysafe.micrometer.MicrometerRetrySafeListener;
+import io.retrysafe.spi.RetrySafeListener;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import javax.sql.DataSource;
+import org.aopalliance.aop.Advice;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.config.BeanDefinition;
+import org.springframework.beans.factory.config.BeanPostProcessor;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.context.properties.bind.Bindable;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Role;
+import org.springframework.core.env.Environment;
+import org.springframework.kafka.config.AbstractKafkaListenerContainerFactory;
+import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
+import org.springframework.kafka.listener.AbstractMessageListenerContainer;
+import org.springframework.kafka.listener.BatchMessageListener;
+import org.springframework.kafka.listener.ContainerProperties;
+import org.springframework.kafka.listener.ExceptionClassifier;
+import org.springframework.kafka.listener.MessageListenerContainer;
+import org.springframework.transaction.PlatformTransactionManager;
+
+/**
+ * {@code retrysafe.kafka.enabled=true}: every {@code @KafkaListener} record listener of every
+ * listener container factory (Boot's {@code kafkaListenerContainerFactory} and the application's
+ * own) takes each message's effect once. The factories get {@link KafkaInboxAdvice} as the last
+ * (innermost) element of their containers' advice chain; {@code DefaultErrorHandler} beans (any
+ * {@link ExceptionClassifier}) learn that a missing or invalid message id and a reused id are not
+ * worth retrying, so their recoverer (a dead-letter topic) gets such records at once. Before the
+ * containers start, the application is refused if the inbox cannot work (no JDBC store in
+ * transactional mode, no transaction manager), or if a covered container has a batch listener or
+ * commits offsets from inside the listener ({@code MANUAL_IMMEDIATE}).
+ */
+@AutoConfiguration(after = {RetrySafeAutoConfiguration.class, RetrySafeMicrometerAutoConfiguration.class},
+        afterName = {"org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration",
+                "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration"})
+@ConditionalOnProperty(prefix = "retrysafe", name = "enabled", havingValue = "true", matchIfMissing = true)
+@ConditionalOnProperty(prefix = "retrysafe.kafka", name = "enabled", havingValue = "true")
+public class RetrySafeKafkaAutoConfiguration {
+
+    /** The phase of the check: before the listener containers (and their registry) start. */
+    static final int CHECK_PHASE = AbstractMessageListenerContainer.DEFAULT_PHASE - 100;
+
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = {"org.springframework.kafka.config.AbstractKafkaListenerContainerFactory",
+            "io.retrysafe.kafka.MessageIdExtractor"})
+    static class KafkaInboxConfiguration {
+
+        @Bean
+        @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+        static KafkaInboxAdvice retrySafeKafkaInboxAdvice(RetrySafeProperties properties,
+                ObjectProvider<TransactionalRetrySafe> transactional, ObjectProvider<PlatformTransactionManager> managers,
+                ObjectProvider<DataSource> dataSources, ObjectProvider<MessageIdExtractor> messageIds,
+                ObjectProvider<RetrySafeListener> listeners, ObjectProvider<KafkaInboxMetrics> metrics) {
+            return new KafkaInboxAdvice(() -> inbox(properties, transactional, managers, dataSources, messageIds,
+                    listeners, metrics));
+        }
+
+        @Bean
+        @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+        static BeanPostProcessor retrySafeKafkaContainerFactoryPostProcessor(ObjectProvider<KafkaInboxAdvice> advice,
+                Environment environment) {
+            // Read here, not from the properties bean: a post-processor is created before ordinary beans.
+            List<String> only = Binder.get(environment).bind("retrysafe.kafka.container-factories",
+                    Bindable.listOf(String.class)).orElse(List.of());
+            return new BeanPostProcessor() {
+                @Override
+                public Object postProcessAfterInitialization(Object bean, String beanName) {
+                    if (bean instanceof AbstractKafkaListenerContainerFactory<?, ?, ?> factory
+                            && (only.isEmpty() || only.contains(beanName))) {
+                        ContainerProperties properties = factory.getContainerProperties();
+                        List<Advice> chain = new ArrayList<>(Arrays.asList(properties.getAdviceChain()));
+                        if (chain.stream().noneMatch(KafkaInboxAdvice.class::isInstance)) {
+                            // Last: the innermost advice, right around the listener, inside any retry or tracing advice.
+                            chain.add(advice.getObject());
+                            properties.setAdviceChain(chain.toArray(new Advice[0]));
+                        }
+                    } else if (bean instanceof ExceptionClassifier classifier) {
+                        // The message is at fault, not the moment: straight to the recoverer.
+                        classifier.addNotRetryableExceptions(InvalidKeyException.class,
+                                FingerprintMismatchException.class);
+                    }
+                    return bean;
+                }
+            };
+        }
+
+        @Bean
+        static SmartLifecycle retrySafeKafkaStartupCheck(ObjectProvider<KafkaInboxAdvice> advice,
+                ObjectProvider<KafkaListenerEndpointRegistry> registry) {
+            return new KafkaStartupCheck(advice, registry);
+        }
+
+        private static KafkaInboxAdvice.Inbox inbox(RetrySafeProperties properties,
+                ObjectProvider<TransactionalRetrySafe> transactional, ObjectProvider<PlatformTransactionManager> managers,
+                ObjectProvider<DataSource> dataSources, ObjectProvider<MessageIdExtractor> messageIds,
+                ObjectProvider<RetrySafeListener> listeners, ObjectProvider<KafkaInboxMetrics> metrics) {
+            TransactionalRetrySafe tx = transactional.getIfAvailable();
+            if (tx == null) {
+                throw new IllegalStateException("retrysafe.kafka.enabled needs the JDBC store in transactional mode "
+                        + "(the message id commits with the listener's writes): one DataSource, retrysafe.store.type "
+                        + "jdbc or unset, retrysafe.mode transactional or unset");
+            }
+            PlatformTransactionManager manager = managers.getIfUnique();
+            DataSource dataSource = dataSources.getIfUnique();
+            if (manager == null || dataSource == null) {
+                throw new IllegalStateException("retrysafe.kafka.enabled needs one PlatformTransactionManager for the "
+                        + "application's one DataSource, but had " + (manager == null ? "no unique transaction manager"
+                        : "no unique DataSource"));
+            }
+            RetrySafe base = tx.engine();
+            // The engine's own listeners, but the meters tagged source=kafka: HTTP and messages apart.
+            List<RetrySafeListener> all = new ArrayList<>();
+            KafkaInboxMetrics kafkaMetrics = metrics.getIfAvailable();
+            if (kafkaMetrics != null) {
+                all.add(kafkaMetrics.listener());
+            }
+            listeners.orderedStream()
+                    .filter(l -> kafkaMetrics == null || !kafkaMetrics.isHttpMeters(l))
+                    .forEach(all::add);
+            RetrySafe.Builder engine = RetrySafe.builder(base.store()).name(base.name())
+                    // A listener that returned is always recorded; an exception always rolls back.
+                    .policy(OperationPolicy.from(base.policy()).outcomePolicy(OutcomePolicy.STORE_ALL).build());
+            if (!all.isEmpty()) {
+                engine.listener(all.size() == 1 ? all.get(0) : new CompositeListener(all));
+            }
+            return new KafkaInboxAdvice.Inbox(TransactionalRetrySafe.of(engine.build()), manager, dataSource,
+                    messageIds.getIfAvailable(() -> messageIds(properties.kafka())));
+        }
+
+        private static MessageIdExtractor messageIds(RetrySafeProperties.Kafka kafka) {
+            return switch (kafka.messageId()) {
+                case HEADER -> MessageIdExtractor.header(kafka.header());
+                case CLOUDEVENTS -> MessageIdExtractor.cloudEventsId();
+                case TOPIC_PARTITION_OFFSET -> MessageIdExtractor.topicPartitionOffset();
+            };
+        }
+    }
+
+    /** Meters of the Kafka inbox: the engine's meters with {@code source=kafka}. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = {"io.micrometer.core.instrument.MeterRegistry",
+            "io.retrysafe.micrometer.MicrometerRetrySafeListener",
+            "org.springframework.kafka.config.AbstractKafkaListenerContainerFactory"})
+    @ConditionalOnBean(MeterRegistry.class)
+    static class KafkaInboxMetricsConfiguration {
+
+        @Bean
+        KafkaInboxMetrics retrySafeKafkaMetrics(MeterRegistry registry, RetrySafeProperties properties) {
+            return new KafkaInboxMetrics(MicrometerRetrySafeListener.builder(registry, properties.name())
+                    .source("kafka").build());
+        }
+    }
+
+    /** The property is set, but what it needs is not on the class path: say so rather than do nothing. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnMissingClass({"org.springframework.kafka.config.AbstractKafkaListenerContainerFactory",
+            "io.retrysafe.kafka.MessageIdExtractor"})
+    static class MissingKafkaConfiguration {
+
+        @Bean
+        Object retrySafeKafkaMissing() {
+            throw new IllegalStateException("retrysafe.kafka.enabled=true needs org.springframework.kafka:spring-kafka "
+                    + "(spring-boot-starter-kafka) and io.retrysafe:retrysafe-kafka on the class path");
+        }
+    }
+
+    /**
+     * Not a {@link RetrySafeListener} bean itself (the holder is the bean), so that the HTTP engine,
+     * which takes every listener bean, does not count messages.
+     */
+    record KafkaInboxMetrics(RetrySafeListener listener) {
+        /** True for the HTTP engine's Micrometer listener, which the inbox replaces with {@link #listener()}. */
+        boolean isHttpMeters(RetrySafeListener candidate) {
+            return candidate instanceof MicrometerRetrySafeListener;
+        }
+    }
+
+    /**
+     * Runs before the containers start: resolves the inbox (a misconfiguration stops the start-up
+     * rather than the first record), and refuses covered containers it cannot make exactly once.
+     */
+    static final class KafkaStartupCheck implements SmartLifecycle {
+        private final ObjectProvider<KafkaInboxAdvice> advice;
+        private final ObjectProvider<KafkaListenerEndpointRegistry> registry;
+        private volatile boolean running;
+
+        KafkaStartupCheck(ObjectProvider<KafkaInboxAdvice> advice,
+                ObjectProvider<KafkaListenerEndpointRegistry> registry) {
+            this.advice = advice;
+            this.registry = registry;
+        }
+
+        @Override
+        public void start() {
+            advice.getObject().resolve();
+            KafkaListenerEndpointRegistry containers = registry.getIfAvailable();
+            if (containers != null) {
+                List<String> refused = new ArrayList<>();
+                for (MessageListenerContainer container : containers.getAllListenerContainers()) {
+                    String problem = problem(container);
+                    if (problem != null) {
+                        refused.add(container.getListenerId() + ": " + problem);
+                    }
+                }
+                if (!refused.isEmpty()) {
+                    throw new IllegalStateException("retrysafe.kafka.enabled cannot make these listeners exactly once: "
+                            + String.join("; ", refused) + " (see docs/messaging.md, Spring Kafka)");
+                }
+            }
+            running = true;
+        }
+
+        private static String problem(MessageListenerContainer container) {
+            ContainerProperties properties = container.getContainerProperties();
+            if (Arrays.stream(properties.getAdviceChain()).noneMatch(KafkaInboxAdvice.class::isInstance)) {
+                return null;
+            }
+            if (properties.getMessageListener() instanceof BatchMessageListener<?, ?>) {
+                return "a batch listener (the inbox is one transaction per record: make it a record listener, or "
+                        + "give it a container factory left out of retrysafe.kafka.container-factories)";
+            }
+            if (properties.getAckMode() == ContainerProperties.AckMode.MANUAL_IMMEDIATE) {
+                return "ack mode MANUAL_IMMEDIATE (the offset would commit inside the listener, before the database "
+                        + "transaction; use MANUAL, RECORD or BATCH)";
+            }
+            return null;
+        }
+
+        @Override
+        public void stop() {
+            running = false;
+        }
+
+        @Override
+        public boolean isRunning() {
+            return running;
+        }
+
+        @Override
+        public int getPhase() {
+            return CHECK_PHASE;
+        }
+    }
+}

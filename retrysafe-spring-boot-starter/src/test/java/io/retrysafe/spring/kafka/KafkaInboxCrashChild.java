@@ -1,0 +1,46 @@
+package io.retrysafe.spring.kafka;
+
+import java.io.IOException;
+import java.io.InputStream;
+import org.springframework.boot.WebApplicationType;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+
+/**
+ * The test application in a JVM of its own, with {@code test.crash-after-commit=true}: the orders
+ * listener's first record commits its transaction (booking and message id), prints
+ * {@value KafkaInboxTestApp#COMMITTED} and the message id, and then blocks the consumer thread for
+ * good, before the call returns to the container: the offset is never committed.
+ * {@link KafkaInboxCrashIT} kills the process with SIGKILL.
+ *
+ * <pre>
+ * KafkaInboxCrashChild --spring.kafka.bootstrap-servers=… --spring.datasource.url=… …
+ * </pre>
+ *
+ * <p>Should the test JVM die first, the child notices its stdin closing and halts.
+ */
+public final class KafkaInboxCrashChild {
+    private KafkaInboxCrashChild() {
+    }
+
+    public static void main(String[] args) {
+        haltWhenStdinCloses();
+        new SpringApplicationBuilder(KafkaInboxTestApp.class).web(WebApplicationType.NONE)
+                .properties("test.crash-after-commit=true").run(args);
+    }
+
+    private static void haltWhenStdinCloses() {
+        Thread watchdog = new Thread(() -> {
+            try {
+                InputStream in = System.in;
+                while (in.read() != -1) {
+                    // the parent never writes; only end of stream matters
+                }
+            } catch (IOException ignored) {
+                // a broken pipe means the same as end of stream
+            }
+            Runtime.getRuntime().halt(3);
+        }, "crash-child-stdin-watchdog");
+        watchdog.setDaemon(true);
+        watchdog.start();
+    }
+}

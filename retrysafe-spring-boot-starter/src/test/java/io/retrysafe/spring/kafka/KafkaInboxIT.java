@@ -1,0 +1,212 @@
+package io.retrysafe.spring.kafka;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.retrysafe.InvalidKeyException;
+import io.retrysafe.testservices.KafkaBroker;
+import io.retrysafe.testservices.TestDatabases;
+import java.nio.charset.StandardCharsets;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.GroupProtocol;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/**
+ * {@code retrysafe.kafka.enabled=true} in a Spring Boot application with {@code @KafkaListener}s,
+ * against a real Kafka broker (in this JVM, KRaft) and the real PostgreSQL: what the listener's
+ * table holds, how often the listener ran, what reached the dead-letter topic, the meters.
+ */
+@SpringBootTest(classes = KafkaInboxTestApp.class, webEnvironment = SpringBootTest.WebEnvironment.NONE)
+class KafkaInboxIT {
+    @RegisterExtension
+    static final KafkaBroker KAFKA = new KafkaBroker();
+
+    private static final String SUFFIX = UUID.randomUUID().toString().replace("-", "").substring(0, 10);
+    static final String LEDGER = "rs_spring_kafka_ledger_" + SUFFIX;
+    private static final String RECORDS = "rs_spring_kafka_inbox_" + SUFFIX;
+    private static final String ORDERS = "orders-" + SUFFIX;
+    private static final String FLAKY = "flaky-" + SUFFIX;
+    private static final String POISON = "poison-" + SUFFIX;
+    private static final String GROUP = "booking-" + SUFFIX;
+    private static final Duration BOUND = Duration.ofSeconds(60);
+
+    @Autowired
+    JdbcTemplate jdbc;
+    @Autowired
+    KafkaInboxTestApp.Listeners listeners;
+    @Autowired
+    MeterRegistry meters;
+
+    @DynamicPropertySource
+    static void properties(DynamicPropertyRegistry registry) {
+        registry.add("spring.datasource.url", TestDatabases::postgresJdbcUrl);
+        registry.add("spring.datasource.username", TestDatabases::postgresUser);
+        registry.add("spring.datasource.password", TestDatabases::postgresPassword);
+        // The shared server's connections are few: three listeners and the flaky one's look from outside.
+        registry.add("spring.datasource.hikari.maximum-pool-size", () -> 5);
+        registry.add("spring.datasource.hikari.minimum-idle", () -> 1);
+        registry.add("spring.kafka.bootstrap-servers", KAFKA::bootstrapServers);
+        registry.add("spring.kafka.consumer.group-id", () -> GROUP);
+        registry.add("spring.kafka.consumer.auto-offset-reset", () -> "earliest");
+        registry.add("retrysafe.kafka.enabled", () -> true);
+        registry.add("retrysafe.store.table", () -> RECORDS);
+        registry.add("retrysafe.store.initialize-schema", () -> true);
+        registry.add("test.ledger", () -> LEDGER);
+        registry.add("test.topic.orders", () -> ORDERS);
+        registry.add("test.topic.flaky", () -> FLAKY);
+        registry.add("test.topic.poison", () -> POISON);
+    }
+
+    @BeforeAll
+    static void topicsAndTable() throws Exception {
+        for (String topic : List.of(ORDERS, FLAKY, POISON)) {
+            KAFKA.createTopic(topic, 2);
+            KAFKA.createTopic(topic + ".DLT", 2);
+        }
+        new JdbcTemplate(TestDatabases.postgres()).execute("CREATE TABLE " + LEDGER + " (id bigserial PRIMARY KEY,"
+                + " topic text NOT NULL, message_id text, payload text)");
+    }
+
+    @AfterAll
+    static void dropTables() throws SQLException {
+        JdbcTemplate jdbc = new JdbcTemplate(TestDatabases.postgres());
+        jdbc.execute("DROP TABLE IF EXISTS " + LEDGER);
+        jdbc.execute("DROP TABLE IF EXISTS " + RECORDS);
+    }
+
+    @Test
+    void everyMessagePublishedTwiceTakesEffectOnce() throws Exception {
+        int messages = 30;
+        try (KafkaProducer<String, String> producer = KAFKA.producer()) {
+            // A producer that sends everything again (a retry after a lost acknowledgement): same ids, same payloads.
+            for (int copy = 0; copy < 2; copy++) {
+                for (int i = 0; i < messages; i++) {
+                    send(producer, ORDERS, "order-" + i, "msg-" + SUFFIX + "-" + i, "book order " + i);
+                }
+            }
+        }
+
+        await().atMost(BOUND).until(() -> requests("replayed") >= messages);
+        assertThat(requests("replayed")).isEqualTo(messages);
+        assertThat(requests("executed")).isEqualTo(messages);
+        List<String> ids = jdbc.queryForList("SELECT message_id FROM " + LEDGER + " WHERE topic = ?", String.class,
+                ORDERS);
+        assertThat(ids).as("one row per message").hasSize(messages).doesNotHaveDuplicates();
+        for (int i = 0; i < messages; i++) {
+            assertThat(listeners.calls.get("msg-" + SUFFIX + "-" + i)).as("listener calls of message %d", i).isEqualTo(1);
+        }
+        // The container went past every copy: offsets committed for all 2 × messages records.
+        await().atMost(BOUND).until(() -> committedTotal(ORDERS) == 2L * messages);
+    }
+
+    @Test
+    void aListenerThatFailsAfterItsWriteKeepsNothingIsRetriedAndTakesEffectOnce() throws Exception {
+        String id = "msg-flaky-" + SUFFIX;
+        try (KafkaProducer<String, String> producer = KAFKA.producer()) {
+            send(producer, FLAKY, "order-f", id, "book order f");
+        }
+
+        await().atMost(BOUND).until(() -> listeners.calls.getOrDefault(id, 0) >= 3 && rows(FLAKY, id) == 1);
+        assertThat(listeners.calls.get(id)).as("two failed calls, then one that committed").isEqualTo(3);
+        assertThat(listeners.rowsSeenFromOutsideWhenFailing).as("the earlier calls' writes were rolled back")
+                .containsExactly(0, 0);
+        assertThat(rows(FLAKY, id)).isEqualTo(1);
+        assertThat(readAll(FLAKY + ".DLT")).as("retried, not dead-lettered").isEmpty();
+        await().atMost(BOUND).until(() -> committedTotal(FLAKY) == 1L);
+    }
+
+    @Test
+    void aPoisonMessageAndAMessageWithoutIdGoToTheDeadLetterTopicAndNothingOfThemIsKept() throws Exception {
+        String poisonId = "msg-poison-" + SUFFIX;
+        try (KafkaProducer<String, String> producer = KAFKA.producer()) {
+            send(producer, POISON, "order-p", poisonId, "poison");
+            // No idempotency-key header: the listener must not run at all.
+            producer.send(new ProducerRecord<>(POISON, "order-p", "no id")).get(30, TimeUnit.SECONDS);
+        }
+
+        // Both have the same key, so the same partition: the poison message's retries come first.
+        await().atMost(BOUND).until(() -> readAll(POISON + ".DLT").size() >= 2);
+        List<ConsumerRecord<String, String>> deadLetters = readAll(POISON + ".DLT");
+        assertThat(deadLetters).extracting(ConsumerRecord::value).containsExactly("poison", "no id");
+        assertThat(header(deadLetters.get(0), "kafka_dlt-exception-cause-fqcn"))
+                .isEqualTo(IllegalStateException.class.getName());
+        assertThat(header(deadLetters.get(1), "kafka_dlt-exception-cause-fqcn"))
+                .as("dead-lettered at once: not retryable").isEqualTo(InvalidKeyException.class.getName());
+        assertThat(listeners.calls.get(poisonId)).as("the first call and %d retries", KafkaInboxTestApp.RETRIES)
+                .isEqualTo(1 + KafkaInboxTestApp.RETRIES);
+        assertThat(listeners.calls).as("the listener never saw the record without id").doesNotContainKey("null");
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM " + LEDGER + " WHERE topic = ?", Integer.class, POISON))
+                .as("every failed call rolled back").isZero();
+        assertThat(requests("missing_key")).isEqualTo(1);
+        await().atMost(BOUND).until(() -> committedTotal(POISON) == 2L);
+    }
+
+    private double requests(String outcome) {
+        return meters.get("retrysafe.requests").tags("source", "kafka", "outcome", outcome).counter().count();
+    }
+
+    private int rows(String topic, String id) {
+        return jdbc.queryForObject("SELECT count(*) FROM " + LEDGER + " WHERE topic = ? AND message_id = ?",
+                Integer.class, topic, id);
+    }
+
+    private static void send(KafkaProducer<String, String> producer, String topic, String key, String id, String value)
+            throws Exception {
+        ProducerRecord<String, String> record = new ProducerRecord<>(topic, key, value);
+        record.headers().add("idempotency-key", id.getBytes(StandardCharsets.UTF_8));
+        producer.send(record).get(30, TimeUnit.SECONDS);
+    }
+
+    private static long committedTotal(String topic) throws Exception {
+        long total = 0;
+        for (int p = 0; p < 2; p++) {
+            Long offset = KAFKA.committedOffset(GROUP, new TopicPartition(topic, p));
+            total += offset == null ? 0 : offset;
+        }
+        return total;
+    }
+
+    /** Everything on {@code topic} now, from the beginning, read by a consumer of no group. */
+    private static List<ConsumerRecord<String, String>> readAll(String topic) {
+        List<ConsumerRecord<String, String>> all = new ArrayList<>();
+        try (KafkaConsumer<String, String> consumer = KAFKA.consumer("reader", "reader-" + UUID.randomUUID(),
+                GroupProtocol.CLASSIC, 100)) {
+            List<TopicPartition> partitions = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
+            consumer.assign(partitions);
+            consumer.seekToBeginning(partitions);
+            Map<TopicPartition, Long> end = consumer.endOffsets(partitions);
+            long deadline = System.nanoTime() + BOUND.toNanos();
+            while (partitions.stream().anyMatch(tp -> consumer.position(tp) < end.get(tp))) {
+                assertThat(System.nanoTime()).as("read %s within %s", topic, BOUND).isLessThan(deadline);
+                ConsumerRecords<String, String> polled = consumer.poll(Duration.ofMillis(100));
+                polled.forEach(all::add);
+            }
+        }
+        return all;
+    }
+
+    private static String header(ConsumerRecord<?, ?> record, String name) {
+        return KafkaInboxTestApp.Listeners.header(record, name);
+    }
+}

@@ -1,0 +1,147 @@
+package io.retrysafe.spring.kafka;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import javax.sql.DataSource;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.kafka.annotation.KafkaListener;
+import org.springframework.kafka.core.KafkaTemplate;
+import org.springframework.kafka.listener.DeadLetterPublishingRecoverer;
+import org.springframework.kafka.listener.DefaultErrorHandler;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+import org.springframework.util.backoff.FixedBackOff;
+
+/**
+ * An application as a user writes it (every listener in the group of {@code spring.kafka.consumer.group-id}): {@code @KafkaListener} record listeners writing with a
+ * {@code JdbcTemplate}, Boot's auto-configured container factory, a {@code DefaultErrorHandler} with a
+ * dead-letter recoverer, and {@code retrysafe.kafka.enabled=true} (set by the tests). The ledger table
+ * has no unique index: a message handled twice shows as two rows.
+ */
+@Configuration(proxyBeanMethods = false)
+@EnableAutoConfiguration
+public class KafkaInboxTestApp {
+    /** Printed by the crash child's listener once its transaction has committed. */
+    public static final String COMMITTED = "COMMITTED";
+    /** Attempts of a failing record: the first and {@value #RETRIES} retries. */
+    static final int RETRIES = 3;
+
+    @Bean
+    MeterRegistry meterRegistry() {
+        return new SimpleMeterRegistry();
+    }
+
+    /** Retries three times, 50 ms apart, then publishes to {@code <topic>.DLT}, same partition. */
+    @Bean
+    DefaultErrorHandler kafkaErrorHandler(KafkaTemplate<?, ?> template) {
+        DeadLetterPublishingRecoverer recoverer = new DeadLetterPublishingRecoverer(template,
+                (record, e) -> new TopicPartition(record.topic() + ".DLT", record.partition()));
+        return new DefaultErrorHandler(recoverer, new FixedBackOff(50, RETRIES));
+    }
+
+    @Bean
+    Listeners listeners(JdbcTemplate jdbc, DataSource dataSource, @Value("${test.ledger}") String ledger,
+            @Value("${test.crash-after-commit:false}") boolean crashAfterCommit) {
+        return new Listeners(jdbc, dataSource, ledger, crashAfterCommit);
+    }
+
+    /** The application's listeners. */
+    public static final class Listeners {
+        private static final CountDownLatch NEVER = new CountDownLatch(1);
+
+        private final JdbcTemplate jdbc;
+        private final DataSource dataSource;
+        private final String ledger;
+        private final boolean crashAfterCommit;
+        /** Listener calls per message id, failed ones included. */
+        final Map<String, Integer> calls = new ConcurrentHashMap<>();
+        /** For each failing call of {@link #flaky}: rows of its id that another connection saw at that moment. */
+        final List<Integer> rowsSeenFromOutsideWhenFailing = new CopyOnWriteArrayList<>();
+
+        Listeners(JdbcTemplate jdbc, DataSource dataSource, String ledger, boolean crashAfterCommit) {
+            this.jdbc = jdbc;
+            this.dataSource = dataSource;
+            this.ledger = ledger;
+            this.crashAfterCommit = crashAfterCommit;
+        }
+
+        @KafkaListener(id = "orders", idIsGroup = false, topics = "${test.topic.orders}")
+        public void orders(ConsumerRecord<String, String> record) {
+            book(record);
+            if (crashAfterCommit) {
+                // After the database commit, before the call returns to the container (and its offset commit).
+                TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+                    @Override
+                    public void afterCommit() {
+                        System.out.println(COMMITTED + " " + header(record, "idempotency-key"));
+                        System.out.flush();
+                        try {
+                            NEVER.await();
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                        Runtime.getRuntime().halt(4);
+                    }
+                });
+            }
+        }
+
+        /** Writes, then fails on the first two calls of each message. */
+        @KafkaListener(id = "flaky", idIsGroup = false, topics = "${test.topic.flaky}")
+        public void flaky(ConsumerRecord<String, String> record) throws SQLException {
+            book(record);
+            String id = header(record, "idempotency-key");
+            if (calls.get(id) <= 2) {
+                rowsSeenFromOutsideWhenFailing.add(rowsFromAnotherConnection(id));
+                throw new IllegalStateException("the warehouse is not answering (call " + calls.get(id) + ")");
+            }
+        }
+
+        /** Writes, then always fails. */
+        @KafkaListener(id = "poison", idIsGroup = false, topics = "${test.topic.poison}")
+        public void poison(ConsumerRecord<String, String> record) {
+            book(record);
+            throw new IllegalStateException("cannot book " + record.value());
+        }
+
+        private void book(ConsumerRecord<String, String> record) {
+            calls.merge(String.valueOf(header(record, "idempotency-key")), 1, Integer::sum);
+            jdbc.update("INSERT INTO " + ledger + " (topic, message_id, payload) VALUES (?, ?, ?)", record.topic(),
+                    header(record, "idempotency-key"), record.value());
+        }
+
+        private int rowsFromAnotherConnection(String id) throws SQLException {
+            try (Connection c = dataSource.getConnection();
+                    PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM " + ledger + " WHERE message_id = ?")) {
+                ps.setString(1, id);
+                try (ResultSet rs = ps.executeQuery()) {
+                    rs.next();
+                    return rs.getInt(1);
+                }
+            }
+        }
+
+        static String header(ConsumerRecord<?, ?> record, String name) {
+            Header header = record.headers().lastHeader(name);
+            return header == null || header.value() == null ? null
+                    : new String(header.value(), StandardCharsets.UTF_8);
+        }
+    }
+}
