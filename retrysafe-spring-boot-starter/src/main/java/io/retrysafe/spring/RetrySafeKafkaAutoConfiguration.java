@@ -21,15 +21,18 @@ import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.bind.Bindable;
 import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Condition;
+import org.springframework.context.annotation.ConditionContext;
+import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Role;
 import org.springframework.core.env.Environment;
+import org.springframework.core.type.AnnotatedTypeMetadata;
 import org.springframework.kafka.config.AbstractKafkaListenerContainerFactory;
 import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.kafka.listener.AbstractMessageListenerContainer;
@@ -38,6 +41,7 @@ import org.springframework.kafka.listener.ContainerProperties;
 import org.springframework.kafka.listener.ExceptionClassifier;
 import org.springframework.kafka.listener.MessageListenerContainer;
 import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.util.ClassUtils;
 
 /**
  * {@code retrysafe.kafka.enabled=true}: every {@code @KafkaListener} record listener of every
@@ -173,14 +177,23 @@ public class RetrySafeKafkaAutoConfiguration {
 
     /** The property is set, but what it needs is not on the class path: say so rather than do nothing. */
     @Configuration(proxyBeanMethods = false)
-    @ConditionalOnMissingClass({"org.springframework.kafka.config.AbstractKafkaListenerContainerFactory",
-            "io.retrysafe.kafka.MessageIdExtractor"})
+    @Conditional(KafkaClassesMissing.class)
     static class MissingKafkaConfiguration {
 
         @Bean
         Object retrySafeKafkaMissing() {
             throw new IllegalStateException("retrysafe.kafka.enabled=true needs org.springframework.kafka:spring-kafka "
                     + "(spring-boot-starter-kafka) and io.retrysafe:retrysafe-kafka on the class path");
+        }
+    }
+
+    /** Either of the two is missing ({@code @ConditionalOnMissingClass} would need both missing). */
+    static final class KafkaClassesMissing implements Condition {
+        @Override
+        public boolean matches(ConditionContext context, AnnotatedTypeMetadata metadata) {
+            ClassLoader loader = context.getClassLoader();
+            return !ClassUtils.isPresent("org.springframework.kafka.config.AbstractKafkaListenerContainerFactory", loader)
+                    || !ClassUtils.isPresent("io.retrysafe.kafka.MessageIdExtractor", loader);
         }
     }
 

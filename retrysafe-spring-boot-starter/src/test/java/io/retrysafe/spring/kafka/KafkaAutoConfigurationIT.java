@@ -17,6 +17,7 @@ import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration;
 import org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration;
+import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -98,6 +99,25 @@ class KafkaAutoConfigurationIT {
                 .withPropertyValues("retrysafe.kafka.enabled=true", "retrysafe.mode=standalone").run(context ->
                         assertThat(context).hasFailed().getFailure().rootCause()
                                 .hasMessageContaining("retrysafe.kafka.enabled needs the JDBC store in transactional mode"));
+    }
+
+    @Test
+    void thePropertyWithoutSpringKafkaOnTheClassPathIsRefusedRatherThanIgnored() {
+        new ApplicationContextRunner().withClassLoader(new FilteredClassLoader("org.springframework.kafka"))
+                .withConfiguration(AutoConfigurations.of(RetrySafeAutoConfiguration.class,
+                        RetrySafeKafkaAutoConfiguration.class))
+                .withPropertyValues("retrysafe.kafka.enabled=true").run(context ->
+                        assertThat(context).hasFailed().getFailure().rootCause()
+                                .hasMessageContaining("retrysafe.kafka.enabled=true needs org.springframework.kafka:"
+                                        + "spring-kafka"));
+    }
+
+    @Test
+    void withoutSpringKafkaAndWithoutThePropertyNothingChanges() {
+        new ApplicationContextRunner().withClassLoader(new FilteredClassLoader("org.springframework.kafka"))
+                .withConfiguration(AutoConfigurations.of(RetrySafeAutoConfiguration.class,
+                        RetrySafeKafkaAutoConfiguration.class))
+                .run(context -> assertThat(context).hasNotFailed());
     }
 
     private static List<Advice> chain(ConcurrentKafkaListenerContainerFactory<?, ?> factory) {
