@@ -350,10 +350,16 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
     /**
      * The connection; the first is opened in the background and waited for at most the timeout, so
      * that a Redis that does not answer costs a request no more than a command would.
+     *
+     * <p>A connection that lost Redis is replaced by a new one rather than left to Lettuce's own
+     * reconnection: after a long outage that waits up to 30 s between attempts, and rejects (or
+     * queues) every command meanwhile, so the breaker's probes would fail without trying Redis and
+     * its backoff would double while Redis is back. Only calls the breaker lets through (and
+     * {@link #ping()}) get here: while it is open, nothing tries to connect.
      */
     private Link link() {
         Link l = link;
-        if (l != null) {
+        if (l != null && l.connection().isOpen()) {
             return l;
         }
         CompletableFuture<Link> attempt;
@@ -362,7 +368,13 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
                 throw new IllegalStateException("fast filter " + name + " is closed");
             }
             if (link != null) {
-                return link;
+                if (link.connection().isOpen()) {
+                    return link;
+                }
+                Link lost = link;
+                link = null;
+                lost.connection().closeAsync(); // ends Lettuce's reconnection of it
+                LOG.log(Level.DEBUG, () -> "[" + name + "] connection to Redis lost; opening a new one");
             }
             if (connecting == null) {
                 CompletableFuture<Link> started = new CompletableFuture<>();

@@ -4,9 +4,12 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.resource.ClientResources;
+import io.lettuce.core.resource.Delay;
 import io.retrysafe.Fingerprint;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.StoredResponse;
@@ -218,6 +221,47 @@ class RedisFastFilterIT {
             } finally {
                 privateClient.shutdown(Duration.ZERO, Duration.ofSeconds(2));
             }
+        }
+    }
+
+    /**
+     * Regression: a probe used to go to Lettuce's connection as it was; while that connection waited
+     * out Lettuce's own reconnect delay (growing to 30 s during a long outage) it rejected the probe
+     * without trying Redis, the breaker's backoff doubled, and the filter stayed off for up to a minute
+     * after Redis was back. Here Lettuce would not reconnect for ten minutes: the probe itself must.
+     */
+    @Test
+    void aProbeAfterAnOutageReconnectsWithoutWaitingForLettucesReconnectDelay(@TempDir Path dir) {
+        AtomicLong now = new AtomicLong();
+        ClientResources resources = ClientResources.builder()
+                .reconnectDelay(Delay.constant(Duration.ofMinutes(10))).build();
+        try (TestRedis.Server server = TestRedis.startServer(dir)) {
+            RedisClient privateClient = RedisClient.create(resources, server.uri());
+            privateClient.setOptions(ClientOptions.builder()
+                    .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS).build());
+            try (RedisFastFilter own = RedisFastFilter.builder(privateClient).timeout(Duration.ofSeconds(5))
+                    .ticker(now::get).build()) {
+                IdempotencyKey key = key("reconnect");
+                own.publish(key, FINGERPRINT, RESPONSE, TTL);
+                assertThat(own.lookup(key, FINGERPRINT)).contains(new Cached.Replay(RESPONSE));
+
+                server.kill();
+                await().atMost(BOUND).pollInterval(Duration.ofMillis(20)).until(() -> {
+                    own.lookup(key, FINGERPRINT);
+                    return own.breakerState() == BreakerState.OPEN;
+                });
+                server.restart(); // Lettuce's watchdog now waits ten minutes before its next attempt
+
+                now.addAndGet(own.openBackoff().toNanos());
+                own.publish(key, FINGERPRINT, RESPONSE, TTL); // the probe
+
+                assertThat(own.breakerState()).as("the probe reached the restarted Redis").isEqualTo(BreakerState.CLOSED);
+                assertThat(own.lookup(key, FINGERPRINT)).contains(new Cached.Replay(RESPONSE));
+            } finally {
+                privateClient.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+            }
+        } finally {
+            resources.shutdown(0, 2, java.util.concurrent.TimeUnit.SECONDS);
         }
     }
 
