@@ -27,6 +27,8 @@
 #   OUT                 where logs, JSON results and table.md go (default a new directory in /tmp)
 #   READY_TIMEOUT       seconds to wait for the service to start (default 180)
 #
+# Replays from PostgreSQL alone vs with the Redis fast filter, side by side: replay-fast-filter.sh.
+#
 # Balances: schema.sql gives acc-1 and acc-2 100000 cents each; at 1 cent per payment a long run would
 # drain them and turn into 402s, so after the service starts each run sets both balances to 10^12.
 set -euo pipefail

@@ -41,8 +41,10 @@ import java.util.concurrent.CountDownLatch;
  * <ul>
  * <li>{@code new-key}: a fresh UUIDv7 {@code Idempotency-Key} per request ({@link IdempotencyKeys#uuidV7()},
  *     made before the request's clock starts), so every request runs;
- * <li>{@code replay}: one key; one request with it is sent and must succeed before the load starts,
- *     then every request reuses it, so every request is answered from the store;
+ * <li>{@code replay}: one key (or {@code --keys N}); one request with each is sent and must succeed
+ *     before the load starts, then every request reuses one of them (thread {@code t} goes round the
+ *     keys from key {@code t}), so every request is answered from the store. One key measures replays
+ *     that queue behind each other on the key's record; many keys, replays that do not;
  * <li>{@code no-key}: no {@code Idempotency-Key} header (the service with RetrySafe switched off).
  * </ul>
  *
@@ -96,7 +98,7 @@ public final class HttpLoad {
 
     /** The parsed command line; every value checked. */
     record Options(URI url, String authorization, int threads, Duration duration, Duration warmup, Duration timeout,
-                   Mode mode, String body, List<String> accounts, Path json) {
+                   Mode mode, String body, List<String> accounts, int keys, Path json) {
 
         static final String USAGE = """
                 usage: HttpLoad --url http://127.0.0.1:PORT/payments [options]
@@ -107,6 +109,7 @@ public final class HttpLoad {
                   --mode M                new-key (default) | replay | no-key
                   --body JSON             request body; {account} is replaced (default {"account":"{account}","amount":1})
                   --accounts A,B          accounts substituted for {account}, thread t uses A[t mod n] (default acc-1,acc-2)
+                  --keys N                replay: keys replayed, each stored by one request first (default 1)
                   --timeout D             per request (default 10s); a timeout counts as an error
                   --json FILE             also write the numbers to FILE
                 only loopback targets (127.0.0.1, localhost, ::1) are accepted""";
@@ -114,7 +117,7 @@ public final class HttpLoad {
         static Options parse(String[] args) {
             Map<String, String> values = new LinkedHashMap<>();
             Set<String> known = Set.of("--url", "--user", "--password", "--threads", "--duration", "--warmup",
-                    "--mode", "--body", "--accounts", "--timeout", "--json");
+                    "--mode", "--body", "--accounts", "--keys", "--timeout", "--json");
             for (int i = 0; i < args.length; i++) {
                 String name = args[i];
                 String value = null;
@@ -177,8 +180,22 @@ public final class HttpLoad {
                             + " in --body, but the body was " + body);
                 }
             }
+            int keys = 1;
+            if (values.containsKey("--keys")) {
+                if (mode != Mode.REPLAY) {
+                    throw new IllegalArgumentException("--keys goes with --mode replay, but the mode was " + mode.label);
+                }
+                try {
+                    keys = Integer.parseInt(values.get("--keys").strip());
+                } catch (NumberFormatException e) {
+                    throw new IllegalArgumentException("--keys must be a whole number, but was " + values.get("--keys"));
+                }
+                if (keys < 1 || keys > 100_000) {
+                    throw new IllegalArgumentException("--keys must be between 1 and 100000, but was " + keys);
+                }
+            }
             Path json = values.containsKey("--json") ? Path.of(values.get("--json")) : null;
-            return new Options(uri, authorization, threads, duration, warmup, timeout, mode, body, accounts, json);
+            return new Options(uri, authorization, threads, duration, warmup, timeout, mode, body, accounts, keys, json);
         }
 
         /** The body thread {@code t} sends; {@code replay} always sends the first account's. */
@@ -394,19 +411,22 @@ public final class HttpLoad {
                 .connectTimeout(Duration.ofSeconds(5))
                 .build();
 
-        String replayKey = null;
+        List<HttpRequest> replays = new ArrayList<>();
         if (options.mode() == Mode.REPLAY) {
-            replayKey = IdempotencyKeys.uuidV7();
-            HttpResponse<byte[]> first;
-            try {
-                first = client.send(request(options, options.bodyFor(0), replayKey), HttpResponse.BodyHandlers.ofByteArray());
-            } catch (IOException e) {
-                throw new PrimingFailedException("replay: the first request with the key failed: " + e);
-            }
-            if (first.statusCode() / 100 != 2) {
-                throw new PrimingFailedException("replay: the first request with the key got " + first.statusCode()
-                        + ", not 2xx, so there is no success to replay: "
-                        + new String(first.body(), StandardCharsets.UTF_8));
+            for (int k = 0; k < options.keys(); k++) {
+                HttpRequest replay = request(options, options.bodyFor(0), IdempotencyKeys.uuidV7());
+                HttpResponse<byte[]> first;
+                try {
+                    first = client.send(replay, HttpResponse.BodyHandlers.ofByteArray());
+                } catch (IOException e) {
+                    throw new PrimingFailedException("replay: the first request with key " + (k + 1) + " failed: " + e);
+                }
+                if (first.statusCode() / 100 != 2) {
+                    throw new PrimingFailedException("replay: the first request with key " + (k + 1) + " got "
+                            + first.statusCode() + ", not 2xx, so there is no success to replay: "
+                            + new String(first.body(), StandardCharsets.UTF_8));
+                }
+                replays.add(replay);
             }
         }
 
@@ -418,8 +438,8 @@ public final class HttpLoad {
         CountDownLatch ready = new CountDownLatch(threads);
         CountDownLatch go = new CountDownLatch(1);
         long[] window = new long[2];
-        String fixedKey = replayKey;
         for (int t = 0; t < threads; t++) {
+            int thread = t;
             Recorder recorder = new Recorder(capacity);
             recorders[t] = recorder;
             String body = options.bodyFor(t);
@@ -430,7 +450,7 @@ public final class HttpLoad {
                 } catch (InterruptedException e) {
                     return;
                 }
-                loop(client, options, body, fixedKey, window[0], window[1], recorder);
+                loop(client, options, body, replays, thread, window[0], window[1], recorder);
             }, "http-load-" + t);
             workers[t].start();
         }
@@ -445,14 +465,19 @@ public final class HttpLoad {
         return summarise(options, recorders, log);
     }
 
-    private static void loop(HttpClient client, Options options, String body, String fixedKey, long measureFrom,
+    private static void loop(HttpClient client, Options options, String body, List<HttpRequest> replays, int thread,
+                             long measureFrom,
                              long end, Recorder recorder) {
-        HttpRequest replayRequest = fixedKey == null ? null : request(options, body, fixedKey);
+        int next = replays.isEmpty() ? 0 : thread % replays.size();
         HttpRequest noKeyRequest = options.mode() == Mode.NO_KEY ? request(options, body, null) : null;
         while (true) {
             HttpRequest request = switch (options.mode()) {
                 case NEW_KEY -> request(options, body, IdempotencyKeys.uuidV7());
-                case REPLAY -> replayRequest;
+                case REPLAY -> {
+                    HttpRequest replay = replays.get(next);
+                    next = (next + 1) % replays.size();
+                    yield replay;
+                }
                 case NO_KEY -> noKeyRequest;
             };
             long t0 = System.nanoTime();
