@@ -53,9 +53,10 @@ import org.openjdk.jmh.runner.options.OptionsBuilder;
  * <ul>
  *   <li>{@code claim}: {@code setNxEx} one {@code SET NX EX}; {@code retrysafe} one
  *       {@link RedisIdempotencyStore#tryClaim} (the claim script by {@code EVALSHA});
- *   <li>{@code claimAndComplete}: {@code setNxEx} that, then a {@code SET XX EX} of a 169-byte
- *       response; {@code retrysafe} a claim, then {@link RedisIdempotencyStore#complete} of the same
- *       response (the completion script).
+ *   <li>{@code claimAndComplete}: {@code setNxEx} that, then a {@code SET XX EX} of 216 bytes (the
+ *       response's body and about what its status and headers take); {@code retrysafe} a claim, then
+ *       {@link RedisIdempotencyStore#complete} of the response (201, two headers, a 152-byte JSON body),
+ *       the completion script.
  * </ul>
  *
  * Each invocation uses a key of its own. Each JMH thread has its own Lettuce connection (its own store
@@ -83,7 +84,7 @@ public class RedisClaimBenchmark {
     static final Duration RETENTION = Duration.ofSeconds(60);
     static final Duration LEASE = Duration.ofSeconds(30);
     static final Fingerprint FINGERPRINT = Fingerprint.sha256("{\"account\":\"acc-1\",\"amount\":100}".getBytes(UTF_8));
-    /** A typical small JSON answer (169 bytes of body) with its content type. */
+    /** A typical small JSON answer: 152 bytes of body, two headers. */
     static final StoredResponse RESPONSE = StoredResponse.of(201,
             Map.of("Content-Type", List.of("application/json"), "Location",
                     List.of("/payments/0192a1b2-7c3d-7e4f-8a5b-6c7d8e9f0a1b")),
