@@ -115,12 +115,12 @@ class FastFilterRedisFaultIT {
                     for (int outage = 1; outage <= OUTAGES; outage++) {
                         redis.kill();
                         long atKill = answered.get();
-                        // The breaker opens; then, still without Redis, a probe fails (one more error
-                        // counted), so the breaker's backoff has doubled when Redis comes back.
+                        // The breaker opens; then, still without Redis, a call fails (a probe: one more
+                        // error counted), so the breaker's backoff has grown when Redis comes back.
                         await("the breaker open (outage " + outage + ")").atMost(PHASE).pollInterval(Duration.ofMillis(20))
                                 .until(() -> health(port).contains("\"breaker\":\"OPEN\"") || !failures.isEmpty());
                         long errorsWhenOpen = fastFilterErrors(port);
-                        await("a failed probe and answers without Redis (outage " + outage + ")").atMost(PHASE)
+                        await("a failed probe, and answers without Redis (outage " + outage + ")").atMost(PHASE)
                                 .pollInterval(Duration.ofMillis(50))
                                 .until(() -> fastFilterErrors(port) > errorsWhenOpen
                                         && answered.get() - atKill >= ANSWERS_WITHOUT_REDIS || !failures.isEmpty());
