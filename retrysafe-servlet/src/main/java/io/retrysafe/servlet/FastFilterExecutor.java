@@ -33,8 +33,8 @@ import java.util.function.LongSupplier;
  * <li>lookup: a cached response with the same fingerprint is replayed, one with another fingerprint
  * is refused (422), an in-flight marker answers 409 with the policy's {@code Retry-After}; none of
  * them takes a database connection or runs the delegate;
- * <li>miss: the in-flight marker is set ({@code SET NX}; if another request set it in between: 409),
- * then the delegate runs;
+ * <li>miss: the in-flight marker is set ({@code SET NX}), then the delegate runs; if the key already
+ * held something, a second lookup says what: a marker is 409, a response is replayed (or 422);
  * <li>after the delegate returned (so after its commit): a stored result, or a replay the delegate
  * found, is published to the fast path; anything else (released, refused, failed, an exception, a
  * failed commit) clears the marker.
@@ -97,6 +97,13 @@ public final class FastFilterExecutor implements IdempotentExecutor {
             return answer(key, early(cached.get(), p));
         }
         if (!markInFlight(key, fingerprint)) {
+            // Not set: the key holds something. A marker means a request in flight (409), but it may be
+            // the committed response, which the lookup missed (it timed out, or the response was
+            // published since): a completed request is replayed, never refused as in progress.
+            Optional<Cached> now = lookup(key, fingerprint);
+            if (now.isPresent()) {
+                return answer(key, early(now.get(), p));
+            }
             return answer(key, new Outcome.InProgress<>(p.retryAfter()));
         }
         long start = nanoTime.getAsLong();

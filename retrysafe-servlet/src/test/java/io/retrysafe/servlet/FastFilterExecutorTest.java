@@ -209,6 +209,55 @@ class FastFilterExecutorTest {
         assertThat(((MemoryFastPath) racing).calls).doesNotContain("clear");
     }
 
+    /**
+     * Regression: a lookup that timed out (a miss) on a key whose response is cached made the mark
+     * fail ({@code SET NX} on the response), and the completed request was answered 409 as if in flight.
+     */
+    @Test
+    void aCachedResponseTheLookupMissedIsReplayedNotRefusedAsInProgress() {
+        AtomicInteger lookups = new AtomicInteger();
+        MemoryFastPath slow = new MemoryFastPath() {
+            @Override
+            public Optional<Cached> lookup(IdempotencyKey k, Fingerprint f) {
+                Optional<Cached> found = super.lookup(k, f);
+                return lookups.incrementAndGet() == 1 ? Optional.empty() : found; // the first one timed out
+            }
+        };
+        slow.publish(key, FINGERPRINT, CREATED, Duration.ofMinutes(1));
+        FastFilterExecutor executor = FastFilterExecutor.builder(delegate, slow, engine).build();
+
+        Outcome<StoredResponse> same = executor.execute(null, key, FINGERPRINT, null, attempt -> CREATED);
+        lookups.set(0);
+        Outcome<StoredResponse> other = executor.execute(null, key, OTHER, null, attempt -> CREATED);
+
+        assertThat(same).isEqualTo(new Outcome.Replayed<>(CREATED));
+        assertThat(other).isInstanceOf(Outcome.FingerprintMismatch.class);
+        assertThat(delegate.calls).hasValue(0);
+        assertThat(slow.entries.get(key).response()).as("the cached response stays").isEqualTo(CREATED);
+        assertThat(heard).containsExactly(same, other);
+    }
+
+    @Test
+    void aResponsePublishedBetweenTheLookupAndTheMarkIsReplayed() {
+        MemoryFastPath racing = new MemoryFastPath() {
+            @Override
+            public Optional<Cached> lookup(IdempotencyKey k, Fingerprint f) {
+                Optional<Cached> before = super.lookup(k, f);
+                if (before.isEmpty()) {
+                    publish(k, f, CREATED, Duration.ofMinutes(1)); // the first request completes meanwhile
+                }
+                return before;
+            }
+        };
+        FastFilterExecutor executor = FastFilterExecutor.builder(delegate, racing, engine).build();
+
+        Outcome<StoredResponse> outcome = executor.execute(null, key, FINGERPRINT, null, attempt -> CREATED);
+
+        assertThat(outcome).isEqualTo(new Outcome.Replayed<>(CREATED));
+        assertThat(delegate.calls).hasValue(0);
+        assertThat(racing.calls).containsExactly("lookup", "publish", "markInFlight", "lookup");
+    }
+
     @Test
     void aReleasedResultClearsTheMarkerAndPublishesNothing() {
         Outcome<StoredResponse> outcome = run(FINGERPRINT, StoredResponse.of(503, new byte[0]));
