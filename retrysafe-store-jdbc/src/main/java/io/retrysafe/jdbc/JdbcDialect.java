@@ -1,6 +1,7 @@
 package io.retrysafe.jdbc;
 
 import io.retrysafe.jdbc.internal.MariaDbSqlDialect;
+import io.retrysafe.jdbc.internal.PostgresPartitionedSqlDialect;
 import io.retrysafe.jdbc.internal.PostgresSqlDialect;
 import io.retrysafe.jdbc.internal.SqlDialect;
 import java.sql.Connection;
@@ -17,7 +18,13 @@ public enum JdbcDialect {
      */
     MARIADB;
 
-    SqlDialect forTable(String table) {
+    SqlDialect forTable(String table, JdbcLayout layout) {
+        if (layout == JdbcLayout.PARTITIONED_BY_EXPIRY_DAY) {
+            if (this != POSTGRESQL) {
+                throw new IllegalArgumentException("layout " + layout + " needs PostgreSQL, but the dialect is " + this);
+            }
+            return new PostgresPartitionedSqlDialect(table);
+        }
         return this == POSTGRESQL ? new PostgresSqlDialect(table) : new MariaDbSqlDialect(table);
     }
 

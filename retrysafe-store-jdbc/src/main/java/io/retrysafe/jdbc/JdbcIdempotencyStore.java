@@ -41,6 +41,7 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
     private final DataSource dataSource;
     private final String table;
     private final Duration lockTimeout;
+    private final JdbcLayout layout;
     private final String name;
     private volatile SqlDialect sql;
     private volatile JdbcDialect dialect;
@@ -49,8 +50,9 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
         this.dataSource = b.dataSource;
         this.table = b.table == null ? DEFAULT_TABLE : b.table;
         this.lockTimeout = b.lockTimeout == null ? DEFAULT_LOCK_TIMEOUT : b.lockTimeout;
+        this.layout = b.layout == null ? JdbcLayout.STANDARD : b.layout;
         this.dialect = b.dialect;
-        this.sql = b.dialect == null ? null : b.dialect.forTable(table);
+        this.sql = b.dialect == null ? null : b.dialect.forTable(table, layout);
         this.name = b.name;
     }
 
@@ -71,6 +73,11 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
         return lockTimeout;
     }
 
+    /** How the table is laid out: {@link JdbcLayout#STANDARD} unless the builder said otherwise. */
+    public JdbcLayout layout() {
+        return layout;
+    }
+
     public JdbcDialect dialect() {
         sql();
         return dialect;
@@ -81,7 +88,10 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
         return name != null ? name : "jdbc:" + table;
     }
 
-    /** The DDL for this store's table and index, as shipped in {@code schema-<dialect>.sql}. */
+    /**
+     * The DDL for this store's table and index, as shipped in {@code schema-<dialect>.sql}
+     * ({@code schema-postgresql-partitioned.sql}: also the functions every write goes through).
+     */
     public String schema() {
         return sql().schema();
     }
@@ -98,15 +108,56 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
         }, "createSchema");
     }
 
+    /**
+     * The script's statements: each ends with a semicolon at the end of a line, except inside a
+     * {@code $$}-quoted function body. Comment lines outside bodies are dropped.
+     */
     static String[] statements(String script) {
-        String withoutComments = script.replaceAll("(?m)^\\s*--.*$", "");
-        return java.util.Arrays.stream(withoutComments.split(";\\s*(\\r?\\n|$)"))
-                .map(String::strip).filter(s -> !s.isEmpty()).toArray(String[]::new);
+        java.util.List<String> out = new java.util.ArrayList<>();
+        StringBuilder current = new StringBuilder();
+        boolean inBody = false;
+        for (String line : script.split("\\r?\\n")) {
+            if (!inBody && line.strip().startsWith("--")) {
+                continue;
+            }
+            if ((line.split("\\$\\$", -1).length - 1) % 2 == 1) {
+                inBody = !inBody;
+            }
+            current.append(line).append('\n');
+            if (!inBody && line.stripTrailing().endsWith(";")) {
+                add(out, current);
+            }
+        }
+        add(out, current);
+        return out.toArray(String[]::new);
     }
 
-    /** The purge job for this store's table. */
+    private static void add(java.util.List<String> out, StringBuilder statement) {
+        String s = statement.toString().strip();
+        statement.setLength(0);
+        if (s.endsWith(";")) {
+            s = s.substring(0, s.length() - 1).strip();
+        }
+        if (!s.isEmpty()) {
+            out.add(s);
+        }
+    }
+
+    /**
+     * The purge job for this store's table. With {@link JdbcLayout#PARTITIONED_BY_EXPIRY_DAY} it also
+     * maintains the partitions, with {@link #partitions()}' defaults unless given another maintainer.
+     */
     public JdbcPurger.Builder purger() {
         return JdbcPurger.builder(this);
+    }
+
+    /** The partition maintenance job; only for {@link JdbcLayout#PARTITIONED_BY_EXPIRY_DAY}. */
+    public PartitionMaintainer.Builder partitions() {
+        if (layout != JdbcLayout.PARTITIONED_BY_EXPIRY_DAY) {
+            throw new IllegalStateException("partitions need layout " + JdbcLayout.PARTITIONED_BY_EXPIRY_DAY
+                    + ", but store " + name() + " has layout " + layout);
+        }
+        return PartitionMaintainer.builder(this);
     }
 
     @Override
@@ -146,7 +197,7 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
                     } catch (SQLException e) {
                         throw failure("detect dialect", e);
                     }
-                    sql = dialect.forTable(table);
+                    sql = dialect.forTable(table, layout);
                 }
                 s = sql;
             }
@@ -186,7 +237,8 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
 
     @Override
     public String toString() {
-        return "JdbcIdempotencyStore[table=" + table + ", dialect=" + dialect + ", lockTimeout=" + lockTimeout + "]";
+        return "JdbcIdempotencyStore[table=" + table + ", dialect=" + dialect + ", layout=" + layout + ", lockTimeout="
+                + lockTimeout + "]";
     }
 
     /** Builds a {@link JdbcIdempotencyStore}; each value may be set once. */
@@ -195,6 +247,7 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
         private JdbcDialect dialect;
         private String table;
         private Duration lockTimeout;
+        private JdbcLayout layout;
         private String name;
 
         private Builder(DataSource dataSource) {
@@ -231,13 +284,40 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
             return this;
         }
 
+        /**
+         * How the table is laid out; {@link JdbcLayout#STANDARD} by default. The partitioned layout
+         * needs PostgreSQL and a table name of at most {@value #MAX_PARTITIONED_NAME} characters
+         * (without its schema), as partitions and functions are named after it.
+         */
+        public Builder layout(JdbcLayout layout) {
+            Require.unset(this.layout, "layout");
+            this.layout = Require.notNull(layout, "layout");
+            return this;
+        }
+
         public Builder name(String name) {
             Require.unset(this.name, "name");
             this.name = Require.notNull(name, "name");
             return this;
         }
 
+        /** Longest table name (without its schema) of the partitioned layout: 63 less "_force_release". */
+        public static final int MAX_PARTITIONED_NAME = 49;
+
         public JdbcIdempotencyStore build() {
+            if (layout == JdbcLayout.PARTITIONED_BY_EXPIRY_DAY) {
+                if (dialect != null && dialect != JdbcDialect.POSTGRESQL) {
+                    throw new IllegalArgumentException("layout " + layout + " needs PostgreSQL, but the dialect is "
+                            + dialect);
+                }
+                String t = table == null ? DEFAULT_TABLE : table;
+                String simple = t.substring(t.indexOf('.') + 1);
+                if (simple.length() > MAX_PARTITIONED_NAME) {
+                    throw new IllegalArgumentException("with layout " + layout + " the table name must be at most "
+                            + MAX_PARTITIONED_NAME + " characters (partitions and functions are named after it), but was \""
+                            + simple + "\" (" + simple.length() + ")");
+                }
+            }
             return new JdbcIdempotencyStore(this);
         }
     }

@@ -1,6 +1,7 @@
 package io.retrysafe.jdbc;
 
 import io.retrysafe.internal.Require;
+import io.retrysafe.jdbc.internal.PostgresPartitionedSqlDialect;
 import io.retrysafe.jdbc.internal.SqlDialect;
 import java.lang.System.Logger.Level;
 import java.sql.Connection;
@@ -17,6 +18,10 @@ import java.time.Duration;
  * JdbcPurger purger = store.purger().batchSize(5_000).build();
  * PurgeResult result = purger.purge();
  * }</pre>
+ *
+ * <p>With {@link JdbcLayout#PARTITIONED_BY_EXPIRY_DAY}, a run is the {@link PartitionMaintainer}'s
+ * (create days ahead, drop expired days whole) followed by batches over the default partition only:
+ * expired rows in day partitions are never deleted one by one, their day is dropped once it is over.
  */
 public final class JdbcPurger {
     public static final int DEFAULT_BATCH_SIZE = 1_000;
@@ -27,9 +32,12 @@ public final class JdbcPurger {
     private final JdbcIdempotencyStore store;
     private final int batchSize;
     private final int maxBatches;
+    private final PartitionMaintainer maintainer;
 
     private JdbcPurger(Builder b) {
         this.store = b.store;
+        this.maintainer = b.maintainer != null ? b.maintainer
+                : store.layout() == JdbcLayout.PARTITIONED_BY_EXPIRY_DAY ? store.partitions().build() : null;
         this.batchSize = b.batchSize == null ? DEFAULT_BATCH_SIZE : b.batchSize;
         this.maxBatches = b.maxBatches == null ? DEFAULT_MAX_BATCHES : b.maxBatches;
     }
@@ -42,13 +50,23 @@ public final class JdbcPurger {
         return batchSize;
     }
 
+    /** The partition maintenance a run begins with; null for the standard layout. */
+    public PartitionMaintainer maintainer() {
+        return maintainer;
+    }
+
+    /** One lock per table, shared by the purge and the partition maintenance. */
+    static String lockName(JdbcIdempotencyStore store) {
+        return "retrysafe-purge:" + store.sql().table();
+    }
+
     /**
      * Deletes expired records batch by batch until a batch finds fewer than {@link #batchSize()}, or
      * {@code maxBatches} were run. Returns at once, with {@code ran == false}, if another instance is purging.
      */
     public PurgeResult purge() {
         SqlDialect sql = store.sql();
-        String lock = "retrysafe-purge:" + sql.table();
+        String lock = lockName(store);
         long start = System.nanoTime();
         try (Connection c = store.dataSource().getConnection()) {
             c.setAutoCommit(true);
@@ -58,17 +76,25 @@ public final class JdbcPurger {
             }
             long deleted = 0;
             int batches = 0;
+            PartitionMaintainer.Report partitions = null;
             try {
+                SqlBatch batch = sql::purgeBatch;
+                if (maintainer != null) {
+                    partitions = maintainer.maintainLocked(c, start);
+                    batch = ((PostgresPartitionedSqlDialect) sql)::purgeDefaultBatch;
+                }
                 int n;
                 do {
-                    n = sql.purgeBatch(c, batchSize);
+                    n = batch.delete(c, batchSize);
                     deleted += n;
                     batches++;
                 } while (n == batchSize && batches < maxBatches);
             } finally {
+                c.setAutoCommit(true);
                 sql.unlock(c, lock);
             }
-            PurgeResult result = new PurgeResult(true, deleted, batches, Duration.ofNanos(System.nanoTime() - start));
+            PurgeResult result = new PurgeResult(true, deleted, batches, Duration.ofNanos(System.nanoTime() - start),
+                    partitions);
             LOG.log(Level.INFO, () -> "[" + store.name() + "] purge deleted " + result.deleted() + " expired records in "
                     + result.batches() + " batches, " + result.took().toMillis() + " ms");
             return result;
@@ -77,11 +103,16 @@ public final class JdbcPurger {
         }
     }
 
+    private interface SqlBatch {
+        int delete(Connection c, int limit) throws SQLException;
+    }
+
     /** Builds a {@link JdbcPurger}; each value may be set once. */
     public static final class Builder {
         private final JdbcIdempotencyStore store;
         private Integer batchSize;
         private Integer maxBatches;
+        private PartitionMaintainer maintainer;
 
         private Builder(JdbcIdempotencyStore store) {
             this.store = store;
@@ -98,6 +129,21 @@ public final class JdbcPurger {
         public Builder maxBatches(int maxBatches) {
             Require.unset(this.maxBatches, "maxBatches");
             this.maxBatches = Require.between(maxBatches, 1, Integer.MAX_VALUE, "maxBatches");
+            return this;
+        }
+
+        /**
+         * The partition maintenance each run begins with, for {@link JdbcLayout#PARTITIONED_BY_EXPIRY_DAY}
+         * ({@code store.partitions().build()} by default).
+         */
+        public Builder maintainer(PartitionMaintainer maintainer) {
+            Require.unset(this.maintainer, "maintainer");
+            Require.notNull(maintainer, "maintainer");
+            if (store.layout() != JdbcLayout.PARTITIONED_BY_EXPIRY_DAY) {
+                throw new IllegalArgumentException("a partition maintainer needs layout "
+                        + JdbcLayout.PARTITIONED_BY_EXPIRY_DAY + ", but the store's layout is " + store.layout());
+            }
+            this.maintainer = maintainer;
             return this;
         }
 

@@ -16,7 +16,9 @@ import java.util.concurrent.TimeUnit;
 /**
  * Runs a {@link JdbcPurger} once a day at a fixed time, 03:00 UTC by default, on one daemon thread.
  * Every instance of a service may start one: the purge's database lock lets one of them run and
- * the others skip. A failed run is logged and the next day's still happens.
+ * the others skip. A failed run is logged and the next day's still happens. With a partitioned table
+ * ({@link JdbcLayout#PARTITIONED_BY_EXPIRY_DAY}) the partitions are also maintained once at start, so
+ * that a new deployment has its days ahead before the first daily run.
  *
  * <pre>{@code
  * PurgeScheduler scheduler = PurgeScheduler.daily(purger).start();
@@ -69,6 +71,16 @@ public final class PurgeScheduler implements AutoCloseable {
     }
 
     public PurgeScheduler start() {
+        PartitionMaintainer maintainer = purger.maintainer();
+        if (maintainer != null) {
+            executor.execute(() -> {
+                try {
+                    maintainer.maintain();
+                } catch (RuntimeException e) {
+                    LOG.log(Level.WARNING, "partition maintenance at start failed; the daily purge runs it again", e);
+                }
+            });
+        }
         scheduleNext();
         return this;
     }

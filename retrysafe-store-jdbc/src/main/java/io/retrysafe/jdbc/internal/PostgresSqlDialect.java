@@ -29,9 +29,9 @@ import java.util.Optional;
  * <p>{@code statement_timestamp()} is the clock: it is the database's, and unlike {@code now()} it
  * does not stand still over a long transaction.
  */
-public final class PostgresSqlDialect extends SqlDialect {
-    private static final String LOCK_NOT_AVAILABLE = "55P03";
-    private static final String T = "statement_timestamp()";
+public class PostgresSqlDialect extends SqlDialect {
+    static final String LOCK_NOT_AVAILABLE = "55P03";
+    static final String T = "statement_timestamp()";
 
     private final String claimSql;
     private final String selectSql;
@@ -42,7 +42,11 @@ public final class PostgresSqlDialect extends SqlDialect {
     private final String purgeSql;
 
     public PostgresSqlDialect(String table) {
-        super(table, "/io/retrysafe/jdbc/schema-postgresql.sql");
+        this(table, "/io/retrysafe/jdbc/schema-postgresql.sql");
+    }
+
+    PostgresSqlDialect(String table, String schemaResource) {
+        super(table, schemaResource);
         // The bound applies to the claim alone: set_config(…, true) is SET LOCAL, the previous value
         // is saved first and put back right after the insert, so neither the rest of the application's
         // transaction nor its later use of the connection waits under it. Three statements, one round trip.
@@ -192,7 +196,7 @@ public final class PostgresSqlDialect extends SqlDialect {
         }
     }
 
-    private static Instant instant(Timestamp t) {
+    static Instant instant(Timestamp t) {
         return t == null ? null : t.toInstant();
     }
 
@@ -224,7 +228,7 @@ public final class PostgresSqlDialect extends SqlDialect {
     }
 
     /** Advisory locks are numbered; a stable 64-bit hash of the name keeps one number per table. */
-    private static long lockId(String name) {
+    static long lockId(String name) {
         byte[] h = io.retrysafe.internal.Hex.sha256(name);
         long id = 0;
         for (int i = 0; i < 8; i++) {
