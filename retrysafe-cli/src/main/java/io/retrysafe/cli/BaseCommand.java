@@ -95,9 +95,14 @@ abstract class BaseCommand implements Callable<Integer> {
 
     /** Resolves the connection settings and connects; from here on the password is masked in every message. */
     Database open(ConnectionOptions options) {
+        return open(options, null);
+    }
+
+    /** As {@link #open(ConnectionOptions)}; {@code layout}, if not null, is the one a new table gets. */
+    Database open(ConnectionOptions options, io.retrysafe.jdbc.JdbcLayout layout) {
         ConnectionOptions.Settings settings = options.resolve(root().env());
         redactor = new Redactor(settings.password());
-        return Database.open(settings);
+        return Database.open(settings, layout);
     }
 
     static String time(Instant instant) {

@@ -1,6 +1,7 @@
 package io.retrysafe.cli;
 
 import io.retrysafe.jdbc.JdbcDialect;
+import io.retrysafe.jdbc.JdbcLayout;
 import io.retrysafe.spi.RecordStatus;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
@@ -82,6 +83,18 @@ final class Converters {
             } catch (IllegalArgumentException e) {
                 throw new TypeConversionException("expected postgresql or mariadb, but was \"" + value + "\"");
             }
+        }
+    }
+
+    /** {@code standard} or {@code partitioned} (the table partitioned by expiry day), any case. */
+    static final class LayoutConverter implements ITypeConverter<JdbcLayout> {
+        @Override
+        public JdbcLayout convert(String value) {
+            return switch (value.strip().toLowerCase(Locale.ROOT)) {
+                case "standard" -> JdbcLayout.STANDARD;
+                case "partitioned", "partitioned_by_expiry_day" -> JdbcLayout.PARTITIONED_BY_EXPIRY_DAY;
+                default -> throw new TypeConversionException("expected standard or partitioned, but was \"" + value + "\"");
+            };
         }
     }
 }

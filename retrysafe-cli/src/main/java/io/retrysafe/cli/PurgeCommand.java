@@ -1,6 +1,7 @@
 package io.retrysafe.cli;
 
 import io.retrysafe.jdbc.JdbcPurger;
+import io.retrysafe.jdbc.PartitionMaintainer;
 import io.retrysafe.jdbc.PurgeResult;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -11,7 +12,9 @@ import picocli.CommandLine.Option;
         description = {"Delete expired records now, in batches, under the purge lock.",
                 "As the daily job does it: in batches, each its own transaction, "
                 + "under the purge lock (an instance purging at the same time makes this run skip).",
-                "--dry-run counts what would be deleted and deletes nothing."},
+                "--dry-run counts what would be deleted and deletes nothing.",
+                "A table partitioned by expiry day: drops the days that are over whole, creates the days ahead,",
+                "and deletes in batches only from its default partition."},
         exitCodeListHeading = Exit.HEADING,
         exitCodeList = {"0:purged (or counted)", "1:skipped: another instance holds the purge lock", Exit.LINE_USAGE,
                 Exit.LINE_FAILED})
@@ -51,9 +54,22 @@ final class PurgeCommand extends BaseCommand {
             out().flush();
             return Exit.NOTHING;
         }
+        PartitionMaintainer.Report p = result.partitions();
+        if (p != null) {
+            out().println("dropped " + p.dropped().size() + " expired day partitions" + list(p.dropped())
+                    + ", created " + p.created().size() + list(p.created()) + ", moved " + p.movedFromDefault()
+                    + " records from the default partition (" + p.defaultPartitionRows() + " left there)");
+            if (!p.failed().isEmpty()) {
+                out().println("failed (the next run tries again): " + String.join("; ", p.failed()));
+            }
+        }
         out().println("deleted " + result.deleted() + " expired records from " + db.store.table() + " in "
                 + result.batches() + (result.batches() == 1 ? " batch, " : " batches, ") + result.took().toMillis() + " ms");
         out().flush();
         return Exit.OK;
+    }
+
+    private static String list(java.util.List<String> names) {
+        return names.isEmpty() ? "" : " (" + String.join(", ", names) + ")";
     }
 }

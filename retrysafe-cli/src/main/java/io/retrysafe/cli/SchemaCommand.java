@@ -2,6 +2,8 @@ package io.retrysafe.cli;
 
 import io.retrysafe.jdbc.JdbcDialect;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
+import io.retrysafe.jdbc.JdbcLayout;
+import io.retrysafe.jdbc.PartitionMaintainer;
 import java.util.Locale;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -36,9 +38,17 @@ final class SchemaCommand extends BaseCommand {
                         + ConnectionOptions.ENV_TABLE + ", else " + JdbcIdempotencyStore.DEFAULT_TABLE + ")")
         String table;
 
+        @Option(names = "--layout", paramLabel = "standard|partitioned", defaultValue = "standard",
+                converter = Converters.LayoutConverter.class,
+                description = "partitioned: the table partitioned by expiry day, PostgreSQL only (default: ${DEFAULT-VALUE})")
+        JdbcLayout layout;
+
         @Override
         int run() {
-            out().print(Database.offline(ConnectionOptions.table(table, root().env()), dialect).schema());
+            if (layout == JdbcLayout.PARTITIONED_BY_EXPIRY_DAY && dialect != JdbcDialect.POSTGRESQL) {
+                throw new CliException(Exit.USAGE, "--layout partitioned needs --dialect postgresql");
+            }
+            out().print(Database.offline(ConnectionOptions.table(table, root().env()), dialect, layout).schema());
             out().flush();
             return Exit.OK;
         }
@@ -56,15 +66,30 @@ final class SchemaCommand extends BaseCommand {
                 description = "the database (default: detected); refused if the database is another")
         JdbcDialect dialect;
 
+        @Option(names = "--layout", paramLabel = "standard|partitioned", converter = Converters.LayoutConverter.class,
+                description = {"partitioned: the table partitioned by expiry day, PostgreSQL only; also creates",
+                        "today's partition and the next " + PartitionMaintainer.DEFAULT_DAYS_AHEAD
+                        + " days' (default: the existing table's, else standard)"})
+        JdbcLayout layout;
+
         @Override
         int run() {
-            Database db = open(connection);
+            Database db = open(connection, layout);
             if (dialect != null && dialect != db.dialect) {
                 throw new CliException(Exit.USAGE, "--dialect " + dialect.name().toLowerCase(Locale.ROOT)
                         + ", but the database is " + db.dialect.name().toLowerCase(Locale.ROOT) + "; nothing applied");
             }
             db.store.createSchema();
             out().println("schema applied: " + db.describe() + " has the records table and its index");
+            if (db.layout == JdbcLayout.PARTITIONED_BY_EXPIRY_DAY) {
+                PartitionMaintainer.Report report = db.store.partitions().build().maintain();
+                out().println(report.ran() ? "partitions created: " + (report.created().isEmpty() ? "none, all there"
+                        : String.join(", ", report.created()))
+                        : "partitions not created now: another instance is maintaining them");
+                if (!report.failed().isEmpty()) {
+                    out().println("partitions failed (the next purge tries again): " + String.join("; ", report.failed()));
+                }
+            }
             out().flush();
             return Exit.OK;
         }

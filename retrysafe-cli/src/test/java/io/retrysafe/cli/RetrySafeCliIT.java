@@ -8,6 +8,7 @@ import io.retrysafe.IdempotencyKeys;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.jdbc.JdbcDialect;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
+import io.retrysafe.jdbc.JdbcLayout;
 import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.FencedWrite;
@@ -198,6 +199,61 @@ class RetrySafeCliIT {
         assertThat(run("schema", "print", "--dialect", "oracle").exitCode()).isEqualTo(Exit.USAGE);
         env = Map.of(ConnectionOptions.ENV_TABLE, "from_env");
         assertThat(run("schema", "print", "--dialect", name).out()).contains("CREATE TABLE IF NOT EXISTS from_env (");
+    }
+
+    @Test
+    void partitionedLayoutIsPrintedAppliedDetectedAndPurgedByDroppingWholeDays() throws SQLException {
+        open(JdbcDialect.POSTGRESQL, false);
+        store = JdbcIdempotencyStore.builder(ds).layout(JdbcLayout.PARTITIONED_BY_EXPIRY_DAY).table(table).build();
+
+        Run printed = run("schema", "print", "--dialect", "postgresql", "--layout", "partitioned", "--table", table);
+
+        assertThat(printed.exitCode()).as(printed.err()).isZero();
+        assertThat(printed.out()).isEqualTo(store.schema()).contains("PARTITION BY RANGE (expires_at)")
+                .contains(table + "_claim(");
+        Run onMariaDb = run("schema", "print", "--dialect", "mariadb", "--layout", "partitioned");
+        assertThat(onMariaDb.exitCode()).isEqualTo(Exit.USAGE);
+        assertThat(onMariaDb.errLines()).singleElement().asString().contains("--layout partitioned needs --dialect postgresql");
+        assertThat(run("schema", "print", "--dialect", "postgresql", "--layout", "sharded").exitCode())
+                .isEqualTo(Exit.USAGE);
+
+        Run applied = runOnDb("schema", "apply", "--layout", "partitioned");
+
+        assertThat(applied.exitCode()).as(applied.err()).isZero();
+        String today;
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement();
+                ResultSet rs = st.executeQuery("SELECT (statement_timestamp() AT TIME ZONE 'UTC')::date")) {
+            rs.next();
+            today = rs.getString(1);
+        }
+        assertThat(applied.out()).contains("partitioned by expiry day")
+                .contains("partitions created: " + table + "_p" + today.replace("-", ""));
+        Run again = runOnDb("schema", "apply");
+        assertThat(again.out()).as("the layout detected").contains("partitions created: none, all there");
+        Run standard = runOnDb("schema", "apply", "--layout", "standard");
+        assertThat(standard.exitCode()).isEqualTo(Exit.USAGE);
+        assertThat(standard.errLines()).singleElement().asString()
+                .contains("exists with layout partitioned, not standard");
+
+        // A past day, as the job would have created it, holding three expired records.
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
+            st.execute("CREATE TABLE " + table + "_p" + LocalDate.parse(today).minusDays(2).toString().replace("-", "")
+                    + " PARTITION OF " + table + " FOR VALUES FROM ('" + LocalDate.parse(today).minusDays(2)
+                    + " 00:00:00+00') TO ('" + LocalDate.parse(today).minusDays(1) + " 00:00:00+00')");
+            st.execute("INSERT INTO " + table + " (scope, idem_key, fingerprint, status, owner_token, attempt, created_at,"
+                    + " lease_expires_at, expires_at) SELECT 'old', 'k' || g, '\\x01', 'COMPLETED', gen_random_uuid(), 1,"
+                    + " e, e, e FROM generate_series(1, 3) g, (SELECT '" + LocalDate.parse(today).minusDays(2)
+                    + " 12:00:00+00'::timestamptz AS e) x");
+        }
+        IdempotencyKey live = completed("cli");
+
+        Run purged = runOnDb("purge");
+
+        assertThat(purged.exitCode()).as(purged.err()).isZero();
+        assertThat(purged.out()).contains("dropped 1 expired day partitions (" + table + "_p"
+                + LocalDate.parse(today).minusDays(2).toString().replace("-", "") + ")").contains("deleted 0 expired records");
+        assertThat(rows()).isOne();
+        assertThat(store.inspect(live)).isPresent();
     }
 
     // ---------------------------------------------------------------- inspect, list

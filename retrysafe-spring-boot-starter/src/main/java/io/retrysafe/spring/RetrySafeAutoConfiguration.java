@@ -8,6 +8,7 @@ import io.retrysafe.KeyRules;
 import io.retrysafe.OperationPolicy;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
+import io.retrysafe.jdbc.JdbcLayout;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.redis.RedisIdempotencyStore;
 import io.retrysafe.spi.IdempotencyStore;
@@ -51,7 +52,8 @@ public class RetrySafeAutoConfiguration {
         JdbcIdempotencyStore retrySafeStore(RetrySafeProperties properties, DataSource dataSource) {
             RetrySafeProperties.Store s = properties.store();
             JdbcIdempotencyStore store = JdbcIdempotencyStore.builder(dataSource).table(s.table())
-                    .lockTimeout(s.lockTimeout()).build();
+                    .lockTimeout(s.lockTimeout()).layout(s.layout() == RetrySafeProperties.StoreLayout.PARTITIONED
+                            ? JdbcLayout.PARTITIONED_BY_EXPIRY_DAY : JdbcLayout.STANDARD).build();
             if (s.initializeSchema()) {
                 store.createSchema();
             }

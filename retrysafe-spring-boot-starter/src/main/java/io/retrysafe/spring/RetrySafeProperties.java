@@ -44,6 +44,11 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
         TOPIC_PARTITION_OFFSET
     }
 
+    /** The JDBC table's layout: {@code standard}, or {@code partitioned} by expiry day (PostgreSQL). */
+    public enum StoreLayout {
+        STANDARD, PARTITIONED
+    }
+
     /**
      * @param type {@code jdbc} (the application's DataSource; the default when there is one),
      *     {@code memory}, or {@code redis} (standalone mode only; needs {@code retrysafe-store-redis})
@@ -53,10 +58,15 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
      *     by default: ship {@code schema-postgresql.sql} in your migrations instead
      * @param maxEntries bound of the in-memory store
      * @param redis the Redis store, for {@code type=redis}
+     * @param layout {@code partitioned}: the JDBC table partitioned by expiry day (PostgreSQL only), purged by
+     *     dropping whole days; its partitions are maintained at start and with every purge
+     * @param partitionDaysAhead with {@code layout=partitioned}: days after today whose partitions exist ahead;
+     *     at least the longest retention in days
      */
     public record Store(StoreType type, @DefaultValue("retrysafe_record") String table,
             @DefaultValue("5s") Duration lockTimeout, @DefaultValue("false") boolean initializeSchema,
-            @DefaultValue("100000") int maxEntries, @DefaultValue Redis redis) {
+            @DefaultValue("100000") int maxEntries, @DefaultValue Redis redis,
+            @DefaultValue("standard") StoreLayout layout, @DefaultValue("7") int partitionDaysAhead) {
     }
 
     /**

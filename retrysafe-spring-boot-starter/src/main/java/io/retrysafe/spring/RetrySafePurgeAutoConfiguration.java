@@ -1,6 +1,8 @@
 package io.retrysafe.spring;
 
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
+import io.retrysafe.jdbc.JdbcLayout;
+import io.retrysafe.jdbc.JdbcPurger;
 import io.retrysafe.micrometer.MicrometerRetrySafeListener;
 import java.time.ZoneId;
 import java.util.function.LongConsumer;
@@ -23,8 +25,11 @@ public class RetrySafePurgeAutoConfiguration {
     static RetrySafePurgeScheduler scheduler(RetrySafeProperties properties, JdbcIdempotencyStore store,
             LongConsumer deleted) {
         RetrySafeProperties.Purge p = properties.purge();
-        return new RetrySafePurgeScheduler(store.purger().batchSize(p.batchSize()).build(), p.cron(), ZoneId.of(p.zone()),
-                deleted);
+        JdbcPurger.Builder purger = store.purger().batchSize(p.batchSize());
+        if (store.layout() == JdbcLayout.PARTITIONED_BY_EXPIRY_DAY) {
+            purger.maintainer(store.partitions().daysAhead(properties.store().partitionDaysAhead()).build());
+        }
+        return new RetrySafePurgeScheduler(purger.build(), p.cron(), ZoneId.of(p.zone()), deleted);
     }
 
     @Configuration(proxyBeanMethods = false)

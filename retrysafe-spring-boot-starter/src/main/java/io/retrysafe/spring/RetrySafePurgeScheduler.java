@@ -12,7 +12,8 @@ import org.springframework.scheduling.support.CronTrigger;
 
 /**
  * Runs the purge on a cron schedule ({@code retrysafe.purge.cron}, 03:00 UTC by default). Every
- * instance schedules it; the purge's database lock lets one run and the others skip.
+ * instance schedules it; the purge's database lock lets one run and the others skip. With a table
+ * partitioned by expiry day, the partitions are also maintained once at start.
  */
 public final class RetrySafePurgeScheduler implements SmartLifecycle {
     private static final System.Logger LOG = System.getLogger(RetrySafePurgeScheduler.class.getName());
@@ -42,6 +43,15 @@ public final class RetrySafePurgeScheduler implements SmartLifecycle {
         scheduler.setThreadNamePrefix("retrysafe-purge-");
         scheduler.setDaemon(true);
         scheduler.initialize();
+        if (purger.maintainer() != null) {
+            scheduler.execute(() -> {
+                try {
+                    purger.maintainer().maintain();
+                } catch (RuntimeException e) {
+                    LOG.log(Level.WARNING, "partition maintenance at start failed; every purge runs it again", e);
+                }
+            });
+        }
         future = scheduler.schedule(() -> {
             try {
                 purgeNow();
