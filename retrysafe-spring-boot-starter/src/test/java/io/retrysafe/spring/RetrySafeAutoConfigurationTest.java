@@ -14,6 +14,7 @@ import io.retrysafe.Outcome;
 import io.retrysafe.ResponseCodec;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
+import io.retrysafe.jdbc.JdbcLayout;
 import io.retrysafe.jdbc.PurgeResult;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.micrometer.MicrometerRetrySafeListener;
@@ -173,6 +174,41 @@ class RetrySafeAutoConfigurationTest {
                 try (Connection c = TestDatabases.postgres().getConnection(); Statement s = c.createStatement()) {
                     s.execute("DROP TABLE IF EXISTS " + table);
                 }
+            }
+        }
+
+        @Test
+        void partitionedLayoutGetsItsTableAndItsDaysAheadAtStart() throws Exception {
+            String table = "rs_autoconfig_p_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+            try {
+                withPostgres(runner).withPropertyValues("retrysafe.store.table=" + table,
+                        "retrysafe.store.initialize-schema=true", "retrysafe.store.layout=partitioned",
+                        "retrysafe.store.partition-days-ahead=2").run(context -> {
+                            assertThat(context).hasNotFailed();
+                            JdbcIdempotencyStore store = context.getBean(JdbcIdempotencyStore.class);
+                            assertThat(store.layout()).isEqualTo(JdbcLayout.PARTITIONED_BY_EXPIRY_DAY);
+                            DataSource ds = context.getBean(DataSource.class);
+                            // The scheduler maintains the partitions once at start, on its own thread: today + 2.
+                            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+                            long partitions;
+                            while ((partitions = dayPartitions(ds, table)) < 3 && System.nanoTime() < deadline) {
+                                Thread.sleep(20); // polling a condition, with the deadline above
+                            }
+                            assertThat(partitions).as("day partitions of " + table).isEqualTo(3);
+                        });
+            } finally {
+                try (Connection c = TestDatabases.postgres().getConnection(); Statement s = c.createStatement()) {
+                    s.execute("DROP TABLE IF EXISTS " + table);
+                }
+            }
+        }
+
+        private static long dayPartitions(DataSource dataSource, String table) throws Exception {
+            try (Connection c = dataSource.getConnection(); Statement s = c.createStatement();
+                    ResultSet rs = s.executeQuery("SELECT count(*) FROM pg_inherits i JOIN pg_class k ON k.oid = i.inhrelid"
+                            + " WHERE i.inhparent = to_regclass('" + table + "') AND k.relname <> '" + table + "_pdefault'")) {
+                rs.next();
+                return rs.getLong(1);
             }
         }
 
