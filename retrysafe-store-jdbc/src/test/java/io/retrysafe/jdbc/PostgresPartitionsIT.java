@@ -305,6 +305,30 @@ class PostgresPartitionsIT {
         assertThat(rows("idem_key = 'released'")).isOne();
     }
 
+    @Test
+    void operatorsReleaseStatsAndBuilderChecksWorkOnThePartitionedTable() throws SQLException {
+        store.partitions().daysAhead(1).build().maintain();
+        IdempotencyKey stuck = IdempotencyKey.of("s", "stuck");
+        assertThat(store.tryClaim(request(stuck, Duration.ofHours(1)))).isInstanceOf(ClaimResult.Claimed.class);
+        JdbcAdmin admin = JdbcAdmin.of(store);
+
+        assertThat(admin.release("s", "stuck", 2)).as("release of another attempt").isFalse();
+        assertThat(admin.release("s", "stuck", 1)).isTrue();
+
+        ClaimResult retry = store.tryClaim(request(stuck, Duration.ofHours(1)));
+        assertThat(retry).isInstanceOf(ClaimResult.Claimed.class);
+        assertThat(((ClaimResult.Claimed) retry).attempt()).isEqualTo(2);
+        assertThat(admin.stats().tableBytes()).as("size of the partitions").isPositive();
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> JdbcIdempotencyStore.builder(pool)
+                        .dialect(JdbcDialect.MARIADB).layout(JdbcLayout.PARTITIONED_BY_EXPIRY_DAY).build())
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("needs PostgreSQL");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> JdbcIdempotencyStore.builder(pool)
+                        .layout(JdbcLayout.PARTITIONED_BY_EXPIRY_DAY).table("t".repeat(50)).build())
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("at most 49 characters");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> JdbcIdempotencyStore.builder(pool).build().partitions())
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("layout STANDARD");
+    }
+
     // ------------------------------------------------------------------------------------------ helpers
 
     private ClaimRequest request(IdempotencyKey key, Duration retention) {
