@@ -143,6 +143,10 @@ public final class JdbcPurger {
                 throw new IllegalArgumentException("a partition maintainer needs layout "
                         + JdbcLayout.PARTITIONED_BY_EXPIRY_DAY + ", but the store's layout is " + store.layout());
             }
+            if (maintainer.store() != store) {
+                throw new IllegalArgumentException("the partition maintainer must be this store's (store.partitions()),"
+                        + " but it was " + maintainer.store().name() + "'s");
+            }
             this.maintainer = maintainer;
             return this;
         }

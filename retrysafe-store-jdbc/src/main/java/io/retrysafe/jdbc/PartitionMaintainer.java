@@ -50,6 +50,10 @@ public final class PartitionMaintainer {
         return new Builder(store);
     }
 
+    public JdbcIdempotencyStore store() {
+        return store;
+    }
+
     public int daysAhead() {
         return daysAhead;
     }
