@@ -24,7 +24,7 @@
 #                       JVM options of the service and of the load generator (default none)
 #   SERVICE_ARGS        more arguments for every service start, e.g. --retrysafe.fast-filter.enabled=true
 #                       (default none: the service as application.yml configures it)
-#   OUT                 where logs, JSON results and table.md go (default a new directory in /tmp)
+#   OUT                 where logs, JSON results and table.md go (default a new temporary directory)
 #   READY_TIMEOUT       seconds to wait for the service to start (default 180)
 #
 # Replays from PostgreSQL alone vs with the Redis fast filter, side by side: replay-fast-filter.sh.
@@ -47,7 +47,7 @@ READY_TIMEOUT=${READY_TIMEOUT:-180}
 SERVICE_JAVA_OPTS=${SERVICE_JAVA_OPTS:-}
 SERVICE_ARGS=${SERVICE_ARGS:-}
 LOAD_JAVA_OPTS=${LOAD_JAVA_OPTS:-}
-OUT=${OUT:-$(mktemp -d /tmp/retrysafe-load.XXXXXX)}
+OUT=${OUT:-$(mktemp -d -t retrysafe-load.XXXXXX)}
 DB="rs_load_$$"
 USER_NAME=alice
 USER_PASSWORD=alice-secret
