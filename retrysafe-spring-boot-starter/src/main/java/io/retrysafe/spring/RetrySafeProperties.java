@@ -139,7 +139,7 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
      * @param scopeHeader the header for {@code header} and {@code hashed-header}
      * @param routes the protected routes; none: POST and PATCH everywhere, when they carry a key
      * @param maxRequestBytes largest body fingerprinted; larger requests get 413
-     * @param maxResponseBytes largest response body stored for replay
+     * @param maxResponseBytes largest response body stored for replay; a larger one is stored without its body
      * @param replayedHeaders response headers stored and replayed; credentials and cookies never are
      */
     public record Http(@DefaultValue("true") boolean enabled, @DefaultValue("principal") String scope,
