@@ -1,0 +1,92 @@
+package io.retrysafe.faults;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Base64;
+import java.util.concurrent.CompletableFuture;
+
+/** {@code POST /payments} with a key, over real HTTP; every attempt becomes an {@link Answer}, failures included. */
+final class PaymentClient {
+    static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(15);
+
+    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(2)).build();
+    private final URI payments;
+
+    PaymentClient(int port) {
+        this.payments = URI.create("http://127.0.0.1:" + port + "/payments");
+    }
+
+    /** One intent: a key, its payer, and the body sent unchanged on every attempt. */
+    record Intent(String key, String user, String account, long amount) {
+        String body() {
+            return "{\"account\":\"" + account + "\",\"amount\":" + amount + "}";
+        }
+    }
+
+    /**
+     * What one attempt got: a status and body, or {@code status == -1} and the failure. {@code startNanos}
+     * and {@code nanos} place it in time (the latency of the load test).
+     */
+    record Answer(int attempt, int status, String body, boolean replayed, String failure, long startNanos, long nanos) {
+        boolean failed() {
+            return status < 0;
+        }
+
+        /** Worth a retry with the same key: nothing final was said (in flight, throttled, unavailable, failed). */
+        boolean retryable() {
+            return status < 0 || status == 408 || status == 409 || status == 425 || status == 429 || status >= 500;
+        }
+
+        String label() {
+            return status < 0 ? "io-error" : Integer.toString(status);
+        }
+    }
+
+    private HttpRequest request(Intent intent) {
+        String credentials = intent.user() + ":" + intent.user() + "-secret";
+        return HttpRequest.newBuilder(payments).timeout(REQUEST_TIMEOUT)
+                .header("Authorization", "Basic " + Base64.getEncoder().encodeToString(
+                        credentials.getBytes(StandardCharsets.UTF_8)))
+                .header("Content-Type", "application/json").header("Idempotency-Key", intent.key())
+                .POST(HttpRequest.BodyPublishers.ofString(intent.body())).build();
+    }
+
+    Answer send(Intent intent, int attempt) throws InterruptedException {
+        long start = System.nanoTime();
+        try {
+            HttpResponse<String> r = http.send(request(intent), HttpResponse.BodyHandlers.ofString());
+            return answer(attempt, start, r);
+        } catch (IOException e) {
+            return new Answer(attempt, -1, null, false, e.getClass().getSimpleName(), start, System.nanoTime() - start);
+        }
+    }
+
+    CompletableFuture<Answer> sendAsync(Intent intent, int attempt) {
+        long start = System.nanoTime();
+        return http.sendAsync(request(intent), HttpResponse.BodyHandlers.ofString())
+                .thenApply(r -> answer(attempt, start, r))
+                .exceptionally(e -> new Answer(attempt, -1, null, false,
+                        (e.getCause() == null ? e : e.getCause()).getClass().getSimpleName(), start,
+                        System.nanoTime() - start));
+    }
+
+    private static Answer answer(int attempt, long start, HttpResponse<String> r) {
+        boolean replayed = r.headers().firstValue("Idempotent-Replayed").map("true"::equalsIgnoreCase).orElse(false);
+        return new Answer(attempt, r.statusCode(), r.body(), replayed, null, start, System.nanoTime() - start);
+    }
+
+    /**
+     * The wait before the next attempt: exponential backoff with full jitter, at most 1 s. It ignores
+     * {@code Retry-After} on purpose: a client more eager than the server asks for makes more races.
+     */
+    static long backoffMillis(int attempt, java.util.Random random) {
+        long cap = Math.min(1_000L, 50L << Math.min(attempt, 10));
+        return 10 + (long) (random.nextDouble() * cap);
+    }
+}

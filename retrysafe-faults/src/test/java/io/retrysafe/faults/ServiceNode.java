@@ -1,0 +1,115 @@
+package io.retrysafe.faults;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The payments service as a child JVM on a fixed port, started as an operator would run it (its main
+ * class, on this module's test class path), so that it can be killed with SIGKILL and started again
+ * where its clients expect it. Each incarnation logs to a file of its own.
+ */
+final class ServiceNode implements AutoCloseable {
+    static final String MAIN_CLASS = "io.retrysafe.examples.paymentsservice.PaymentsServiceApplication";
+    private static final Duration START = Duration.ofSeconds(180);
+
+    private final Path dir;
+    private final int port;
+    private final List<String> args;
+    private final Path readyFile;
+    private volatile Process process;
+    private int incarnation;
+
+    ServiceNode(Path dir, int port, List<String> args) {
+        this.dir = dir;
+        this.port = port;
+        this.args = List.copyOf(args);
+        this.readyFile = dir.resolve("service.port");
+    }
+
+    int port() {
+        return port;
+    }
+
+    long pid() {
+        return process.pid();
+    }
+
+    /** Starts an incarnation and waits until it serves; an incarnation that dies while starting is started again. */
+    synchronized void start() throws IOException, InterruptedException {
+        AssertionError last = null;
+        for (int attempt = 1; attempt <= 3; attempt++) {
+            incarnation++;
+            Files.deleteIfExists(readyFile);
+            Path log = dir.resolve("service-" + incarnation + ".log");
+            List<String> command = new ArrayList<>(List.of(
+                    Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "-XX:TieredStopAtLevel=1", "-Xmx512m", "-XX:+UseSerialGC",
+                    "-cp", System.getProperty("java.class.path"), MAIN_CLASS,
+                    "--server.port=" + port, "--payments.ready-file=" + readyFile, "--spring.main.banner-mode=off"));
+            command.addAll(args);
+            ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
+            builder.environment().remove("RETRYSAFE_JDBC_URL");
+            builder.environment().remove("RETRYSAFE_FAST_FILTER");
+            process = builder.start();
+            try {
+                awaitReady(log);
+                return;
+            } catch (AssertionError e) {
+                last = e;
+                process.destroyForcibly().waitFor();
+            }
+        }
+        throw last;
+    }
+
+    private void awaitReady(Path log) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + START.toNanos();
+        while (System.nanoTime() < deadline) {
+            if (Files.exists(readyFile)) {
+                int served = Integer.parseInt(Files.readString(readyFile, StandardCharsets.US_ASCII).strip());
+                if (served != port) {
+                    throw new AssertionError("the service serves port " + served + ", not " + port);
+                }
+                return;
+            }
+            if (process.waitFor(100, TimeUnit.MILLISECONDS)) {
+                throw new AssertionError("the service exited with " + process.exitValue() + " before it was ready:\n"
+                        + tail(log));
+            }
+        }
+        throw new AssertionError("the service was not ready within " + START + ":\n" + tail(log));
+    }
+
+    /** SIGKILL: no shutdown hook, no rollback by the service, its connections cut as they are. */
+    synchronized void kill() throws InterruptedException {
+        process.destroyForcibly();
+        process.waitFor();
+    }
+
+    static String tail(Path log) {
+        try {
+            List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
+            return String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size()));
+        } catch (IOException e) {
+            return "(no log: " + e + ")";
+        }
+    }
+
+    @Override
+    public synchronized void close() throws InterruptedException {
+        Process p = process;
+        if (p == null || !p.isAlive()) {
+            return;
+        }
+        p.destroy();
+        if (!p.waitFor(30, TimeUnit.SECONDS)) {
+            p.destroyForcibly().waitFor();
+        }
+    }
+}

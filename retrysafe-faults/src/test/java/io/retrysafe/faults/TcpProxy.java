@@ -1,0 +1,168 @@
+package io.retrysafe.faults;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketException;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A TCP proxy on loopback between the service and its database, which the fault driver uses to
+ * {@linkplain #dropAll() cut every connection} (reset, as a failing network or a restarted
+ * load balancer would) or to {@linkplain #stall stall} them (bytes held back both ways, connections
+ * left open, as a congested or partitioned network would).
+ */
+final class TcpProxy implements AutoCloseable {
+    private final ServerSocket server;
+    private final int targetPort;
+    private final Set<Pipe> pipes = ConcurrentHashMap.newKeySet();
+    private final Object stallLock = new Object();
+    private final AtomicInteger accepted = new AtomicInteger();
+    private volatile long stalledUntilNanos;
+    private volatile boolean closed;
+
+    TcpProxy(int targetPort) throws IOException {
+        this.targetPort = targetPort;
+        this.server = new ServerSocket();
+        server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+        Thread acceptor = new Thread(this::acceptLoop, "tcp-proxy-accept");
+        acceptor.setDaemon(true);
+        acceptor.start();
+    }
+
+    int port() {
+        return server.getLocalPort();
+    }
+
+    int connectionsAccepted() {
+        return accepted.get();
+    }
+
+    /** Resets every open connection (RST, not FIN: the peer sees "connection reset"). New ones are accepted. */
+    int dropAll() {
+        int n = 0;
+        for (Pipe pipe : pipes) {
+            pipe.reset();
+            n++;
+        }
+        return n;
+    }
+
+    /** For {@code millis}, no byte passes in either direction, on open connections and new ones alike. */
+    void stall(long millis) {
+        stalledUntilNanos = System.nanoTime() + millis * 1_000_000L;
+    }
+
+    private void awaitNotStalled() throws InterruptedException {
+        long left;
+        while ((left = stalledUntilNanos - System.nanoTime()) > 0 && !closed) {
+            synchronized (stallLock) {
+                stallLock.wait(Math.max(1, left / 1_000_000L));
+            }
+        }
+    }
+
+    private void acceptLoop() {
+        while (!closed) {
+            Socket client;
+            try {
+                client = server.accept();
+            } catch (IOException e) {
+                if (closed) {
+                    return;
+                }
+                continue;
+            }
+            accepted.incrementAndGet();
+            Socket upstream = new Socket();
+            try {
+                upstream.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), targetPort), 5_000);
+            } catch (IOException e) {
+                // The database is down: the client sees its connection closed, as it would without the proxy.
+                closeQuietly(client);
+                closeQuietly(upstream);
+                continue;
+            }
+            Pipe pipe = new Pipe(client, upstream);
+            pipes.add(pipe);
+            pipe.start();
+        }
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        closeQuietly(server);
+        pipes.forEach(Pipe::reset);
+    }
+
+    private static void closeQuietly(AutoCloseable c) {
+        try {
+            c.close();
+        } catch (Exception ignored) {
+            // already gone
+        }
+    }
+
+    /** One proxied connection: a thread per direction. */
+    private final class Pipe {
+        private final Socket client;
+        private final Socket upstream;
+        private final AtomicInteger open = new AtomicInteger(2);
+
+        Pipe(Socket client, Socket upstream) {
+            this.client = client;
+            this.upstream = upstream;
+        }
+
+        void start() {
+            for (boolean up : new boolean[] {true, false}) {
+                Thread t = new Thread(() -> copy(up ? client : upstream, up ? upstream : client),
+                        "tcp-proxy-" + (up ? "up" : "down"));
+                t.setDaemon(true);
+                t.start();
+            }
+        }
+
+        private void copy(Socket from, Socket to) {
+            byte[] buffer = new byte[16 * 1024];
+            try {
+                InputStream in = from.getInputStream();
+                OutputStream out = to.getOutputStream();
+                int n;
+                while ((n = in.read(buffer)) != -1) {
+                    awaitNotStalled();
+                    out.write(buffer, 0, n);
+                    out.flush();
+                }
+                to.shutdownOutput();
+            } catch (IOException | InterruptedException e) {
+                reset();
+            } finally {
+                if (open.decrementAndGet() == 0) {
+                    closeQuietly(client);
+                    closeQuietly(upstream);
+                    pipes.remove(this);
+                }
+            }
+        }
+
+        void reset() {
+            for (Socket s : new Socket[] {client, upstream}) {
+                try {
+                    s.setSoLinger(true, 0);
+                } catch (SocketException ignored) {
+                    // closed already
+                }
+                closeQuietly(s);
+            }
+            pipes.remove(this);
+        }
+    }
+}
