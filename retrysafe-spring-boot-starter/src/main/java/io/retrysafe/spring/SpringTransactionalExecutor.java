@@ -64,25 +64,12 @@ final class SpringTransactionalExecutor implements IdempotentExecutor {
             Connection connection = DataSourceUtils.getConnection(dataSource);
             joined = tx.join(connection, key, fingerprint, ResponseCodec.identity(), handler);
         } catch (RuntimeException | Error e) {
-            try {
-                transactionManager.rollback(status);
-            } catch (RuntimeException rollbackFailed) {
-                e.addSuppressed(rollbackFailed);
-            }
+            rollback(status, key, e);
             throw e;
         }
         if (!joined.commit()) {
             // Replays and refusals wrote nothing; a released result's writes must not commit.
-            try {
-                transactionManager.rollback(status);
-            } catch (RuntimeException e) {
-                // The connection broke (the store failing is often why the outcome is not committed):
-                // nothing of the transaction can commit any more, so the outcome stands. Thrown, it would be
-                // a 500, which a client does not retry, instead of the 503 it can.
-                String outcome = joined.outcome().getClass().getSimpleName();
-                LOG.log(Level.WARNING, () -> "[" + tx.engine().name() + "] key " + key.digest() + ": rollback failed after "
-                        + "the outcome " + outcome + "; answering it: " + e.getMessage());
-            }
+            rollback(status, key, null);
             return joined.outcome();
         }
         try {
@@ -94,5 +81,25 @@ final class SpringTransactionalExecutor implements IdempotentExecutor {
                     "the transaction of key " + key.digest() + " did not commit: " + e.getMessage(), e);
         }
         return joined.outcome();
+    }
+
+    /**
+     * Rolls back, and never lets a failed rollback replace the answer: when the connection is lost
+     * (the database restarted, the network cut it), the claim fails with it and so does the
+     * rollback, but the server has already discarded the transaction, and the client must get the
+     * claim's 503 with {@code Retry-After} (or the handler's own failure), not a 500 about the
+     * rollback.
+     */
+    private void rollback(TransactionStatus status, IdempotencyKey key, Throwable failure) {
+        try {
+            transactionManager.rollback(status);
+        } catch (RuntimeException e) {
+            if (failure != null) {
+                failure.addSuppressed(e);
+            } else {
+                LOG.log(Level.WARNING, () -> "rollback of the transaction of key " + key.digest() + " failed"
+                        + " (the database discards it with its connection): " + e);
+            }
+        }
     }
 }
