@@ -52,6 +52,7 @@ class LoadIT {
     private static final double RETRY_RATE = 0.10;
     private static final double DUPLICATE_RATE = 0.01;
     private static final int POOL = 10;
+    private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(30);
     private static final Pattern PROM_LINE = Pattern.compile("^([a-z_]+)\\{([^}]*)\\} ([0-9.eE+-]+)$");
 
     @TempDir
@@ -84,7 +85,7 @@ class LoadIT {
                 ps.setString(1, account);
                 ps.executeUpdate();
             }
-            Load load = new Load(new PaymentClient(service.port()), account);
+            Load load = new Load(new PaymentClient(service.port(), REQUEST_TIMEOUT), account);
             load.start();
             try (Connection db = pg.connect()) {
                 for (int i = 0; i < windows; i++) {
@@ -194,7 +195,8 @@ class LoadIT {
                 return Long.parseLong(f[2]);
             }
         }
-        throw new AssertionError("no Total line in jcmd's histogram:\n" + out.substring(0, Math.min(2000, out.length())));
+        throw new AssertionError("no Total line in jcmd's histogram:\n"
+                + out.substring(0, Math.min(2000, out.length())));
     }
 
     /** The samples of {@code /actuator/prometheus} by metric name (labels dropped; one pool, one service). */
@@ -257,7 +259,7 @@ class LoadIT {
         void stop() throws InterruptedException {
             stopped = true;
             for (Thread t : threads) {
-                t.join(PaymentClient.REQUEST_TIMEOUT.toMillis() * 2);
+                t.join(REQUEST_TIMEOUT.toMillis() * 2);
             }
         }
 
@@ -288,7 +290,7 @@ class LoadIT {
                                 ? client.sendAsync(intent, 0) : null;
                         String first = check(intent, client.send(intent, 1), null, duplicate != null);
                         if (duplicate != null) {
-                            String other = check(intent, duplicate.get(PaymentClient.REQUEST_TIMEOUT.toSeconds() + 5,
+                            String other = check(intent, duplicate.get(REQUEST_TIMEOUT.toSeconds() + 5,
                                     TimeUnit.SECONDS), first, true);
                             first = first == null ? other : first;
                         }

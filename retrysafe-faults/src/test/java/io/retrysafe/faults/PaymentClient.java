@@ -12,14 +12,19 @@ import java.util.concurrent.CompletableFuture;
 
 /** {@code POST /payments} with a key, over real HTTP; every attempt becomes an {@link Answer}, failures included. */
 final class PaymentClient {
-    static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(15);
-
     private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(Duration.ofSeconds(2)).build();
     private final URI payments;
+    private final Duration timeout;
 
-    PaymentClient(int port) {
+    /** @param timeout how long an attempt waits for its answer before it counts as a network error */
+    PaymentClient(int port, Duration timeout) {
         this.payments = URI.create("http://127.0.0.1:" + port + "/payments");
+        this.timeout = timeout;
+    }
+
+    Duration timeout() {
+        return timeout;
     }
 
     /** One intent: a key, its payer, and the body sent unchanged on every attempt. */
@@ -50,7 +55,7 @@ final class PaymentClient {
 
     private HttpRequest request(Intent intent) {
         String credentials = intent.user() + ":" + intent.user() + "-secret";
-        return HttpRequest.newBuilder(payments).timeout(REQUEST_TIMEOUT)
+        return HttpRequest.newBuilder(payments).timeout(timeout)
                 .header("Authorization", "Basic " + Base64.getEncoder().encodeToString(
                         credentials.getBytes(StandardCharsets.UTF_8)))
                 .header("Content-Type", "application/json").header("Idempotency-Key", intent.key())

@@ -27,7 +27,7 @@ import java.util.stream.Stream;
  *
  * <p>As a normal user it is zonky's {@link EmbeddedPostgres} (binaries from a Maven artifact: nothing
  * to install). PostgreSQL refuses to run as root, so as root (CI containers) the same server is run
- * from the machine's PostgreSQL binaries as the {@code postgres} OS user ({@code runuser}); without
+ * from the machine's PostgreSQL binaries as the {@code postgres} OS user ({@code setpriv}); without
  * either the suite cannot run and says why.
  *
  * <p>{@code synchronous_commit} is on (zonky turns it off by default): a crash must not lose a commit
@@ -164,7 +164,9 @@ final class SuitePostgres implements AutoCloseable {
     }
 
     private void asUser(List<String> command) throws IOException, InterruptedException {
-        List<String> all = new ArrayList<>(List.of("runuser", "-u", OS_USER, "--"));
+        // setpriv execs the command as the user: no PAM session, no watching parent process in between.
+        List<String> all = new ArrayList<>(List.of("setpriv", "--reuid=" + OS_USER, "--regid=" + OS_USER,
+                "--init-groups", "--"));
         all.addAll(command);
         run(all);
     }

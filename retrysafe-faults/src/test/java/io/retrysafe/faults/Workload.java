@@ -121,7 +121,7 @@ final class Workload {
         }
         if (duplicate != null) {
             try {
-                log.answers.add(duplicate.get(PaymentClient.REQUEST_TIMEOUT.toSeconds() + 5, TimeUnit.SECONDS));
+                log.answers.add(duplicate.get(client.timeout().toSeconds() + 5, TimeUnit.SECONDS));
             } catch (ExecutionException | TimeoutException e) {
                 throw new AssertionError("the duplicate's future failed: " + e, e);
             }
