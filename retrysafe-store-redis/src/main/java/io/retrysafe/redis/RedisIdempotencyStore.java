@@ -33,6 +33,10 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 
 /**
@@ -54,7 +58,8 @@ import java.util.function.Supplier;
  * sets the record's expiry ({@code PEXPIREAT}) in the same script, so an expired record is absent
  * because Redis deleted it, and {@link #purgeExpired} has nothing to do.
  *
- * <p>The store opens one connection of its own on first use (the client stays the application's:
+ * <p>The store opens one connection of its own on first use, and a new one when Lettuce reports it
+ * lost, rather than waiting for Lettuce's own reconnection (the client stays the application's:
  * {@link #close()} closes the connection, not the client). Every failure of Redis is a
  * {@link StoreUnavailableException} naming this store: the engine answers it with 503 and does not
  * run the operation.
@@ -80,6 +85,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     private volatile Link link;
     // Guarded by lock.
     private boolean closed;
+    private CompletableFuture<Link> connecting;
     private long lastConnectFailureNanos;
     private RuntimeException lastConnectFailure;
 
@@ -190,7 +196,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
 
     @Override
     public Optional<IdempotencyRecord> inspect(IdempotencyKey key) {
-        Link l = link();
+        Link l = link("inspect");
         Map<byte[], byte[]> raw;
         try {
             raw = l.commands().hgetall(recordKey(key));
@@ -248,7 +254,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
      * the call made once more. Nothing ran on the first call, so repeating it is safe.
      */
     private <T> T run(Script script, String operation, byte[] recordKey, byte[]... args) {
-        Link l = link();
+        Link l = link(operation);
         byte[][] keys = {recordKey};
         try {
             try {
@@ -264,45 +270,122 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         }
     }
 
-    /** The connection, opened on first use with its scripts loaded; a failed attempt is not repeated for a second. */
-    private Link link() {
+    /**
+     * The connection, with its scripts loaded. It is opened on first use in the background, and a
+     * call waits for it at most {@code commandTimeout}, so that a Redis that does not answer costs a
+     * call no more than a command would; a failed attempt is not repeated for a second (calls in
+     * between fail at once), and every call waiting meanwhile shares the one attempt.
+     *
+     * <p>A connection that lost Redis is replaced the same way rather than left to Lettuce's own
+     * reconnection: after a long outage that waits up to 30 s between attempts, and rejects (or
+     * queues until they time out) every command meanwhile, so the store would answer 503 for that
+     * long after Redis is back. Closing the lost connection ends Lettuce's reconnection of it and
+     * fails the commands Lettuce still holds for it, instead of sending them later, when their
+     * callers have long had their 503.
+     */
+    private Link link(String operation) {
         Link l = link;
-        if (l != null) {
+        if (l != null && l.connection().isOpen()) {
             return l;
         }
+        CompletableFuture<Link> attempt;
         synchronized (lock) {
             if (closed) {
                 throw new IllegalStateException("idempotency store " + name + " is closed");
             }
             if (link != null) {
-                return link;
-            }
-            if (lastConnectFailure != null && System.nanoTime() - lastConnectFailureNanos < RETRY_AFTER.toNanos()) {
-                throw new StoreUnavailableException(name, RETRY_AFTER, "idempotency store " + name
-                        + " is not connected to Redis; the last attempt, less than " + RETRY_AFTER.toMillis()
-                        + " ms ago, failed: " + lastConnectFailure.getMessage(), lastConnectFailure);
-            }
-            Link fresh = null;
-            try {
-                fresh = connector.get();
-                fresh.connection().setTimeout(commandTimeout);
-                for (Script script : Script.values()) {
-                    fresh.commands().scriptLoad(script.source());
+                if (link.connection().isOpen()) {
+                    return link;
                 }
-                warnIfEvicting(fresh.commands());
-                link = fresh;
-                lastConnectFailure = null;
-                LOG.log(Level.DEBUG, () -> "[" + name + "] connected to Redis (" + topology + "), scripts loaded");
-                return fresh;
-            } catch (RedisException e) {
-                if (fresh != null) {
-                    fresh.connection().closeAsync();
+                Link lost = link;
+                link = null;
+                lost.connection().closeAsync();
+                LOG.log(Level.INFO, () -> "[" + name + "] connection to Redis lost; opening a new one");
+            }
+            if (connecting == null) {
+                if (lastConnectFailure != null
+                        && System.nanoTime() - lastConnectFailureNanos < RETRY_AFTER.toNanos()) {
+                    throw new StoreUnavailableException(name, RETRY_AFTER, "idempotency store " + name + " failed to "
+                            + operation + " (Redis " + topology + ", keyPrefix " + keyPrefix + "): not connected to "
+                            + "Redis; the last attempt to connect, less than " + RETRY_AFTER.toMillis()
+                            + " ms ago, failed: " + lastConnectFailure.getMessage(), lastConnectFailure);
+                }
+                CompletableFuture<Link> started = new CompletableFuture<>();
+                connecting = started;
+                Thread connect = new Thread(() -> connect(started), "retrysafe-" + name + "-connect");
+                connect.setDaemon(true);
+                connect.start();
+            }
+            attempt = connecting;
+        }
+        try {
+            return attempt.get(commandTimeout.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            throw new StoreUnavailableException(name, RETRY_AFTER, "idempotency store " + name + " failed to "
+                    + operation + " (Redis " + topology + ", keyPrefix " + keyPrefix + "): not connected to Redis"
+                    + " within " + commandTimeout.toMillis() + " ms (commandTimeout); still connecting", e);
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof RedisException re) {
+                throw new StoreUnavailableException(name, RETRY_AFTER, "idempotency store " + name + " failed to "
+                        + operation + " (Redis " + topology + ", keyPrefix " + keyPrefix + "): connecting to Redis "
+                        + "failed: " + re.getMessage(), re);
+            }
+            throw cause instanceof RuntimeException re ? re
+                    : new IllegalStateException("connecting to Redis failed: " + cause, cause);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new StoreUnavailableException(name, RETRY_AFTER, "idempotency store " + name + " failed to "
+                    + operation + ": interrupted while connecting to Redis", e);
+        }
+    }
+
+    /** One connection attempt, on its own thread: connect, set the timeout, load the scripts. */
+    private void connect(CompletableFuture<Link> attempt) {
+        Link fresh = null;
+        try {
+            fresh = connector.get();
+            fresh.connection().setTimeout(commandTimeout);
+            for (Script script : Script.values()) {
+                fresh.commands().scriptLoad(script.source());
+            }
+            warnIfEvicting(fresh.commands());
+        } catch (RuntimeException e) {
+            if (fresh != null) {
+                fresh.connection().closeAsync();
+            }
+            synchronized (lock) {
+                if (connecting == attempt) {
+                    connecting = null;
                 }
                 lastConnectFailure = e;
                 lastConnectFailureNanos = System.nanoTime();
-                throw failure("connect", e);
             }
+            attempt.completeExceptionally(e);
+            return;
+        } catch (Error e) {
+            synchronized (lock) {
+                if (connecting == attempt) {
+                    connecting = null;
+                }
+            }
+            attempt.completeExceptionally(e);
+            throw e;
         }
+        synchronized (lock) {
+            if (connecting == attempt) {
+                connecting = null;
+            }
+            if (closed) {
+                fresh.connection().closeAsync();
+                attempt.completeExceptionally(new IllegalStateException("idempotency store " + name + " is closed"));
+                return;
+            }
+            link = fresh;
+            lastConnectFailure = null;
+        }
+        LOG.log(Level.DEBUG, () -> "[" + name + "] connected to Redis (" + topology + "), scripts loaded");
+        attempt.complete(fresh);
     }
 
     /**
@@ -405,8 +488,9 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
 
         /**
          * How long one call waits for Redis before it fails with {@link StoreUnavailableException}
-         * (2 s by default); set on the store's own connection, replacing the client's timeout. While
-         * Redis is down, a request waits this long for its 503.
+         * (2 s by default); set on the store's own connection, replacing the client's timeout, and
+         * bounds the wait for a connection too. While Redis is down, a request waits at most this
+         * long for its 503.
          */
         public Builder commandTimeout(Duration commandTimeout) {
             Require.unset(this.commandTimeout, "commandTimeout");

@@ -15,6 +15,8 @@ import io.lettuce.core.codec.StringCodec;
 import io.lettuce.core.output.IntegerOutput;
 import io.lettuce.core.protocol.CommandArgs;
 import io.lettuce.core.protocol.CommandType;
+import io.lettuce.core.resource.ClientResources;
+import io.lettuce.core.resource.Delay;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
@@ -37,6 +39,12 @@ import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
 import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -325,8 +333,114 @@ class RedisStoreIT {
         }
     }
 
+    /**
+     * Regression: after a long outage Lettuce waits up to 30 s between reconnection attempts and
+     * rejects (or queues until they time out) commands meanwhile, so the store answered 503 for that
+     * long after Redis was back. Here Lettuce would not reconnect for ten minutes: the store must open
+     * a connection itself, once for all the threads that call it, and find its records as they were.
+     *
+     * <p>The test's servers keep no data across a restart on their own (no persistence configured);
+     * a {@code SAVE} before the kill stands in for an operator's persistence, so that the records
+     * written before the outage are there to be checked afterwards. The script cache is never
+     * persisted: the restarted server knows none of the scripts.
+     */
+    @Test
+    void afterAnOutageTheStoreReconnectsWithoutWaitingForLettucesReconnectDelay(@TempDir Path dir) throws Exception {
+        int threads = 8;
+        Duration bound = Duration.ofSeconds(10); // Lettuce's own next attempt is ten minutes away
+        ClientResources resources = ClientResources.builder()
+                .reconnectDelay(Delay.constant(Duration.ofMinutes(10))).build();
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try (TestRedis.Server server = TestRedis.startServer(dir)) {
+            RedisClient privateClient = RedisClient.create(resources, server.uri());
+            RedisClient adminClient = RedisClient.create(server.uri());
+            try (RedisIdempotencyStore own = RedisIdempotencyStore.builder(privateClient).name("redis-outage")
+                    .commandTimeout(Duration.ofSeconds(2)).build()) {
+                IdempotencyKey done = key("outage-completed");
+                StoredResponse answer = response("paid before the outage");
+                assertThat(own.complete(done, claimed(own, done).token(), answer, RETENTION))
+                        .isEqualTo(FencedWrite.COMMITTED);
+                IdempotencyKey held = key("outage-in-progress");
+                OwnerToken holder = claimed(own, held).token();
+                IdempotencyRecord completedBefore = own.inspect(done).orElseThrow();
+                IdempotencyRecord heldBefore = own.inspect(held).orElseThrow();
+                try (StatefulRedisConnection<String, String> admin = adminClient.connect()) {
+                    assertThat(admin.sync().save()).isEqualTo("OK");
+                }
+
+                server.kill();
+                for (int i = 0; i < 3; i++) {
+                    assertThatThrownBy(() -> own.tryClaim(request(key("during-outage"))))
+                            .as("a claim while Redis is down").isInstanceOf(StoreUnavailableException.class);
+                }
+                assertThatThrownBy(() -> own.inspect(done)).isInstanceOf(StoreUnavailableException.class);
+                server.restart(); // from the saved file; Lettuce's watchdog waits ten minutes before its next attempt
+                StatefulRedisConnection<String, String> admin = adminClient.connect();
+                long connectionsBefore = connectionsReceived(admin);
+
+                CountDownLatch go = new CountDownLatch(1);
+                List<Future<Claimed>> claims = new ArrayList<>();
+                for (int t = 0; t < threads; t++) {
+                    IdempotencyKey fresh = key("after-outage-" + t);
+                    claims.add(pool.submit(() -> {
+                        go.await();
+                        AtomicReference<ClaimResult> result = new AtomicReference<>();
+                        await("a claim after Redis is back").atMost(bound).pollDelay(Duration.ZERO)
+                                .pollInterval(Duration.ofMillis(20)).until(() -> {
+                                    try {
+                                        result.set(own.tryClaim(request(fresh)));
+                                        return true;
+                                    } catch (StoreUnavailableException e) {
+                                        return false;
+                                    }
+                                });
+                        return (Claimed) result.get();
+                    }));
+                }
+                go.countDown();
+                for (Future<Claimed> claim : claims) {
+                    assertThat(claim.get(bound.toSeconds() * 2, TimeUnit.SECONDS).attempt()).isEqualTo(1);
+                }
+
+                assertThat(((Replay) own.tryClaim(request(done))).response())
+                        .as("the response completed before the outage").isEqualTo(answer);
+                assertThat(own.inspect(done)).as("the completed record after the outage").contains(completedBefore);
+                assertThat(own.inspect(held)).as("the held record after the outage").contains(heldBefore);
+                assertThat(own.inspect(key("during-outage"))).as("the key whose claims were answered 503").isEmpty();
+                assertThat(own.tryClaim(request(held))).as("a duplicate of the held key")
+                        .isInstanceOf(ClaimResult.InProgress.class);
+                assertThat(own.complete(held, OwnerToken.random(), response("stale"), RETENTION))
+                        .as("complete with another token").isEqualTo(FencedWrite.LEASE_LOST);
+                assertThat(own.complete(held, holder, response("held"), RETENTION))
+                        .as("complete by the holder across the outage").isEqualTo(FencedWrite.COMMITTED);
+                assertThat(connectionsReceived(admin) - connectionsBefore)
+                        .as("connections the restarted server received from the store, called by %d threads", threads)
+                        .isEqualTo(1);
+                assertThat(admin.sync().scriptExists(shas())).as("SCRIPT EXISTS on the restarted server")
+                        .containsOnly(true);
+                admin.close();
+            } finally {
+                adminClient.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+                privateClient.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+            }
+        } finally {
+            pool.shutdownNow();
+            resources.shutdown(0, 2, TimeUnit.SECONDS);
+        }
+    }
+
     // ------------------------------------------------------------------------------------------
     // Helpers
+
+    /** {@code total_connections_received} from INFO stats: every connection the server accepted since it started. */
+    private static long connectionsReceived(StatefulRedisConnection<String, String> admin) {
+        for (String line : admin.sync().info("stats").split("\r?\n")) {
+            if (line.startsWith("total_connections_received:")) {
+                return Long.parseLong(line.substring("total_connections_received:".length()).strip());
+            }
+        }
+        throw new IllegalStateException("INFO stats has no total_connections_received");
+    }
     // ------------------------------------------------------------------------------------------
 
     private IdempotencyKey key(String value) {
