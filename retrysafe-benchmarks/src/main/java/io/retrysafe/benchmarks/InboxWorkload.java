@@ -249,6 +249,14 @@ final class InboxWorkload implements AutoCloseable {
         }
     }
 
+    /** {@code ANALYZE} of every table, per iteration, for the reason {@code PaymentWorkload.analyze()} gives. */
+    void analyze() throws SQLException {
+        try (Connection c = dataSource.getConnection(); Statement st = c.createStatement()) {
+            st.execute("ANALYZE rs_bench_inbox_order, rs_bench_inbox_counter, " + RECORD_TABLE + ", " + CAMEL_TABLE
+                    + ", " + SI_PREFIX + "METADATA_STORE");
+        }
+    }
+
     /** Empties every table, re-creates the counters, and checkpoints, so that each trial starts alike. */
     void reset() throws SQLException {
         try (Connection c = dataSource.getConnection(); Statement st = c.createStatement()) {
