@@ -183,6 +183,9 @@ say "pg: pid ${PID[pg]} on port ${PORT[pg]}; ff: pid ${PID[ff]} on port ${PORT[f
 run() {
     local v=$1 threads=$2 keys=$3 round=$4
     local name="$v-t$threads-k$keys-r$round" line
+    # Plans as autovacuum would keep them: a statement the service server-prepared while its tables
+    # were empty keeps a sequential scan until the next ANALYZE (with autovacuum off, never).
+    psql_db "$(db "$v")" -c "ANALYZE" >/dev/null
     # shellcheck disable=SC2086 # LOAD_JAVA_OPTS is a list of options
     line=$(java $LOAD_JAVA_OPTS -cp "$LOAD_CP" io.retrysafe.benchmarks.load.HttpLoad \
         --url "http://127.0.0.1:${PORT[$v]}/payments" --user "$USER_NAME" --password "$USER_PASSWORD" \
