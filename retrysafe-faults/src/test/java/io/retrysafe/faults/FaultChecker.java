@@ -35,12 +35,20 @@ final class FaultChecker {
     private static final Pattern PAYMENT_ID = Pattern.compile("\"id\":\"([0-9a-f-]{36})\"");
 
     private final List<String> violations = new ArrayList<>();
+    private long total;
 
+    /** The first 200 violations, and a marker when there were more. */
     List<String> violations() {
         return violations;
     }
 
+    /** Every violation, counted also past the 200 that are listed. */
+    long total() {
+        return total;
+    }
+
     private void violation(String what) {
+        total++;
         if (violations.size() < 200) {
             violations.add(what);
         } else if (violations.size() == 200) {
