@@ -1,5 +1,6 @@
 package io.retrysafe.cli;
 
+import io.retrysafe.jdbc.JdbcLayout;
 import io.retrysafe.jdbc.JdbcPurger;
 import io.retrysafe.jdbc.PartitionMaintainer;
 import io.retrysafe.jdbc.PurgeResult;
@@ -12,7 +13,7 @@ import picocli.CommandLine.Option;
         description = {"Delete expired records now, in batches, under the purge lock.",
                 "As the daily job does it: in batches, each its own transaction, "
                 + "under the purge lock (an instance purging at the same time makes this run skip).",
-                "--dry-run counts what would be deleted and deletes nothing.",
+                "--dry-run counts what would be deleted (or dropped) and deletes nothing.",
                 "A table partitioned by expiry day: drops the days that are over whole, creates the days ahead,",
                 "and deletes in batches only from its default partition."},
         exitCodeListHeading = Exit.HEADING,
@@ -40,11 +41,24 @@ final class PurgeCommand extends BaseCommand {
                 .maxBatches(maxBatches).build();
         Database db = open(connection);
         if (dryRun) {
-            long expired = db.admin.countExpired();
             long bound = (long) batchSize * maxBatches;
-            out().println("dry run: " + expired + " expired records would be deleted from " + db.store.table()
-                    + " (batches of " + batchSize + ")"
-                    + (expired > bound ? "; one run deletes at most " + bound + ", the next run continues" : ""));
+            if (db.store.layout() == JdbcLayout.PARTITIONED_BY_EXPIRY_DAY) {
+                // Whole days are dropped and only the default partition is deleted from in batches:
+                // today's expired rows stay until their day is over.
+                PartitionMaintainer.Preview p = db.store.partitions().build().preview();
+                out().println("dry run: " + p.dropped().size() + " expired day partitions would be dropped"
+                        + list(p.dropped()) + " with " + p.rowsInDropped() + " records, and " + p.expiredInDefault()
+                        + " expired records deleted from the default partition (batches of " + batchSize + ")"
+                        + (p.expiredInDefault() > bound ? "; one run deletes at most " + bound
+                                + ", the next run continues" : ""));
+                out().println(p.expiredKept() + " expired records stay: their day partitions still hold live"
+                        + " records or their day is not over");
+            } else {
+                long expired = db.admin.countExpired();
+                out().println("dry run: " + expired + " expired records would be deleted from " + db.store.table()
+                        + " (batches of " + batchSize + ")"
+                        + (expired > bound ? "; one run deletes at most " + bound + ", the next run continues" : ""));
+            }
             out().flush();
             return Exit.OK;
         }

@@ -246,14 +246,31 @@ class RetrySafeCliIT {
                     + " 12:00:00+00'::timestamptz AS e) x");
         }
         IdempotencyKey live = completed("cli");
+        // Expired at today's first instant: in today's partition, which is not dropped before tomorrow.
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
+            st.execute("INSERT INTO " + table + " (scope, idem_key, fingerprint, status, owner_token, attempt, created_at,"
+                    + " lease_expires_at, expires_at) SELECT 'old', 'today', '\\x01', 'COMPLETED', gen_random_uuid(), 1,"
+                    + " e, e, e FROM (SELECT '" + today + " 00:00:00+00'::timestamptz AS e) x");
+        }
+        String pastDay = table + "_p" + LocalDate.parse(today).minusDays(2).toString().replace("-", "");
+
+        Run dryRun = runOnDb("purge", "--dry-run");
+
+        assertThat(dryRun.exitCode()).as(dryRun.err()).isZero();
+        assertThat(dryRun.out()).contains("dry run: 1 expired day partitions would be dropped (" + pastDay + ") with 3"
+                + " records, and 0 expired records deleted from the default partition")
+                .contains("1 expired records stay");
+        assertThat(rows()).as("a dry run deletes nothing").isEqualTo(5);
 
         Run purged = runOnDb("purge");
 
         assertThat(purged.exitCode()).as(purged.err()).isZero();
-        assertThat(purged.out()).contains("dropped 1 expired day partitions (" + table + "_p"
-                + LocalDate.parse(today).minusDays(2).toString().replace("-", "") + ")").contains("deleted 0 expired records");
-        assertThat(rows()).isOne();
+        assertThat(purged.out()).contains("dropped 1 expired day partitions (" + pastDay + ")")
+                .contains("deleted 0 expired records");
+        assertThat(rows()).as("the live record and today's expired one").isEqualTo(2);
         assertThat(store.inspect(live)).isPresent();
+        assertThat(runOnDb("purge", "--dry-run").out()).contains("dry run: 0 expired day partitions would be dropped")
+                .contains("1 expired records stay");
     }
 
     // ---------------------------------------------------------------- inspect, list

@@ -138,6 +138,46 @@ public final class PartitionMaintainer {
     }
 
     /**
+     * What a purge would remove now, counted without deleting or locking anything: the day partitions
+     * the next run would drop (every day before today whose rows have all expired), the expired rows in
+     * the default partition (deleted in batches), and the expired rows that stay because their
+     * partition still holds live rows or its day is not over (today's). A row that expires between
+     * this count and the run moves from one number to another; nothing else changes them.
+     */
+    public Preview preview() {
+        try (Connection c = store.dataSource().getConnection()) {
+            c.setAutoCommit(true);
+            PostgresPartitionedSqlDialect sql = (PostgresPartitionedSqlDialect) store.sql();
+            LocalDate today = sql.today(c);
+            Map<String, Long> expired = sql.expiredByPartition(c);
+            List<String> drop = new ArrayList<>();
+            long inDropped = 0;
+            for (Map.Entry<LocalDate, String> day : sql.dayPartitions(c).headMap(today, false).entrySet()) {
+                if (!sql.hasLiveRows(c, day.getKey())) {
+                    drop.add(day.getValue());
+                    inDropped += expired.getOrDefault(day.getValue(), 0L);
+                }
+            }
+            long inDefault = expired.getOrDefault(sql.defaultPartitionName(), 0L);
+            long total = expired.values().stream().mapToLong(Long::longValue).sum();
+            return new Preview(drop, inDropped, inDefault, total - inDropped - inDefault);
+        } catch (SQLException e) {
+            throw store.failure("count what a purge would remove", e);
+        }
+    }
+
+    /**
+     * What {@link #preview()} counted: {@code dropped} partitions holding {@code rowsInDropped} rows,
+     * {@code expiredInDefault} rows the batches would delete, {@code expiredKept} expired rows left
+     * for a later run.
+     */
+    public record Preview(List<String> dropped, long rowsInDropped, long expiredInDefault, long expiredKept) {
+        public Preview {
+            dropped = List.copyOf(dropped);
+        }
+    }
+
+    /**
      * What one run did. {@code failed} names each partition the run could not create or drop and
      * why (mostly a lock wait past {@link #ddlLockTimeout()}); the next run tries again.
      * {@code defaultPartitionRows} is zero when the job keeps up: alert when it is not.

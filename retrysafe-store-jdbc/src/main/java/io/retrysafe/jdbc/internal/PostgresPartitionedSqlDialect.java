@@ -19,7 +19,9 @@ import java.time.LocalDate;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.TreeMap;
 import java.util.NavigableMap;
 
@@ -267,6 +269,35 @@ public final class PostgresPartitionedSqlDialect extends PostgresSqlDialect {
             rs.next();
             return rs.getLong(1);
         }
+    }
+
+    /**
+     * Expired rows per partition, by the partition's qualified name (as {@link #dayPartitions} and
+     * {@link #partitionName} give it); partitions without an expired row are absent.
+     */
+    public Map<String, Long> expiredByPartition(Connection c) throws SQLException {
+        Map<String, Long> expired = new HashMap<>();
+        try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT k.relname, x.n FROM (SELECT"
+                + " tableoid AS part, count(*) AS n FROM " + table + " WHERE expires_at <= " + T + " GROUP BY tableoid) x"
+                + " JOIN pg_class k ON k.oid = x.part")) {
+            while (rs.next()) {
+                expired.put(schemaPrefix + rs.getString(1), rs.getLong(2));
+            }
+        }
+        return expired;
+    }
+
+    /** Whether {@code day}'s partition holds a row not yet expired; what keeps it from being dropped. */
+    public boolean hasLiveRows(Connection c, LocalDate day) throws SQLException {
+        try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT EXISTS (SELECT 1 FROM "
+                + partitionName(day) + " WHERE expires_at > " + T + ")")) {
+            rs.next();
+            return rs.getBoolean(1);
+        }
+    }
+
+    public String defaultPartitionName() {
+        return defaultPartition;
     }
 
     public String partitionName(LocalDate day) {
