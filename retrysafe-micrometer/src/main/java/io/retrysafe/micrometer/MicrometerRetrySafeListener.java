@@ -1,6 +1,7 @@
 package io.retrysafe.micrometer;
 
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
@@ -17,6 +18,7 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Publishes what a {@link io.retrysafe.RetrySafe} engine does as Micrometer meters.
@@ -59,6 +61,14 @@ import java.util.concurrent.TimeUnit;
  *     {@link Builder#publishPercentileHistogram(boolean)} is set</td></tr>
  * <tr><td>{@value #PURGE_DELETED}</td><td>counter</td><td></td>
  *     <td>expired records deleted, as reported through {@link #recordPurge(long)}</td></tr>
+ * <tr><td>{@value #PARTITIONS_CREATED}, {@value #PARTITIONS_DROPPED}, {@value #PARTITIONS_FAILED}</td>
+ *     <td>counter</td><td></td>
+ *     <td>day partitions created, dropped, and not created or dropped (the next run tries again), as
+ *     reported through {@link #recordPartitionMaintenance}</td></tr>
+ * <tr><td>{@value #PARTITIONS_DEFAULT_ROWS}</td><td>gauge</td><td></td>
+ *     <td>rows left in the default partition after the last maintenance run: zero when the job keeps up</td></tr>
+ * <tr><td>{@value #PARTITIONS_LAST_RUN}</td><td>gauge (seconds)</td><td></td>
+ *     <td>when the last maintenance run ended, in seconds since the epoch: alert when it is older than a day</td></tr>
  * </tbody>
  * </table>
  *
@@ -68,7 +78,8 @@ import java.util.concurrent.TimeUnit;
  * io.retrysafe.spi.IdempotencyStore#name() name}. The {@code requests}, {@code completions},
  * {@code takeovers}, {@code lease.lost} and {@code purge.deleted} counters are registered when the
  * listener is built, so dashboards show zeros rather than gaps; the store meters appear with the
- * first store call, since only then is the store's name known.
+ * first store call, since only then is the store's name known, and the partition meters with the
+ * first maintenance run, since only a partitioned table has them.
  *
  * <p>Meters are created once and held, so the hot path does no registry lookup. Two listeners with
  * the same registry, name, source and tags share their meters (the registry's rule); the first one's
@@ -85,6 +96,11 @@ public final class MicrometerRetrySafeListener implements RetrySafeListener {
     public static final String STORE_ERRORS = "retrysafe.store.errors";
     public static final String STORE_LATENCY = "retrysafe.store.latency";
     public static final String PURGE_DELETED = "retrysafe.purge.deleted";
+    public static final String PARTITIONS_CREATED = "retrysafe.partitions.created";
+    public static final String PARTITIONS_DROPPED = "retrysafe.partitions.dropped";
+    public static final String PARTITIONS_FAILED = "retrysafe.partitions.failed";
+    public static final String PARTITIONS_DEFAULT_ROWS = "retrysafe.partitions.default.rows";
+    public static final String PARTITIONS_LAST_RUN = "retrysafe.partitions.last.run";
 
     /** Tag keys this listener sets itself; the builder's extra tags may not use them. */
     public static final Set<String> RESERVED_TAG_KEYS = Set.of("name", "source", "outcome", "completion", "store",
@@ -109,10 +125,15 @@ public final class MicrometerRetrySafeListener implements RetrySafeListener {
     private final Counter takeovers;
     private final Counter leaseLost;
     private final Counter purgeDeleted;
+    private volatile PartitionMeters partitionMeters;
     /** Store name → operation → meters; bounded by the stores and operations the engine has. */
     private final Map<String, Map<String, StoreMeters>> storeMeters = new ConcurrentHashMap<>();
 
     private record StoreMeters(Counter errors, Timer latency) {
+    }
+
+    private record PartitionMeters(Counter created, Counter dropped, Counter failed, AtomicLong defaultRows,
+            AtomicLong lastRunSeconds) {
     }
 
     private MicrometerRetrySafeListener(Builder b) {
@@ -221,6 +242,56 @@ public final class MicrometerRetrySafeListener implements RetrySafeListener {
             throw new IllegalArgumentException("deleted must not be negative, but was " + deleted);
         }
         purgeDeleted.increment(deleted);
+    }
+
+    /**
+     * Reports one partition maintenance run of a table partitioned by expiry day, for the job to
+     * call with its report ({@code PartitionMaintainer.Report}); a run skipped because another
+     * instance held the lock is not reported.
+     *
+     * @throws IllegalArgumentException if a count is negative
+     */
+    public void recordPartitionMaintenance(int created, int dropped, int failed, long defaultPartitionRows) {
+        if (created < 0 || dropped < 0 || failed < 0 || defaultPartitionRows < 0) {
+            throw new IllegalArgumentException("counts must not be negative, but were created " + created + ", dropped "
+                    + dropped + ", failed " + failed + ", defaultPartitionRows " + defaultPartitionRows);
+        }
+        PartitionMeters m = partitionMeters();
+        m.created().increment(created);
+        m.dropped().increment(dropped);
+        m.failed().increment(failed);
+        m.defaultRows().set(defaultPartitionRows);
+        m.lastRunSeconds().set(registry.config().clock().wallTime() / 1000);
+    }
+
+    private PartitionMeters partitionMeters() {
+        PartitionMeters m = partitionMeters;
+        if (m != null) {
+            return m;
+        }
+        synchronized (this) {
+            if (partitionMeters == null) {
+                // Gauges hold their numbers weakly: these fields keep them alive.
+                AtomicLong defaultRows = new AtomicLong();
+                AtomicLong lastRun = new AtomicLong();
+                Gauge.builder(PARTITIONS_DEFAULT_ROWS, defaultRows, AtomicLong::doubleValue)
+                        .description("Rows left in the default partition after the last partition maintenance")
+                        .tags(commonTags).register(registry);
+                Gauge.builder(PARTITIONS_LAST_RUN, lastRun, AtomicLong::doubleValue).baseUnit("seconds")
+                        .description("When the last partition maintenance ended, in seconds since the epoch")
+                        .tags(commonTags).register(registry);
+                partitionMeters = new PartitionMeters(
+                        Counter.builder(PARTITIONS_CREATED).description("Day partitions created")
+                                .tags(commonTags).register(registry),
+                        Counter.builder(PARTITIONS_DROPPED).description("Expired day partitions dropped")
+                                .tags(commonTags).register(registry),
+                        Counter.builder(PARTITIONS_FAILED)
+                                .description("Day partitions a maintenance run failed to create or drop")
+                                .tags(commonTags).register(registry),
+                        defaultRows, lastRun);
+            }
+            return partitionMeters;
+        }
     }
 
     private StoreMeters storeMeters(String storeName, String operation) {

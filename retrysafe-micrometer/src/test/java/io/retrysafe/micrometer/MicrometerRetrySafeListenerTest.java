@@ -7,11 +7,13 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.MockClock;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.config.MeterFilter;
 import io.micrometer.core.instrument.distribution.DistributionStatisticConfig;
+import io.micrometer.core.instrument.simple.SimpleConfig;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.retrysafe.Attempt;
 import io.retrysafe.Fingerprint;
@@ -426,6 +428,40 @@ class MicrometerRetrySafeListenerTest {
 
             assertThat(deleted).isEqualTo(2);
             assertThat(counter(MicrometerRetrySafeListener.PURGE_DELETED)).isEqualTo(2);
+        }
+
+        @Test
+        void partitionMaintenanceRunsAreCountedAndTheLastOneIsShown() {
+            MockClock wall = new MockClock();
+            MeterRegistry r = new SimpleMeterRegistry(SimpleConfig.DEFAULT, wall);
+            registries.add(r);
+            MicrometerRetrySafeListener partitioned = MicrometerRetrySafeListener.of(r, ENGINE);
+            assertThat(r.find(MicrometerRetrySafeListener.PARTITIONS_DEFAULT_ROWS).gauge())
+                    .as("no partition meter before a maintenance run: a standard table has none").isNull();
+
+            wall.add(Duration.ofSeconds(1_800_000_000L).minusMillis(wall.wallTime()));
+            partitioned.recordPartitionMaintenance(8, 0, 0, 12);
+            wall.add(Duration.ofDays(1));
+            partitioned.recordPartitionMaintenance(1, 1, 2, 0);
+
+            assertThat(r.get(MicrometerRetrySafeListener.PARTITIONS_CREATED).counter().count()).isEqualTo(9);
+            assertThat(r.get(MicrometerRetrySafeListener.PARTITIONS_DROPPED).counter().count()).isEqualTo(1);
+            assertThat(r.get(MicrometerRetrySafeListener.PARTITIONS_FAILED).counter().count()).isEqualTo(2);
+            assertThat(r.get(MicrometerRetrySafeListener.PARTITIONS_DEFAULT_ROWS).gauge().value())
+                    .as("the last run's count, not a sum").isZero();
+            assertThat(r.get(MicrometerRetrySafeListener.PARTITIONS_LAST_RUN).gauge().value())
+                    .isEqualTo(1_800_000_000d + 86_400);
+            assertThat(r.get(MicrometerRetrySafeListener.PARTITIONS_LAST_RUN).gauge().getId().getTag("name"))
+                    .isEqualTo(ENGINE);
+        }
+
+        @Test
+        void aNegativePartitionCountIsRefusedAndNothingIsRecorded() {
+            assertThatThrownBy(() -> metrics.recordPartitionMaintenance(1, -1, 0, 0))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("counts must not be negative, but were created 1, dropped -1, failed 0,"
+                            + " defaultPartitionRows 0");
+            assertThat(registry.find(MicrometerRetrySafeListener.PARTITIONS_CREATED).counter()).isNull();
         }
 
         @Test

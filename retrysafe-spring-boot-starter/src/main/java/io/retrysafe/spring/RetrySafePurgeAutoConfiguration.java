@@ -3,8 +3,10 @@ package io.retrysafe.spring;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.JdbcLayout;
 import io.retrysafe.jdbc.JdbcPurger;
+import io.retrysafe.jdbc.PartitionMaintainer;
 import io.retrysafe.micrometer.MicrometerRetrySafeListener;
 import java.time.ZoneId;
+import java.util.function.Consumer;
 import java.util.function.LongConsumer;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -15,7 +17,10 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
-/** The scheduled purge of expired records, for the JDBC store; deletions are counted when Micrometer is there. */
+/**
+ * The scheduled purge of expired records, for the JDBC store; deletions and partition maintenance
+ * are counted when Micrometer is there.
+ */
 @AutoConfiguration(after = {RetrySafeAutoConfiguration.class, RetrySafeMicrometerAutoConfiguration.class})
 @ConditionalOnBean(JdbcIdempotencyStore.class)
 @ConditionalOnProperty(prefix = "retrysafe", name = {"enabled", "purge.enabled"}, havingValue = "true",
@@ -23,13 +28,13 @@ import org.springframework.context.annotation.Configuration;
 public class RetrySafePurgeAutoConfiguration {
 
     static RetrySafePurgeScheduler scheduler(RetrySafeProperties properties, JdbcIdempotencyStore store,
-            LongConsumer deleted) {
+            LongConsumer deleted, Consumer<PartitionMaintainer.Report> maintained) {
         RetrySafeProperties.Purge p = properties.purge();
         JdbcPurger.Builder purger = store.purger().batchSize(p.batchSize());
         if (store.layout() == JdbcLayout.PARTITIONED_BY_EXPIRY_DAY) {
             purger.maintainer(store.partitions().daysAhead(properties.store().partitionDaysAhead()).build());
         }
-        return new RetrySafePurgeScheduler(purger.build(), p.cron(), ZoneId.of(p.zone()), deleted);
+        return new RetrySafePurgeScheduler(purger.build(), p.cron(), ZoneId.of(p.zone()), deleted, maintained);
     }
 
     @Configuration(proxyBeanMethods = false)
@@ -40,13 +45,15 @@ public class RetrySafePurgeAutoConfiguration {
         @ConditionalOnMissingBean
         RetrySafePurgeScheduler retrySafePurgeScheduler(RetrySafeProperties properties, JdbcIdempotencyStore store,
                 ObjectProvider<MicrometerRetrySafeListener> metrics) {
-            return scheduler(properties, store, deleted -> metrics.ifAvailable(m -> m.recordPurge(deleted)));
+            return scheduler(properties, store, deleted -> metrics.ifAvailable(m -> m.recordPurge(deleted)),
+                    report -> metrics.ifAvailable(m -> m.recordPartitionMaintenance(report.created().size(),
+                            report.dropped().size(), report.failed().size(), report.defaultPartitionRows())));
         }
     }
 
     @Bean
     @ConditionalOnMissingBean
     RetrySafePurgeScheduler retrySafePurgeScheduler(RetrySafeProperties properties, JdbcIdempotencyStore store) {
-        return scheduler(properties, store, deleted -> { });
+        return scheduler(properties, store, deleted -> { }, report -> { });
     }
 }

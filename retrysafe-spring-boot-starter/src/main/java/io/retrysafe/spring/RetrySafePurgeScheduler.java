@@ -1,10 +1,12 @@
 package io.retrysafe.spring;
 
 import io.retrysafe.jdbc.JdbcPurger;
+import io.retrysafe.jdbc.PartitionMaintainer;
 import io.retrysafe.jdbc.PurgeResult;
 import java.lang.System.Logger.Level;
 import java.time.ZoneId;
 import java.util.concurrent.ScheduledFuture;
+import java.util.function.Consumer;
 import java.util.function.LongConsumer;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler;
@@ -21,19 +23,25 @@ public final class RetrySafePurgeScheduler implements SmartLifecycle {
     private final JdbcPurger purger;
     private final CronTrigger trigger;
     private final LongConsumer deleted;
+    private final Consumer<PartitionMaintainer.Report> maintained;
     private ThreadPoolTaskScheduler scheduler;
     private ScheduledFuture<?> future;
 
-    RetrySafePurgeScheduler(JdbcPurger purger, String cron, ZoneId zone, LongConsumer deleted) {
+    RetrySafePurgeScheduler(JdbcPurger purger, String cron, ZoneId zone, LongConsumer deleted,
+            Consumer<PartitionMaintainer.Report> maintained) {
         this.purger = purger;
         this.trigger = new CronTrigger(cron, zone);
         this.deleted = deleted;
+        this.maintained = maintained;
     }
 
     /** Runs one purge now; what the schedule calls. */
     public PurgeResult purgeNow() {
         PurgeResult result = purger.purge();
         deleted.accept(result.deleted());
+        if (result.partitions() != null && result.partitions().ran()) {
+            maintained.accept(result.partitions());
+        }
         return result;
     }
 
@@ -46,7 +54,10 @@ public final class RetrySafePurgeScheduler implements SmartLifecycle {
         if (purger.maintainer() != null) {
             scheduler.execute(() -> {
                 try {
-                    purger.maintainer().maintain();
+                    PartitionMaintainer.Report report = purger.maintainer().maintain();
+                    if (report.ran()) {
+                        maintained.accept(report);
+                    }
                 } catch (RuntimeException e) {
                     LOG.log(Level.WARNING, "partition maintenance at start failed; every purge runs it again", e);
                 }

@@ -181,7 +181,8 @@ class RetrySafeAutoConfigurationTest {
         void partitionedLayoutGetsItsTableAndItsDaysAheadAtStart() throws Exception {
             String table = "rs_autoconfig_p_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
             try {
-                withPostgres(runner).withPropertyValues("retrysafe.store.table=" + table,
+                withPostgres(runner).withBean(SimpleMeterRegistry.class, SimpleMeterRegistry::new)
+                        .withPropertyValues("retrysafe.store.table=" + table,
                         "retrysafe.store.initialize-schema=true", "retrysafe.store.layout=partitioned",
                         "retrysafe.store.partition-days-ahead=2").run(context -> {
                             assertThat(context).hasNotFailed();
@@ -195,6 +196,18 @@ class RetrySafeAutoConfigurationTest {
                                 Thread.sleep(20); // polling a condition, with the deadline above
                             }
                             assertThat(partitions).as("day partitions of " + table).isEqualTo(3);
+                            // The run reports to the meters once it is over, just after its last partition.
+                            MeterRegistry registry = context.getBean(MeterRegistry.class);
+                            while (registry.find(MicrometerRetrySafeListener.PARTITIONS_LAST_RUN).gauge() == null
+                                    && System.nanoTime() < deadline) {
+                                Thread.sleep(20); // polling a condition, with the deadline above
+                            }
+                            assertThat(registry.get(MicrometerRetrySafeListener.PARTITIONS_CREATED).counter().count())
+                                    .isEqualTo(3);
+                            assertThat(registry.get(MicrometerRetrySafeListener.PARTITIONS_DEFAULT_ROWS).gauge().value())
+                                    .isZero();
+                            assertThat(registry.get(MicrometerRetrySafeListener.PARTITIONS_LAST_RUN).gauge().value())
+                                    .isPositive();
                         });
             } finally {
                 try (Connection c = TestDatabases.postgres().getConnection(); Statement s = c.createStatement()) {
