@@ -70,6 +70,15 @@ public final class RetrySafe {
         return new RetrySafe(name, Require.notNull(store, "store"), policy, listener, failOpen);
     }
 
+    /**
+     * The same engine reporting to {@code listener} instead (guarded as the builder guards it): for
+     * an adapter that holds back the outcome until it knows whether its own transaction committed.
+     */
+    public RetrySafe withListener(RetrySafeListener listener) {
+        return new RetrySafe(name, store, policy, new GuardedListener(name, Require.notNull(listener, "listener")),
+                failOpen);
+    }
+
     public String name() {
         return name;
     }

@@ -30,6 +30,7 @@ import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.transaction.NoTransactionException;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.interceptor.TransactionAspectSupport;
+import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.transaction.support.TransactionTemplate;
 import tools.jackson.databind.JavaType;
@@ -106,8 +107,10 @@ final class IdempotentInterceptor implements MethodInterceptor {
         if (TransactionSynchronizationManager.isActualTransactionActive()) {
             // Join the caller's transaction: it commits the key with its own writes, or rolls both back.
             try {
-                return transactional.join(DataSourceUtils.getConnection(dataSource), key, fingerprint, codec, op)
-                        .outcome();
+                TransactionalRetrySafe.Joined<Object> joined = transactional.join(
+                        DataSourceUtils.getConnection(dataSource), key, fingerprint, codec, op);
+                reportWhenCompleted(joined);
+                return joined.outcome();
             } catch (RuntimeException | Error e) {
                 // The claim is in the caller's transaction and an exception released nothing: if the
                 // caller caught it and committed, the key would stay in progress. It must roll back.
@@ -121,7 +124,33 @@ final class IdempotentInterceptor implements MethodInterceptor {
             if (!joined.commit()) {
                 status.setRollbackOnly();
             }
+            reportWhenCompleted(joined);
             return joined.outcome();
+        });
+    }
+
+    /**
+     * The metrics hear a stored result once the transaction holding it has committed, and only
+     * then: a rollback reports it released, a failed commit a store error.
+     */
+    private static void reportWhenCompleted(TransactionalRetrySafe.Joined<Object> joined) {
+        if (!joined.commit()) {
+            return; // reported by join: nothing of it was to be committed
+        }
+        if (!TransactionSynchronizationManager.isSynchronizationActive()) {
+            joined.committed(); // a transaction without synchronization: its end cannot be heard
+            return;
+        }
+        TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+            @Override
+            public void afterCompletion(int status) {
+                switch (status) {
+                    case STATUS_COMMITTED -> joined.committed();
+                    case STATUS_ROLLED_BACK -> joined.rolledBack();
+                    default -> joined.commitFailed(new IllegalStateException(
+                            "the transaction's commit failed or its outcome is unknown"));
+                }
+            }
         });
     }
 

@@ -151,10 +151,12 @@ final class KafkaInboxAdvice implements MethodInterceptor {
             in.transactionManager().commit(status);
         } catch (RuntimeException e) {
             // Nothing of the listener's was kept: a failure like any other, retried by the error handler.
-            throw new StoreUnavailableException(in.inbox().engine().store().name(),
-                    in.inbox().engine().policy().retryAfter(), prefix(in) + "the transaction of " + position(record)
-                    + " (key " + key.digest() + ") did not commit: " + e.getMessage(), e);
+            StoreUnavailableException failure = joined.commitFailed(e);
+            throw new StoreUnavailableException(failure.storeName(), failure.retryAfter(), prefix(in)
+                    + "the transaction of " + position(record) + " (key " + key.digest() + ") did not commit: "
+                    + e.getMessage(), e);
         }
+        joined.committed();
         return null;
     }
 

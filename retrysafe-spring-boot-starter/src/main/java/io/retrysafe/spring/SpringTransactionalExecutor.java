@@ -77,9 +77,9 @@ final class SpringTransactionalExecutor implements IdempotentExecutor {
         } catch (RuntimeException e) {
             // A TransactionException, or a DataAccessException from a translating manager (Boot's
             // JdbcTransactionManager: a deferred constraint violated at commit is a DuplicateKeyException).
-            throw new StoreUnavailableException(tx.engine().store().name(), tx.engine().policy().retryAfter(),
-                    "the transaction of key " + key.digest() + " did not commit: " + e.getMessage(), e);
+            throw joined.commitFailed(e);
         }
+        joined.committed();
         return joined.outcome();
     }
 

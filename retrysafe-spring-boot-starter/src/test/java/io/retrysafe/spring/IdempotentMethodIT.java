@@ -4,8 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.retrysafe.FingerprintMismatchException;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
+import io.retrysafe.micrometer.MicrometerRetrySafeListener;
 import io.retrysafe.testservices.TestDatabases;
 import java.sql.Connection;
 import java.sql.Statement;
@@ -78,6 +82,11 @@ class IdempotentMethodIT {
         Orders orders(JdbcTemplate jdbc, Probe probe) {
             return new Orders(jdbc, probe);
         }
+
+        @Bean
+        SimpleMeterRegistry meterRegistry() {
+            return new SimpleMeterRegistry();
+        }
     }
 
     /** What {@link Orders#place} returns; stored as JSON and read back as this record. */
@@ -136,6 +145,8 @@ class IdempotentMethodIT {
     PlatformTransactionManager transactionManager;
     @Autowired
     TransactionalRetrySafe transactional;
+    @Autowired
+    MeterRegistry meters;
 
     private String orderNumber;
     private int runsBefore;
@@ -227,6 +238,8 @@ class IdempotentMethodIT {
 
     @Test
     void insideAnOuterTransactionThatRollsBackNothingIsKept() {
+        double storedBefore = completions("stored");
+        double releasedBefore = completions("released");
         new TransactionTemplate(transactionManager).executeWithoutResult(tx -> {
             assertThat(orders.place(orderNumber, 1999).run()).isEqualTo(runsBefore + 1);
             tx.setRollbackOnly();
@@ -234,6 +247,9 @@ class IdempotentMethodIT {
 
         assertThat(rows()).isZero();
         assertThat(status(SCOPE)).isNull();
+        assertThat(completions("stored")).as("the metrics count no stored result that was rolled back")
+                .isEqualTo(storedBefore);
+        assertThat(completions("released")).isEqualTo(releasedBefore + 1);
 
         orders.place(orderNumber, 1999);
         assertThat(runs()).as("with no key kept, the retry runs").isEqualTo(2);
@@ -243,12 +259,17 @@ class IdempotentMethodIT {
     @Test
     void insideAnOuterTransactionTheKeyCommitsWithTheCallersWrites() {
         String other = orderNumber + "-outer";
+        double storedBefore = completions("stored");
         Receipt first = new TransactionTemplate(transactionManager).execute(tx -> {
             jdbc.update("INSERT INTO " + ORDERS + " (order_number, amount_cents) VALUES (?, ?)", other, 1);
-            return orders.place(orderNumber, 1999);
+            Receipt placed = orders.place(orderNumber, 1999);
+            assertThat(completions("stored")).as("not counted before the caller's transaction commits")
+                    .isEqualTo(storedBefore);
+            return placed;
         });
 
         assertThat(keyXmin(SCOPE)).isEqualTo(orderXmin()).isEqualTo(xminOf(other));
+        assertThat(completions("stored")).isEqualTo(storedBefore + 1);
 
         // A replay inside a caller's transaction leaves that transaction usable.
         Receipt replayed = new TransactionTemplate(transactionManager).execute(tx -> {
@@ -370,5 +391,10 @@ class IdempotentMethodIT {
     private int claimsWaitingOnALock() {
         return jdbc.queryForObject("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
                 + " AND position(? in query) > 0", Integer.class, RECORDS);
+    }
+
+    private double completions(String completion) {
+        return meters.find(MicrometerRetrySafeListener.COMPLETIONS).tag("completion", completion).counters().stream()
+                .mapToDouble(Counter::count).sum();
     }
 }

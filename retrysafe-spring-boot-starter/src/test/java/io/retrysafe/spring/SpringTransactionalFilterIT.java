@@ -3,6 +3,10 @@ package io.retrysafe.spring;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.retrysafe.micrometer.MicrometerRetrySafeListener;
 import io.retrysafe.servlet.HttpIdempotency;
 import io.retrysafe.servlet.RetrySafeFilter;
 import io.retrysafe.testservices.TestDatabases;
@@ -85,6 +89,11 @@ class SpringTransactionalFilterIT {
         Probe probe() {
             return new Probe();
         }
+
+        @Bean
+        SimpleMeterRegistry meterRegistry() {
+            return new SimpleMeterRegistry();
+        }
     }
 
     /** What the test sees of the handler and steers in it. */
@@ -132,6 +141,8 @@ class SpringTransactionalFilterIT {
     Probe probe;
     @Autowired
     JdbcTemplate jdbc;
+    @Autowired
+    MeterRegistry meters;
 
     private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(Duration.ofSeconds(10)).build();
@@ -262,6 +273,9 @@ class SpringTransactionalFilterIT {
     @Test
     void aWriteThatFailsAtCommitIsAnsweredWith503NeverWithTheHandlersSuccess() throws Exception {
         probe.duplicateNext.set(true);
+        double executedBefore = requests("executed");
+        double storeErrorsBefore = requests("store_error");
+        double commitErrorsBefore = storeErrors("commit");
 
         HttpResponse<String> failed = post("alice", key, body(name));
 
@@ -273,6 +287,10 @@ class SpringTransactionalFilterIT {
         assertThat(failed.body()).contains("\"type\":\"/problems/store-unavailable\"").doesNotContain(name);
         assertThat(rows("alice")).isZero();
         assertThat(keyStatus()).isNull();
+        // The metrics tell what the client saw: a store error, not a stored result.
+        assertThat(requests("executed")).isEqualTo(executedBefore);
+        assertThat(requests("store_error")).isEqualTo(storeErrorsBefore + 1);
+        assertThat(storeErrors("commit")).isEqualTo(commitErrorsBefore + 1);
 
         HttpResponse<String> retry = post("alice", key, body(name));
 
@@ -280,6 +298,18 @@ class SpringTransactionalFilterIT {
         assertThat(retry.headers().firstValue(REPLAYED)).isEmpty();
         assertThat(rows("alice")).isEqualTo(1);
         assertThat(keyStatus()).isEqualTo("COMPLETED");
+        assertThat(requests("executed")).isEqualTo(executedBefore + 1);
+        assertThat(requests("store_error")).isEqualTo(storeErrorsBefore + 1);
+    }
+
+    private double requests(String outcome) {
+        return meters.find(MicrometerRetrySafeListener.REQUESTS).tag("outcome", outcome).counters().stream()
+                .mapToDouble(Counter::count).sum();
+    }
+
+    private double storeErrors(String operation) {
+        return meters.find(MicrometerRetrySafeListener.STORE_ERRORS).tag("operation", operation).counters().stream()
+                .mapToDouble(Counter::count).sum();
     }
 
     @Test

@@ -2,14 +2,18 @@ package io.retrysafe.jdbc;
 
 import io.retrysafe.Fingerprint;
 import io.retrysafe.IdempotencyKey;
+import io.retrysafe.InvalidKeyException;
 import io.retrysafe.Operation;
 import io.retrysafe.Outcome;
 import io.retrysafe.ResponseCodec;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.internal.Require;
+import io.retrysafe.spi.RetrySafeListener;
 import java.lang.System.Logger.Level;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * Transactional mode: the key, the operation's writes on the same connection, and the stored
@@ -100,6 +104,11 @@ public final class TransactionalRetrySafe {
      * commit only when {@link Joined#commit()} is true, and roll back otherwise; a failing commit
      * means the outcome must not be reported as a success.
      *
+     * <p>When there is something to commit, the engine's listener hears the outcome only once the
+     * caller says what became of its transaction ({@link Joined#committed()},
+     * {@link Joined#rolledBack()}, {@link Joined#commitFailed}): a result that never committed is
+     * not counted as stored.
+     *
      * <p>The claim may block up to the lock timeout on a concurrent duplicate; on PostgreSQL a
      * lock timeout aborts the transaction, which the caller then rolls back.
      */
@@ -107,12 +116,112 @@ public final class TransactionalRetrySafe {
             ResponseCodec<T> codec, Operation<T> operation) {
         Require.notNull(connection, "connection");
         TransactionBoundStore bound = new TransactionBoundStore(store, connection, false);
-        Outcome<T> outcome = engine.withStore(bound).execute(key, fingerprint, codec, operation);
-        return new Joined<>(outcome, bound.completed());
+        Outcome<T> outcome = engine.withStore(bound).withListener(new HoldingOutcome(engine.listener()))
+                .execute(key, fingerprint, codec, operation);
+        Joined<T> joined = new Joined<>(engine, key, outcome, bound.completed());
+        if (!joined.commit()) {
+            joined.report(outcome); // a replay, a refusal or a release: final whatever the caller does
+        }
+        return joined;
     }
 
-    /** What {@link #join} decided, and whether the caller's transaction may commit. */
-    public record Joined<T>(Outcome<T> outcome, boolean commit) {
+    /**
+     * What {@link #join} decided, and whether the caller's transaction may commit. When it may, the
+     * caller reports what became of it, once: {@link #committed()}, {@link #rolledBack()} or
+     * {@link #commitFailed}; until then the engine's listener has not heard the outcome.
+     */
+    public static final class Joined<T> {
+        private final RetrySafe engine;
+        private final IdempotencyKey key;
+        private final Outcome<T> outcome;
+        private final boolean commit;
+        private final AtomicBoolean reported = new AtomicBoolean();
+
+        private Joined(RetrySafe engine, IdempotencyKey key, Outcome<T> outcome, boolean commit) {
+            this.engine = engine;
+            this.key = key;
+            this.outcome = outcome;
+            this.commit = commit;
+        }
+
+        public Outcome<T> outcome() {
+            return outcome;
+        }
+
+        /** True: the response is written into the caller's transaction, which may now commit. */
+        public boolean commit() {
+            return commit;
+        }
+
+        /** The caller's transaction committed: the outcome stands and is reported. */
+        public void committed() {
+            report(outcome);
+        }
+
+        /**
+         * The caller rolled its transaction back for a reason of its own: the result was not kept,
+         * and it is reported as released (a retry runs the operation again).
+         */
+        public void rolledBack() {
+            report(outcome instanceof Outcome.Executed<T> executed
+                    ? new Outcome.Executed<>(executed.value(), executed.attempt(), Outcome.Completion.RELEASED)
+                    : outcome);
+        }
+
+        /**
+         * The caller's commit failed: reported as a store error and the {@code 503} the caller must
+         * answer instead, which this returns for it to throw.
+         */
+        public StoreUnavailableException commitFailed(RuntimeException cause) {
+            Require.notNull(cause, "cause");
+            StoreUnavailableException failure = new StoreUnavailableException(engine.store().name(),
+                    engine.policy().retryAfter(), "the transaction of key " + key.digest() + " did not commit: "
+                    + cause.getMessage(), cause);
+            if (reported.compareAndSet(false, true)) {
+                engine.listener().onStoreError(engine.store().name(), "commit", cause);
+                engine.listener().onOutcome(key, new Outcome.StoreUnavailable<>(failure));
+            }
+            return failure;
+        }
+
+        private void report(Outcome<?> reportedOutcome) {
+            if (reported.compareAndSet(false, true)) {
+                engine.listener().onOutcome(key, reportedOutcome);
+            }
+        }
+
+        @Override
+        public String toString() {
+            return "Joined[outcome=" + outcome + ", commit=" + commit + "]";
+        }
+    }
+
+    /** Passes everything on to the engine's listener but the outcome, which {@link Joined} reports. */
+    private record HoldingOutcome(RetrySafeListener listener) implements RetrySafeListener {
+        @Override
+        public void onTakeover(IdempotencyKey key, int attempt) {
+            listener.onTakeover(key, attempt);
+        }
+
+        @Override
+        public void onLeaseLost(IdempotencyKey key) {
+            listener.onLeaseLost(key);
+        }
+
+        @Override
+        public void onStoreError(String storeName, String operation, RuntimeException error) {
+            listener.onStoreError(storeName, operation, error);
+        }
+
+        @Override
+        public void onStoreLatency(String storeName, String operation, long nanos) {
+            listener.onStoreLatency(storeName, operation, nanos);
+        }
+
+        @Override
+        public void onInvalidKey(InvalidKeyException error) {
+            listener.onInvalidKey(error);
+        }
     }
 
     private void rollbackQuietly(Connection connection, IdempotencyKey key) {

@@ -15,6 +15,7 @@ import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.OwnerToken;
 import io.retrysafe.spi.RecordStatus;
+import io.retrysafe.spi.RetrySafeListener;
 import io.retrysafe.testservices.TestDatabases;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -26,6 +27,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -359,6 +361,58 @@ class PostgresTransactionalIT {
             assertThat(replay.commit()).as("a replay writes nothing to commit").isFalse();
             assertThat(replay.outcome()).isInstanceOf(Outcome.Replayed.class);
             c.rollback();
+            c.setAutoCommit(true);
+        }
+    }
+
+    @Test
+    void joinedOutcomeIsHeardOnlyOnceTheCallerSaysWhatBecameOfItsTransaction() throws SQLException {
+        List<String> heard = new CopyOnWriteArrayList<>();
+        TransactionalRetrySafe listened = TransactionalRetrySafe.of(RetrySafe.builder(store)
+                .listener(new RetrySafeListener() {
+                    @Override
+                    public void onOutcome(IdempotencyKey key, Outcome<?> outcome) {
+                        heard.add(outcome instanceof Outcome.Executed<?> e ? "executed " + e.completion()
+                                : outcome.getClass().getSimpleName());
+                    }
+
+                    @Override
+                    public void onStoreError(String storeName, String operation, RuntimeException error) {
+                        heard.add("store error " + operation);
+                    }
+                }).build());
+        try (Connection c = ds.getConnection()) {
+            c.setAutoCommit(false);
+            TransactionalRetrySafe.Joined<String> committed = listened.join(c, key("k-heard-commit"), fp,
+                    ResponseCodec.utf8(), attempt -> pay(c, scope, 100));
+            assertThat(heard).as("nothing before the caller's commit").isEmpty();
+            c.commit();
+            committed.committed();
+            committed.committed();
+            assertThat(heard).as("once, after the commit").containsExactly("executed STORED");
+
+            TransactionalRetrySafe.Joined<String> replay = listened.join(c, key("k-heard-commit"), fp,
+                    ResponseCodec.utf8(), attempt -> "again");
+            c.rollback();
+            assertThat(replay.commit()).isFalse();
+            assertThat(heard).as("a replay is final at once").containsExactly("executed STORED", "Replayed");
+
+            heard.clear();
+            TransactionalRetrySafe.Joined<String> rolledBack = listened.join(c, key("k-heard-rollback"), fp,
+                    ResponseCodec.utf8(), attempt -> pay(c, scope, 100));
+            c.rollback();
+            rolledBack.rolledBack();
+            assertThat(heard).containsExactly("executed RELEASED");
+
+            heard.clear();
+            TransactionalRetrySafe.Joined<String> failed = listened.join(c, key("k-heard-failed"), fp,
+                    ResponseCodec.utf8(), attempt -> pay(c, scope, 100));
+            c.rollback();
+            StoreUnavailableException answer = failed.commitFailed(new IllegalStateException("connection lost"));
+            assertThat(answer).hasMessageContaining("did not commit: connection lost")
+                    .hasCauseInstanceOf(IllegalStateException.class);
+            assertThat(answer.storeName()).isEqualTo(store.name());
+            assertThat(heard).containsExactly("store error commit", "StoreUnavailable");
             c.setAutoCommit(true);
         }
     }
