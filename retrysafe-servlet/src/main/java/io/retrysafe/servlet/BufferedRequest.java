@@ -9,6 +9,7 @@ import java.io.ByteArrayInputStream;
 import java.io.InputStreamReader;
 import java.io.UnsupportedEncodingException;
 import java.nio.charset.Charset;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 
 /** The request with its body read once by the filter (to fingerprint it) and served again, unchanged, to the handler. */
@@ -55,7 +56,10 @@ final class BufferedRequest extends HttpServletRequestWrapper {
      * The body decoded with the request's charset, UTF-8 without one. A charset the runtime does not
      * know, or a malformed name, is the {@link UnsupportedEncodingException} that
      * {@link jakarta.servlet.ServletRequest#getReader()} documents, as the container itself throws:
-     * never an unchecked exception that a handler written against the API would not expect.
+     * never an unchecked exception that a handler written against the API would not expect. Bytes
+     * that are not valid in the charset make a read throw
+     * {@link java.nio.charset.MalformedInputException}, as Tomcat's own reader does, rather than
+     * reach the handler as replacement characters it cannot tell from what the client sent.
      */
     @Override
     public BufferedReader getReader() throws UnsupportedEncodingException {
@@ -68,7 +72,8 @@ final class BufferedRequest extends HttpServletRequestWrapper {
             unsupported.initCause(e);
             throw unsupported;
         }
-        return new BufferedReader(new InputStreamReader(new ByteArrayInputStream(body), cs));
+        return new BufferedReader(new InputStreamReader(new ByteArrayInputStream(body), cs.newDecoder()
+                .onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT)));
     }
 
     @Override

@@ -22,7 +22,9 @@ import java.io.IOException;
 import java.io.UnsupportedEncodingException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.nio.charset.CharacterCodingException;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.Queue;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -137,6 +139,23 @@ class RetrySafeFilterBadBodyIT {
         assertThat(ESCAPED).isEmpty();
     }
 
+    /** As Tomcat's own reader: bytes that are not UTF-8 are an error to the handler, not U+FFFD it cannot tell from the client's. */
+    @Test
+    void getReaderOnBytesThatAreNotInTheCharsetThrowsMalformedInput() throws Exception {
+        byte[] head = ("POST /payments HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + KEY + ": "
+                + UUID.randomUUID() + "\r\nContent-Type: text/plain; charset=UTF-8\r\nContent-Length: 4\r\n"
+                + "X-Read: reader\r\n\r\n").getBytes(UTF_8);
+        byte[] body = {'o', 'k', (byte) 0xC3, (byte) 0x28}; // 0xC3 starts a two-byte sequence; 0x28 cannot continue it
+        byte[] request = Arrays.copyOf(head, head.length + body.length);
+        System.arraycopy(body, 0, request, head.length, body.length);
+
+        String response = exchange(request, false);
+
+        assertThat(response).startsWith("HTTP/1.1 400 ").endsWith("MalformedInputException");
+        assertThat(RUNS).hasValue(0);
+        assertThat(ESCAPED).isEmpty();
+    }
+
     // ---- helpers
 
     private static String request(String contentType, String body, String extraHeaders) {
@@ -147,10 +166,14 @@ class RetrySafeFilterBadBodyIT {
 
     /** One request on its own connection; {@code halfClose} ends the client's side after the bytes, as a client that gave up. */
     private static String exchange(String request, boolean halfClose) throws IOException {
+        return exchange(request.getBytes(UTF_8), halfClose);
+    }
+
+    private static String exchange(byte[] request, boolean halfClose) throws IOException {
         try (Socket socket = new Socket()) {
             socket.connect(new InetSocketAddress("127.0.0.1", tomcat.uri("/").getPort()), 10_000);
             socket.setSoTimeout(30_000);
-            socket.getOutputStream().write(request.getBytes(UTF_8));
+            socket.getOutputStream().write(request);
             socket.getOutputStream().flush();
             if (halfClose) {
                 socket.shutdownOutput();
@@ -222,7 +245,10 @@ class RetrySafeFilterBadBodyIT {
         }
     }
 
-    /** Counts its runs; with {@code X-Read} reads through getReader() and answers 415 naming the exception it got. */
+    /**
+     * Counts its runs; with {@code X-Read} reads through getReader() and answers 415 (unknown charset)
+     * or 400 (bytes not in the charset) naming the exception it got.
+     */
     static final class Handler extends HttpServlet {
         private static final long serialVersionUID = 1L;
 
@@ -230,9 +256,9 @@ class RetrySafeFilterBadBodyIT {
         protected void service(HttpServletRequest req, HttpServletResponse resp) throws IOException {
             if (req.getHeader("X-Read") != null) {
                 try {
-                    req.getReader().read();
-                } catch (UnsupportedEncodingException e) {
-                    resp.setStatus(415);
+                    req.getReader().read(new char[8192]);
+                } catch (UnsupportedEncodingException | CharacterCodingException e) {
+                    resp.setStatus(e instanceof UnsupportedEncodingException ? 415 : 400);
                     resp.setContentType("text/plain");
                     resp.getOutputStream().write(e.getClass().getSimpleName().getBytes(UTF_8));
                     return;

@@ -25,6 +25,7 @@ import java.io.InputStream;
 import java.io.UnsupportedEncodingException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.nio.charset.CharacterCodingException;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -270,6 +271,9 @@ class RetrySafeFilterFuzzIT {
                 } catch (UnsupportedEncodingException e) {
                     // What the Servlet API documents for an unknown charset; the handler ignores the body.
                     read = -1;
+                } catch (CharacterCodingException e) {
+                    // Bytes not in the charset, as Tomcat's own reader reports them; ignored as well.
+                    read = -2;
                 }
             } else {
                 read = req.getInputStream().readAllBytes().length;
