@@ -103,7 +103,9 @@ public final class RetrySafe {
     /**
      * Runs {@code operation} at most once per key, as DESIGN §3 says. Refusals are returned as
      * values; an exception thrown by the operation releases the key and propagates (a checked one
-     * wrapped in {@link OperationFailedException}).
+     * wrapped in {@link OperationFailedException}). On a store that writes the key last
+     * ({@link ClaimResult.Unclaimed}), concurrent duplicates may each run it inside their
+     * transactions, and all but the first to commit are rolled back and answered as replays.
      *
      * @throws StoreUnavailableException if the operation ran but its outcome could not be recorded
      */
@@ -133,6 +135,9 @@ public final class RetrySafe {
             }
             if (claim instanceof ClaimResult.Claimed claimed) {
                 return run(key, claimed, codec, operation);
+            } else if (claim instanceof ClaimResult.Unclaimed unclaimed) {
+                // Key last: the completion inserts the record, or finds another attempt's committed first.
+                return run(key, new ClaimResult.Claimed(unclaimed.token(), 1), codec, operation);
             } else if (claim instanceof ClaimResult.Replay replay) {
                 return new Outcome.Replayed<>(codec.decode(replay.response()));
             } else if (claim instanceof ClaimResult.FingerprintMismatch) {
@@ -181,6 +186,18 @@ public final class RetrySafe {
         } catch (RuntimeException e) {
             throw new StoreUnavailableException(store.name(), policy.retryAfter(), "[" + name + "] the operation for key "
                     + key.digest() + " ran, but the store failed to record its outcome: " + e.getMessage(), e);
+        }
+        if (write instanceof FencedWrite.Superseded superseded) {
+            // This attempt's writes were rolled back: the caller gets what the key holds, as a duplicate would.
+            LOG.log(Level.DEBUG, () -> "[" + name + "] attempt of key " + key.digest() + " was superseded by another's"
+                    + " commit; its writes were rolled back");
+            ClaimResult decided = superseded.decided();
+            if (decided instanceof ClaimResult.Replay replay) {
+                return new Outcome.Replayed<>(codec.decode(replay.response()));
+            } else if (decided instanceof ClaimResult.FingerprintMismatch) {
+                return new Outcome.FingerprintMismatch<>();
+            }
+            return new Outcome.InProgress<>(policy.retryAfter());
         }
         if (write instanceof FencedWrite.LeaseLost) {
             listener.onLeaseLost(key);

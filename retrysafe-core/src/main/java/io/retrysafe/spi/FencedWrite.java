@@ -11,6 +11,22 @@ public sealed interface FencedWrite {
     record LeaseLost() implements FencedWrite {
     }
 
+    /**
+     * Key last ({@link ClaimResult.Unclaimed}): another attempt's record committed first. This
+     * attempt's transaction was rolled back, its writes with it, and {@code decided} is what the
+     * key holds now: a {@link ClaimResult.Replay}, a {@link ClaimResult.FingerprintMismatch}, or a
+     * {@link ClaimResult.InProgress} when the other attempt had not finished within the lock bound.
+     */
+    record Superseded(ClaimResult decided) implements FencedWrite {
+        public Superseded {
+            if (!(decided instanceof ClaimResult.Replay || decided instanceof ClaimResult.FingerprintMismatch
+                    || decided instanceof ClaimResult.InProgress)) {
+                throw new IllegalArgumentException("a superseded write is decided by a replay, a mismatch or an "
+                        + "attempt in progress, not " + decided);
+            }
+        }
+    }
+
     FencedWrite COMMITTED = new Committed();
     FencedWrite LEASE_LOST = new LeaseLost();
 }

@@ -36,8 +36,7 @@ public final class JdbcTransactionalExecutor implements IdempotentExecutor {
     @Override
     public Outcome<StoredResponse> execute(HttpServletRequest request, IdempotencyKey key, Fingerprint fingerprint,
             OperationPolicy policy, Operation<StoredResponse> handler) {
-        TransactionalRetrySafe tx = policy == null ? transactional
-                : TransactionalRetrySafe.of(transactional.engine().with(policy));
+        TransactionalRetrySafe tx = policy == null ? transactional : transactional.with(policy);
         Connection c;
         try {
             c = dataSource.getConnection();

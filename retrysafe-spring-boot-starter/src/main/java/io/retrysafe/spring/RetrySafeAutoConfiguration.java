@@ -9,6 +9,7 @@ import io.retrysafe.OperationPolicy;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.JdbcLayout;
+import io.retrysafe.jdbc.KeyOrder;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.redis.RedisIdempotencyStore;
 import io.retrysafe.spi.IdempotencyStore;
@@ -133,7 +134,8 @@ public class RetrySafeAutoConfiguration {
     @ConditionalOnMissingBean
     @ConditionalOnBean(JdbcIdempotencyStore.class)
     @ConditionalOnProperty(prefix = "retrysafe", name = "mode", havingValue = "transactional", matchIfMissing = true)
-    TransactionalRetrySafe transactionalRetrySafe(RetrySafe retrySafe) {
-        return TransactionalRetrySafe.of(retrySafe);
+    TransactionalRetrySafe transactionalRetrySafe(RetrySafe retrySafe, RetrySafeProperties properties) {
+        return TransactionalRetrySafe.of(retrySafe, properties.store().keyOrder() == RetrySafeProperties.StoreKeyOrder.LAST
+                ? KeyOrder.LAST : KeyOrder.FIRST);
     }
 }

@@ -49,6 +49,11 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
         STANDARD, PARTITIONED
     }
 
+    /** When transactional mode writes the key: {@code first} (before the handler) or {@code last} (with the commit). */
+    public enum StoreKeyOrder {
+        FIRST, LAST
+    }
+
     /**
      * @param type {@code jdbc} (the application's DataSource; the default when there is one),
      *     {@code memory}, or {@code redis} (standalone mode only; needs {@code retrysafe-store-redis})
@@ -62,11 +67,16 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
      *     dropping whole days; its partitions are maintained at start and with every purge
      * @param partitionDaysAhead with {@code layout=partitioned}: days after today whose partitions exist ahead;
      *     at least the longest retention in days
+     * @param keyOrder transactional mode: {@code first}, the key claimed before the handler runs (a duplicate
+     *     in flight waits, then replays); or {@code last}, the record inserted with the commit (cheaper; a
+     *     duplicate in flight runs the handler too and is rolled back); {@code last} needs PostgreSQL's standard
+     *     layout and handlers whose writes are all in the transaction
      */
     public record Store(StoreType type, @DefaultValue("retrysafe_record") String table,
             @DefaultValue("5s") Duration lockTimeout, @DefaultValue("false") boolean initializeSchema,
             @DefaultValue("100000") int maxEntries, @DefaultValue Redis redis,
-            @DefaultValue("standard") StoreLayout layout, @DefaultValue("7") int partitionDaysAhead) {
+            @DefaultValue("standard") StoreLayout layout, @DefaultValue("7") int partitionDaysAhead,
+            @DefaultValue("first") StoreKeyOrder keyOrder) {
     }
 
     /**

@@ -44,8 +44,7 @@ final class SpringTransactionalExecutor implements IdempotentExecutor {
     @Override
     public Outcome<StoredResponse> execute(HttpServletRequest request, IdempotencyKey key, Fingerprint fingerprint,
             OperationPolicy policy, Operation<StoredResponse> handler) {
-        TransactionalRetrySafe tx = policy == null ? transactional
-                : TransactionalRetrySafe.of(transactional.engine().with(policy));
+        TransactionalRetrySafe tx = policy == null ? transactional : transactional.with(policy);
         DefaultTransactionDefinition definition = new DefaultTransactionDefinition();
         definition.setName("retrysafe " + key.scope());
         TransactionStatus status;

@@ -15,6 +15,7 @@ import io.retrysafe.ResponseCodec;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.JdbcLayout;
+import io.retrysafe.jdbc.KeyOrder;
 import io.retrysafe.jdbc.PurgeResult;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.micrometer.MicrometerRetrySafeListener;
@@ -118,7 +119,20 @@ class RetrySafeAutoConfigurationTest {
                 assertThat(context.getBean(RetrySafe.class).store()).isSameAs(store);
                 assertThat(context).hasSingleBean(TransactionalRetrySafe.class);
                 assertThat(context.getBean(TransactionalRetrySafe.class).engine().store()).isSameAs(store);
+                assertThat(context.getBean(TransactionalRetrySafe.class).keyOrder()).isEqualTo(KeyOrder.FIRST);
             });
+        }
+
+        @Test
+        void theKeyIsWrittenLastOnRequestAndOnlyWhereAUniqueIndexAllowsIt() {
+            withPostgres(runner).withPropertyValues("retrysafe.store.key-order=last").run(context -> {
+                assertThat(context).hasNotFailed();
+                assertThat(context.getBean(TransactionalRetrySafe.class).keyOrder()).isEqualTo(KeyOrder.LAST);
+            });
+            withPostgres(runner).withPropertyValues("retrysafe.store.key-order=last", "retrysafe.store.layout=partitioned")
+                    .run(context -> assertThat(context).getFailure().rootCause()
+                            .isInstanceOf(IllegalArgumentException.class)
+                            .hasMessageContaining("the key can be written last only on PostgreSQL's standard layout"));
         }
 
         @Test

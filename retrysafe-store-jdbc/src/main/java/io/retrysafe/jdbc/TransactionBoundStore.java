@@ -18,7 +18,9 @@ import java.util.Optional;
 /**
  * The store as seen from inside one application transaction: the claim is the transaction's first
  * statement, the completion commits it, and a release rolls it back, taking the claim with it.
- * One instance per {@link TransactionalRetrySafe#execute} call; not thread-safe.
+ * With {@link KeyOrder#LAST} the claim of an absent key only reads, and the completion inserts the
+ * record instead of updating it. One instance per {@link TransactionalRetrySafe#execute} call; not
+ * thread-safe.
  */
 final class TransactionBoundStore implements IdempotencyStore {
     private static final System.Logger LOG = System.getLogger(TransactionalRetrySafe.class.getName());
@@ -27,6 +29,9 @@ final class TransactionBoundStore implements IdempotencyStore {
     private final SqlDialect sql;
     private final Connection connection;
     private final boolean ownsTransaction;
+    private final KeyOrder keyOrder;
+    /** Key last: the request whose record the completion inserts, once the lookup found none. */
+    private ClaimRequest unclaimed;
     private boolean ended;
     private boolean completed;
 
@@ -34,11 +39,13 @@ final class TransactionBoundStore implements IdempotencyStore {
      * @param ownsTransaction true: the completion commits and a release rolls back; false: the
      *     caller's transaction manager does both, and this store only writes
      */
-    TransactionBoundStore(JdbcIdempotencyStore store, Connection connection, boolean ownsTransaction) {
+    TransactionBoundStore(JdbcIdempotencyStore store, Connection connection, boolean ownsTransaction,
+            KeyOrder keyOrder) {
         this.store = store;
         this.sql = store.sql();
         this.connection = connection;
         this.ownsTransaction = ownsTransaction;
+        this.keyOrder = keyOrder;
     }
 
     /** True once the transaction was committed with its response or rolled back by a release. */
@@ -54,6 +61,16 @@ final class TransactionBoundStore implements IdempotencyStore {
     @Override
     public ClaimResult tryClaim(ClaimRequest request) {
         try {
+            if (keyOrder == KeyOrder.LAST) {
+                // Absent (the usual case): nothing is written now. Any other record: claimed as usual.
+                ClaimResult found = sql.lookup(connection, request);
+                if (found instanceof ClaimResult.Unclaimed) {
+                    unclaimed = request;
+                }
+                if (found != null) {
+                    return found;
+                }
+            }
             return sql.tryClaim(connection, request, store.lockTimeout());
         } catch (SQLException e) {
             throw store.failure("claim", e);
@@ -62,6 +79,9 @@ final class TransactionBoundStore implements IdempotencyStore {
 
     @Override
     public FencedWrite complete(IdempotencyKey key, OwnerToken token, StoredResponse response, Duration retention) {
+        if (unclaimed != null && unclaimed.key().equals(key) && unclaimed.token().equals(token)) {
+            return insertCompleted(response, retention);
+        }
         boolean written;
         try {
             written = sql.complete(connection, key, token, response, retention, ownsTransaction);
@@ -79,6 +99,37 @@ final class TransactionBoundStore implements IdempotencyStore {
             return FencedWrite.LEASE_LOST;
         }
         return FencedWrite.COMMITTED;
+    }
+
+    private FencedWrite insertCompleted(StoredResponse response, Duration retention) {
+        ClaimRequest request = new ClaimRequest(unclaimed.key(), unclaimed.fingerprint(), unclaimed.token(),
+                unclaimed.leaseTtl(), retention);
+        try {
+            if (sql.insertCompleted(connection, request, response, store.lockTimeout(), ownsTransaction)) {
+                ended = ownsTransaction;
+                completed = true;
+                return FencedWrite.COMMITTED;
+            }
+        } catch (SQLException e) {
+            throw store.failure(ownsTransaction ? "commit the transaction with its record" : "store the record", e);
+        }
+        // Not written: the record another attempt committed first is the answer. Our transaction was
+        // rolled back; the caller's, when it is the caller's, is aborted, so the record is read on
+        // another connection. Not ended either way: the caller rolls back what is left open.
+        try {
+            if (ownsTransaction) {
+                return new FencedWrite.Superseded(sql.afterConflict(connection, request));
+            }
+            try (Connection other = store.dataSource().getConnection()) {
+                ClaimResult winner = sql.afterConflict(other, request);
+                if (!other.getAutoCommit()) {
+                    other.rollback(); // a read: leave the pool nothing open
+                }
+                return new FencedWrite.Superseded(winner);
+            }
+        } catch (SQLException e) {
+            throw store.failure("read the record that superseded this attempt", e);
+        }
     }
 
     @Override

@@ -4,6 +4,7 @@ import io.retrysafe.Fingerprint;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.InvalidKeyException;
 import io.retrysafe.Operation;
+import io.retrysafe.OperationPolicy;
 import io.retrysafe.Outcome;
 import io.retrysafe.ResponseCodec;
 import io.retrysafe.RetrySafe;
@@ -38,15 +39,29 @@ public final class TransactionalRetrySafe {
 
     private final RetrySafe engine;
     private final JdbcIdempotencyStore store;
+    private final KeyOrder keyOrder;
 
-    private TransactionalRetrySafe(RetrySafe engine, JdbcIdempotencyStore store) {
+    private TransactionalRetrySafe(RetrySafe engine, JdbcIdempotencyStore store, KeyOrder keyOrder) {
         this.engine = engine;
         this.store = store;
+        this.keyOrder = keyOrder;
     }
 
-    /** Transactional mode for an engine built on a {@link JdbcIdempotencyStore}. */
+    /** Transactional mode for an engine built on a {@link JdbcIdempotencyStore}, the key written first. */
     public static TransactionalRetrySafe of(RetrySafe engine) {
+        return of(engine, KeyOrder.FIRST);
+    }
+
+    /**
+     * Transactional mode for an engine built on a {@link JdbcIdempotencyStore}, the key written as
+     * {@code keyOrder} says.
+     *
+     * @throws IllegalArgumentException with {@link KeyOrder#LAST}, if the store is not PostgreSQL's
+     *     standard layout
+     */
+    public static TransactionalRetrySafe of(RetrySafe engine, KeyOrder keyOrder) {
         Require.notNull(engine, "engine");
+        Require.notNull(keyOrder, "keyOrder");
         if (!(engine.store() instanceof JdbcIdempotencyStore store)) {
             throw new IllegalArgumentException("transactional mode needs an engine on a JdbcIdempotencyStore, but its "
                     + "store was " + engine.store().name());
@@ -55,7 +70,21 @@ public final class TransactionalRetrySafe {
             throw new IllegalArgumentException("transactional mode cannot fail open: the store is the transaction's "
                     + "own database, so there is nothing to run without it");
         }
-        return new TransactionalRetrySafe(engine, store);
+        if (keyOrder == KeyOrder.LAST && !store.sql().supportsKeyLast()) {
+            throw new IllegalArgumentException("the key can be written last only on PostgreSQL's standard layout, where"
+                    + " a unique index makes a second insert of a key fail; store " + store.name() + " is "
+                    + store.dialect() + " with layout " + store.layout());
+        }
+        return new TransactionalRetrySafe(engine, store, keyOrder);
+    }
+
+    public KeyOrder keyOrder() {
+        return keyOrder;
+    }
+
+    /** The same mode, key order included, on the engine with another policy (a route's own retention). */
+    public TransactionalRetrySafe with(OperationPolicy policy) {
+        return new TransactionalRetrySafe(engine.with(policy), store, keyOrder);
     }
 
     /**
@@ -78,7 +107,7 @@ public final class TransactionalRetrySafe {
             return new Outcome.StoreUnavailable<>(
                     store.failure("begin a transaction", e).withRetryAfter(engine.policy().retryAfter()));
         }
-        TransactionBoundStore bound = new TransactionBoundStore(store, connection, true);
+        TransactionBoundStore bound = new TransactionBoundStore(store, connection, true, keyOrder);
         try {
             return engine.withStore(bound).execute(key, fingerprint, codec, operation);
         } finally {
@@ -110,12 +139,15 @@ public final class TransactionalRetrySafe {
      * not counted as stored.
      *
      * <p>The claim may block up to the lock timeout on a concurrent duplicate; on PostgreSQL a
-     * lock timeout aborts the transaction, which the caller then rolls back.
+     * lock timeout aborts the transaction, which the caller then rolls back. With
+     * {@link KeyOrder#LAST}, the record is inserted into the transaction after the operation; if a
+     * concurrent attempt's record committed first, the insert aborts the transaction, the outcome is
+     * that attempt's response (or 409), and {@link Joined#commit()} is false.
      */
     public <T> Joined<T> join(Connection connection, IdempotencyKey key, Fingerprint fingerprint,
             ResponseCodec<T> codec, Operation<T> operation) {
         Require.notNull(connection, "connection");
-        TransactionBoundStore bound = new TransactionBoundStore(store, connection, false);
+        TransactionBoundStore bound = new TransactionBoundStore(store, connection, false, keyOrder);
         Outcome<T> outcome = engine.withStore(bound).withListener(new HoldingOutcome(engine.listener()))
                 .execute(key, fingerprint, codec, operation);
         Joined<T> joined = new Joined<>(engine, key, outcome, bound.completed());

@@ -13,6 +13,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
@@ -31,6 +32,7 @@ import java.util.Optional;
  */
 public class PostgresSqlDialect extends SqlDialect {
     static final String LOCK_NOT_AVAILABLE = "55P03";
+    static final String UNIQUE_VIOLATION = "23505";
     static final String T = "statement_timestamp()";
 
     private final String claimSql;
@@ -40,6 +42,8 @@ public class PostgresSqlDialect extends SqlDialect {
     private final String releaseSql;
     private final String inspectSql;
     private final String purgeSql;
+    private final String insertCompletedSql;
+    private final String insertCompletedAndCommitSql;
 
     public PostgresSqlDialect(String table) {
         this(table, "/io/retrysafe/jdbc/schema-postgresql.sql");
@@ -84,6 +88,73 @@ public class PostgresSqlDialect extends SqlDialect {
                 + " WHERE scope = ? AND idem_key = ? AND expires_at > " + T;
         purgeSql = "DELETE FROM " + table + " WHERE (scope, idem_key) IN (SELECT scope, idem_key FROM " + table
                 + " WHERE expires_at <= " + T + " ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED)";
+        // Key last: a plain INSERT, so that a key another attempt committed is an error (23505) that
+        // aborts this transaction before its COMMIT runs; ON CONFLICT DO NOTHING would commit the
+        // loser's writes. The lock bound is set as for the claim: ended by the COMMIT, or restored.
+        String insert = "INSERT INTO " + table + " (scope, idem_key, fingerprint, status, owner_token, attempt,"
+                + " created_at, lease_expires_at, completed_at, expires_at, response_status, response_headers,"
+                + " response_body) VALUES (?, ?, ?, 'COMPLETED', ?, 1, " + T + ", " + T + ", " + T + ", " + T
+                + " + ? * interval '1 millisecond', ?, ?, ?)";
+        insertCompletedAndCommitSql = "SELECT set_config('lock_timeout', ?, true);" + insert + ";COMMIT";
+        insertCompletedSql = "SELECT set_config('retrysafe.saved_lock_timeout', current_setting('lock_timeout'), true),"
+                + " set_config('lock_timeout', ?, true);" + insert + ";"
+                + "SELECT set_config('lock_timeout', current_setting('retrysafe.saved_lock_timeout'), true)";
+    }
+
+    @Override
+    public boolean supportsKeyLast() {
+        return true;
+    }
+
+    @Override
+    public ClaimResult lookup(Connection c, ClaimRequest request) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(selectSql)) {
+            ps.setString(1, request.key().scope());
+            ps.setString(2, request.key().value());
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    return new ClaimResult.Unclaimed(request.token());
+                }
+                if (rs.getBoolean(7)) {
+                    return null; // expired: the claim takes it over
+                }
+                if (!Fingerprint.of(rs.getBytes(1)).matches(request.fingerprint())) {
+                    return new ClaimResult.FingerprintMismatch();
+                }
+                if (RecordStatus.valueOf(rs.getString(2)) == RecordStatus.COMPLETED) {
+                    return new ClaimResult.Replay(StoredResponse.of(rs.getInt(3), HeaderCodec.decode(rs.getString(4)),
+                            rs.getBytes(5)));
+                }
+                return null;
+            }
+        }
+    }
+
+    @Override
+    public boolean insertCompleted(Connection c, ClaimRequest request, StoredResponse response, Duration lockTimeout,
+            boolean commit) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(commit ? insertCompletedAndCommitSql : insertCompletedSql)) {
+            ps.setString(1, Long.toString(Math.max(1, lockTimeout.toMillis())));
+            ps.setString(2, request.key().scope());
+            ps.setString(3, request.key().value());
+            ps.setBytes(4, request.fingerprint().bytes());
+            ps.setObject(5, request.token().value());
+            ps.setLong(6, request.retention().toMillis());
+            ps.setInt(7, response.status());
+            ps.setString(8, HeaderCodec.encode(response.headers()));
+            ps.setBytes(9, response.body());
+            ps.execute();
+            return true;
+        } catch (SQLException e) {
+            // Committed by another attempt (23505), or still in its transaction past the bound (55P03).
+            if (!UNIQUE_VIOLATION.equals(e.getSQLState()) && !LOCK_NOT_AVAILABLE.equals(e.getSQLState())) {
+                throw e;
+            }
+            if (commit) {
+                c.rollback();
+            }
+            return false;
+        }
     }
 
     @Override

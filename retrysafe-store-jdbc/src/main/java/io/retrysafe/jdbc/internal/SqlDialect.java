@@ -50,6 +50,44 @@ public abstract class SqlDialect {
     public abstract boolean complete(Connection c, IdempotencyKey key, OwnerToken token, StoredResponse response,
             Duration retention, boolean commit) throws SQLException;
 
+    /** Whether this dialect can write the key last ({@link #lookup}, {@link #insertCompleted}). */
+    public boolean supportsKeyLast() {
+        return false;
+    }
+
+    /**
+     * Key last, before the operation: the record as committed, without writing or waiting.
+     * {@link ClaimResult.Unclaimed} if there is none; a replay or a mismatch for a live record that
+     * decides the request; null for any other record (expired, released, in progress), which the
+     * caller then claims as usual.
+     */
+    public ClaimResult lookup(Connection c, ClaimRequest request) throws SQLException {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " cannot write the key last");
+    }
+
+    /**
+     * Key last, after the operation: inserts the completed record into the connection's transaction,
+     * waiting at most {@code lockTimeout} for a concurrent attempt's uncommitted insert of the key;
+     * with {@code commit}, commits in the same round trip. True if it inserted. False if another
+     * attempt's record is there, or its insert outlived the bound: nothing was written, and the
+     * transaction was rolled back (with {@code commit}) or is aborted, for its owner to roll back.
+     */
+    public boolean insertCompleted(Connection c, ClaimRequest request, StoredResponse response, Duration lockTimeout,
+            boolean commit) throws SQLException {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " cannot write the key last");
+    }
+
+    /**
+     * Key last, once {@link #insertCompleted} found another attempt's record: what the key holds
+     * now, read on {@code c} without waiting: a replay, a mismatch, or in progress (that attempt
+     * has not committed yet, or its record is gone again).
+     */
+    public ClaimResult afterConflict(Connection c, ClaimRequest request) throws SQLException {
+        ClaimResult now = lookup(c, request);
+        return now instanceof ClaimResult.Replay || now instanceof ClaimResult.FingerprintMismatch ? now
+                : new ClaimResult.InProgress(Duration.ZERO);
+    }
+
     /** Marks the record FAILED if {@code token} holds the key. */
     public abstract boolean release(Connection c, IdempotencyKey key, OwnerToken token) throws SQLException;
 

@@ -1,0 +1,245 @@
+package io.retrysafe.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.retrysafe.jdbc.KeyOrder;
+import io.retrysafe.jdbc.TransactionalRetrySafe;
+import io.retrysafe.servlet.HttpIdempotency;
+import io.retrysafe.servlet.RetrySafeFilter;
+import io.retrysafe.testservices.TestDatabases;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpRequest.BodyPublishers;
+import java.net.http.HttpResponse;
+import java.net.http.HttpResponse.BodyHandlers;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.IntConsumer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
+import org.springframework.http.ResponseEntity;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestBody;
+import org.springframework.web.bind.annotation.RequestHeader;
+import org.springframework.web.bind.annotation.RestController;
+
+/**
+ * The starter's filter with {@code retrysafe.store.key-order=last}, as a client sees it: a Spring Boot
+ * application on a real Tomcat and the real PostgreSQL. The record is inserted with the commit; a
+ * duplicate in flight runs the handler too, is rolled back, and answers with the first's response.
+ */
+@SpringBootTest(classes = SpringKeyLastFilterIT.App.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+        properties = {
+                "retrysafe.http.scope=header",
+                "retrysafe.http.scope-header=X-User",
+                "retrysafe.http.routes[0].method=POST",
+                "retrysafe.http.routes[0].pattern=/things",
+                "retrysafe.store.initialize-schema=true",
+                "retrysafe.store.key-order=last",
+                "retrysafe.store.lock-timeout=30s",
+                "spring.datasource.hikari.maximum-pool-size=24",
+        })
+class SpringKeyLastFilterIT {
+    private static final String SUFFIX = UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+    static final String THINGS = "rs_key_last_things_" + SUFFIX;
+    static final String RECORDS = "rs_key_last_records_" + SUFFIX;
+    private static final int THREADS = 16;
+
+    @DynamicPropertySource
+    static void postgres(DynamicPropertyRegistry registry) {
+        registry.add("spring.datasource.url", TestDatabases::postgresJdbcUrl);
+        registry.add("spring.datasource.username", TestDatabases::postgresUser);
+        registry.add("spring.datasource.password", TestDatabases::postgresPassword);
+        registry.add("retrysafe.store.table", () -> RECORDS);
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @EnableAutoConfiguration
+    @Import(ThingsController.class)
+    static class App {
+        @Bean
+        Probe probe() {
+            return new Probe();
+        }
+    }
+
+    static class Probe {
+        final AtomicInteger runs = new AtomicInteger();
+        /** Called by the handler after its write, with the run's number. */
+        final AtomicReference<IntConsumer> whileRunning = new AtomicReference<>(run -> { });
+    }
+
+    @RestController
+    static class ThingsController {
+        private final JdbcTemplate jdbc;
+        private final Probe probe;
+
+        ThingsController(JdbcTemplate jdbc, Probe probe) {
+            this.jdbc = jdbc;
+            this.probe = probe;
+        }
+
+        @PostMapping("/things")
+        ResponseEntity<Map<String, Object>> create(@RequestHeader("X-User") String user,
+                @RequestBody Map<String, String> thing) {
+            int run = probe.runs.incrementAndGet();
+            String name = thing.get("name");
+            jdbc.update("INSERT INTO " + THINGS + " (owner, name) VALUES (?, ?)", user, name);
+            probe.whileRunning.get().accept(run);
+            return ResponseEntity.created(URI.create("/things/" + name)).body(Map.of("name", name, "run", run));
+        }
+    }
+
+    @LocalServerPort
+    int port;
+    @Autowired
+    Probe probe;
+    @Autowired
+    JdbcTemplate jdbc;
+    @Autowired
+    TransactionalRetrySafe transactional;
+
+    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(10)).build();
+    private String key;
+    private String name;
+    private int runsBefore;
+
+    @BeforeAll
+    static void createThingsTable() throws Exception {
+        try (Connection c = TestDatabases.postgres().getConnection(); Statement s = c.createStatement()) {
+            // No unique constraint: a second committed run would show as a second row.
+            s.execute("CREATE TABLE " + THINGS + " (owner varchar(64) NOT NULL, name varchar(64) NOT NULL)");
+        }
+    }
+
+    @AfterAll
+    static void dropTables() throws Exception {
+        try (Connection c = TestDatabases.postgres().getConnection(); Statement s = c.createStatement()) {
+            s.execute("DROP TABLE IF EXISTS " + THINGS);
+            s.execute("DROP TABLE IF EXISTS " + RECORDS);
+        }
+    }
+
+    @BeforeEach
+    void newIntent() {
+        key = UUID.randomUUID().toString();
+        name = "thing-" + UUID.randomUUID();
+        runsBefore = probe.runs.get();
+    }
+
+    @AfterEach
+    void reset() {
+        probe.whileRunning.set(run -> { });
+    }
+
+    @Test
+    void theStarterWritesTheKeyLast() {
+        assertThat(transactional.keyOrder()).isEqualTo(KeyOrder.LAST);
+    }
+
+    @Test
+    void theRecordCommitsWithTheHandlersRowAndARetryReplays() throws Exception {
+        HttpResponse<String> created = post(key);
+        HttpResponse<String> retry = post(key);
+
+        assertThat(created.statusCode()).isEqualTo(201);
+        assertThat(created.headers().firstValue(RetrySafeFilter.REPLAYED_HEADER)).isEmpty();
+        assertThat(retry.statusCode()).isEqualTo(201);
+        assertThat(retry.headers().firstValue(RetrySafeFilter.REPLAYED_HEADER)).hasValue("true");
+        assertThat(retry.body()).isEqualTo(created.body());
+        assertThat(keyStatus()).isEqualTo("COMPLETED");
+        assertThat(rows()).isEqualTo(1);
+        assertThat(probe.runs.get() - runsBefore).isEqualTo(1);
+    }
+
+    @Test
+    void aDuplicateInFlightRunsIsRolledBackAndReplaysTheFirst() throws Exception {
+        // Both runs overlap: the first finishes once the duplicate has run its handler, and the
+        // duplicate's handler returns once the first's record has committed.
+        int firstRun = runsBefore + 1;
+        probe.whileRunning.set(run -> {
+            if (run == firstRun) {
+                await().atMost(Duration.ofSeconds(20)).until(() -> probe.runs.get() > firstRun);
+            } else {
+                await().atMost(Duration.ofSeconds(20)).until(() -> "COMPLETED".equals(keyStatus()));
+            }
+        });
+        CompletableFuture<HttpResponse<String>> first = http.sendAsync(request(key), BodyHandlers.ofString());
+        await().atMost(Duration.ofSeconds(20)).until(() -> probe.runs.get() == firstRun);
+
+        HttpResponse<String> duplicate = post(key);
+
+        assertThat(first.get(30, TimeUnit.SECONDS).statusCode()).isEqualTo(201);
+        assertThat(first.get().headers().firstValue(RetrySafeFilter.REPLAYED_HEADER)).isEmpty();
+        assertThat(duplicate.statusCode()).isEqualTo(201);
+        assertThat(duplicate.headers().firstValue(RetrySafeFilter.REPLAYED_HEADER)).hasValue("true");
+        assertThat(duplicate.body()).isEqualTo(first.get().body());
+        assertThat(probe.runs.get() - runsBefore).as("both ran").isEqualTo(2);
+        assertThat(rows()).as("the duplicate's row was rolled back").isEqualTo(1);
+    }
+
+    @Test
+    void sixteenDuplicatesAtOnceMakeOneRowAndGetOneAnswer() throws Exception {
+        List<CompletableFuture<HttpResponse<String>>> sent = new ArrayList<>();
+        for (int i = 0; i < THREADS; i++) {
+            sent.add(http.sendAsync(request(key), BodyHandlers.ofString()));
+        }
+        List<HttpResponse<String>> answers = new ArrayList<>();
+        for (CompletableFuture<HttpResponse<String>> f : sent) {
+            answers.add(f.get(60, TimeUnit.SECONDS));
+        }
+
+        assertThat(answers).allSatisfy(r -> assertThat(r.statusCode()).isEqualTo(201));
+        assertThat(answers).extracting(HttpResponse::body).containsOnly(answers.get(0).body());
+        assertThat(answers).filteredOn(r -> r.headers().firstValue(RetrySafeFilter.REPLAYED_HEADER).isEmpty())
+                .as("one answer came from its own run, the others were replayed").hasSize(1);
+        assertThat(rows()).isEqualTo(1);
+    }
+
+    private HttpRequest request(String idempotencyKey) {
+        return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/things"))
+                .timeout(Duration.ofSeconds(40)).header("Content-Type", "application/json").header("X-User", "alice")
+                .header(HttpIdempotency.HEADER, idempotencyKey)
+                .POST(BodyPublishers.ofString("{\"name\":\"" + name + "\"}")).build();
+    }
+
+    private HttpResponse<String> post(String idempotencyKey) throws Exception {
+        return http.send(request(idempotencyKey), BodyHandlers.ofString());
+    }
+
+    private int rows() {
+        return jdbc.queryForObject("SELECT count(*) FROM " + THINGS + " WHERE name = ?", Integer.class, name);
+    }
+
+    /** The status of this test's key, or null when no record of it is committed. */
+    private String keyStatus() {
+        List<String> statuses = jdbc.queryForList("SELECT status FROM " + RECORDS + " WHERE idem_key = ?",
+                String.class, key);
+        return statuses.isEmpty() ? null : statuses.get(0);
+    }
+}

@@ -1,0 +1,364 @@
+package io.retrysafe.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import io.retrysafe.Fingerprint;
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.OperationPolicy;
+import io.retrysafe.Outcome;
+import io.retrysafe.ResponseCodec;
+import io.retrysafe.RetrySafe;
+import io.retrysafe.StoredResponse;
+import io.retrysafe.spi.IdempotencyRecord;
+import io.retrysafe.spi.RecordStatus;
+import io.retrysafe.testservices.TestDatabases;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Transactional mode with the key written last ({@link KeyOrder#LAST}) on PostgreSQL: the record is
+ * inserted completed with the commit. What a payment service sees: one payment per key however many
+ * duplicates race, every duplicate answered with the winner's response, the losers' writes rolled back.
+ */
+class PostgresKeyLastIT {
+    private static final String TABLE = "rs_pg_key_last_it";
+    private static final int THREADS = 16;
+    private static DataSource ds;
+    private static JdbcIdempotencyStore store;
+    private static TransactionalRetrySafe keyLast;
+    private static ExecutorService pool;
+
+    private String scope;
+    private final Fingerprint fp = Fingerprint.sha256("pay 100".getBytes(StandardCharsets.UTF_8));
+    private final AtomicInteger runs = new AtomicInteger();
+
+    @BeforeAll
+    static void setUp() throws SQLException {
+        ds = TestDatabases.postgres();
+        store = JdbcIdempotencyStore.builder(ds).table(TABLE).lockTimeout(Duration.ofSeconds(2)).build();
+        store.createSchema();
+        try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
+            st.execute("CREATE TABLE IF NOT EXISTS rs_pg_key_last_payment (id uuid PRIMARY KEY, scope text NOT NULL,"
+                    + " amount int NOT NULL)");
+        }
+        keyLast = TransactionalRetrySafe.of(RetrySafe.builder(store).build(), KeyOrder.LAST);
+        pool = Executors.newCachedThreadPool();
+    }
+
+    @AfterAll
+    static void tearDown() {
+        pool.shutdownNow();
+    }
+
+    @BeforeEach
+    void newScope() {
+        scope = "key-last-" + UUID.randomUUID();
+    }
+
+    @Test
+    void theRecordIsInsertedCompletedInTheTransactionOfThePayment() throws Exception {
+        IdempotencyKey key = key("k-first");
+
+        Outcome<String> outcome = execute(key, fp, c -> pay(c, 100));
+
+        assertThat(outcome).isInstanceOf(Outcome.Executed.class);
+        assertThat(((Outcome.Executed<String>) outcome).completion()).isEqualTo(Outcome.Completion.STORED);
+        IdempotencyRecord record = store.inspect(key).orElseThrow();
+        assertThat(record.status()).isEqualTo(RecordStatus.COMPLETED);
+        assertThat(record.attempt()).isEqualTo(1);
+        assertThat(record.response().map(r -> new String(r.body(), StandardCharsets.UTF_8))).hasValue(outcome.orThrow());
+        assertThat(xmin("SELECT xmin::text FROM " + TABLE + " WHERE scope = ?"))
+                .as("the record and the payment were written by one transaction")
+                .isEqualTo(xmin("SELECT xmin::text FROM rs_pg_key_last_payment WHERE scope = ?"));
+        assertThat(payments()).isEqualTo(1);
+    }
+
+    @Test
+    void aRetryReplaysWithoutRunningAndAnotherPayloadIsRefused() throws Exception {
+        IdempotencyKey key = key("k-retry");
+        String first = execute(key, fp, c -> pay(c, 100)).orThrow();
+
+        Outcome<String> retry = execute(key, fp, c -> pay(c, 100));
+        Outcome<String> other = execute(key, Fingerprint.sha256(new byte[] {2}), c -> pay(c, 200));
+
+        assertThat(retry).isEqualTo(new Outcome.Replayed<>(first));
+        assertThat(other).isInstanceOf(Outcome.FingerprintMismatch.class);
+        assertThat(runs).hasValue(1);
+        assertThat(payments()).isEqualTo(1);
+    }
+
+    @Test
+    void duplicatesRacingOnOneKeyMakeOnePaymentAndAllGetItsAnswer() throws Exception {
+        IdempotencyKey key = key("k-race");
+        CountDownLatch start = new CountDownLatch(1);
+        List<Future<Outcome<String>>> futures = new ArrayList<>();
+        for (int i = 0; i < THREADS; i++) {
+            futures.add(pool.submit(() -> {
+                start.await();
+                return execute(key, fp, c -> pay(c, 100));
+            }));
+        }
+        start.countDown();
+        List<Outcome<String>> outcomes = new ArrayList<>();
+        for (Future<Outcome<String>> f : futures) {
+            outcomes.add(f.get(60, TimeUnit.SECONDS));
+        }
+
+        List<Outcome<String>> executed = outcomes.stream().filter(o -> o instanceof Outcome.Executed).toList();
+        assertThat(executed).as("one attempt committed").hasSize(1);
+        String answer = executed.get(0).orThrow();
+        assertThat(outcomes).as("every other duplicate got the winner's answer")
+                .filteredOn(o -> !(o instanceof Outcome.Executed)).allSatisfy(o -> assertThat(o)
+                        .isEqualTo(new Outcome.Replayed<>(answer)));
+        assertThat(payments()).as("the losers' payments were rolled back").isEqualTo(1);
+        assertThat(runs.get()).as("runs, some of them rolled back").isBetween(1, THREADS);
+        assertThat(store.inspect(key).orElseThrow().status()).isEqualTo(RecordStatus.COMPLETED);
+    }
+
+    @Test
+    void aFailingOperationLeavesNoRecordAndItsRetryRuns() throws Exception {
+        IdempotencyKey key = key("k-fail");
+
+        assertThatThrownBy(() -> execute(key, fp, c -> {
+            pay(c, 100);
+            throw new IllegalStateException("ledger offline");
+        })).hasMessage("ledger offline");
+        assertThat(store.inspect(key)).isEmpty();
+        assertThat(payments()).isZero();
+
+        Outcome<String> retry = execute(key, fp, c -> pay(c, 100));
+
+        assertThat(retry).isInstanceOf(Outcome.Executed.class);
+        assertThat(payments()).isEqualTo(1);
+    }
+
+    @Test
+    void aReleasedResultIsNotKept() throws Exception {
+        IdempotencyKey key = key("k-503");
+        TransactionalRetrySafe storesNothingOn5xx = keyLast.with(OperationPolicy.ofDefaults());
+        Outcome<StoredResponse> outcome;
+        try (Connection c = ds.getConnection()) {
+            outcome = storesNothingOn5xx.execute(c, key, fp, ResponseCodec.identity(), attempt -> {
+                pay(c, 100);
+                return StoredResponse.of(503, new byte[0]);
+            });
+        }
+
+        assertThat(outcome).isInstanceOf(Outcome.Executed.class);
+        assertThat(((Outcome.Executed<StoredResponse>) outcome).completion()).isEqualTo(Outcome.Completion.RELEASED);
+        assertThat(store.inspect(key)).isEmpty();
+        assertThat(payments()).isZero();
+    }
+
+    @Test
+    void anExpiredRecordIsTakenOverAsWithTheKeyFirst() throws Exception {
+        IdempotencyKey key = key("k-expired");
+        execute(key, fp, c -> pay(c, 100));
+        try (Connection c = ds.getConnection();
+                PreparedStatement ps = c.prepareStatement("UPDATE " + TABLE + " SET expires_at = statement_timestamp()"
+                        + " - interval '1 second' WHERE scope = ?")) {
+            ps.setString(1, scope);
+            ps.executeUpdate();
+        }
+
+        Outcome<String> again = execute(key, fp, c -> pay(c, 100));
+
+        assertThat(again).isInstanceOf(Outcome.Executed.class);
+        assertThat(payments()).isEqualTo(2);
+        assertThat(store.inspect(key).orElseThrow().status()).isEqualTo(RecordStatus.COMPLETED);
+    }
+
+    @Test
+    void aDuplicateWaitingPastTheLockBoundIsInProgressAndKeepsNothing() throws Exception {
+        IdempotencyKey key = key("k-slow");
+        CountDownLatch inserted = new CountDownLatch(1);
+        CountDownLatch finish = new CountDownLatch(1);
+        // The first holds its uncommitted record open, joined to a transaction this test ends.
+        Future<Outcome<String>> first = pool.submit(() -> {
+            try (Connection c = ds.getConnection()) {
+                c.setAutoCommit(false);
+                TransactionalRetrySafe.Joined<String> joined = keyLast.join(c, key, fp, ResponseCodec.utf8(),
+                        attempt -> pay(c, 100));
+                inserted.countDown();
+                finish.await();
+                c.commit();
+                joined.committed();
+                return joined.outcome();
+            }
+        });
+        assertThat(inserted.await(30, TimeUnit.SECONDS)).isTrue();
+
+        Outcome<String> duplicate = execute(key, fp, c -> pay(c, 100));
+        finish.countDown();
+
+        assertThat(duplicate).isInstanceOf(Outcome.InProgress.class);
+        assertThat(first.get(30, TimeUnit.SECONDS)).isInstanceOf(Outcome.Executed.class);
+        assertThat(payments()).as("the first's payment only").isEqualTo(1);
+        assertThat(execute(key, fp, c -> pay(c, 100))).isEqualTo(new Outcome.Replayed<>(first.get().orThrow()));
+    }
+
+    @Test
+    void aDuplicateWhoseInsertMeetsTheFirstsCommitIsRolledBackAndReplaysIt() throws Exception {
+        IdempotencyKey key = key("k-loser");
+        CountDownLatch firstInserted = new CountDownLatch(1);
+        CountDownLatch commitFirst = new CountDownLatch(1);
+        Future<String> first = pool.submit(() -> {
+            try (Connection c = ds.getConnection()) {
+                c.setAutoCommit(false);
+                TransactionalRetrySafe.Joined<String> joined = keyLast.join(c, key, fp, ResponseCodec.utf8(),
+                        attempt -> pay(c, 100));
+                firstInserted.countDown();
+                commitFirst.await();
+                c.commit();
+                joined.committed();
+                return joined.outcome().orThrow();
+            }
+        });
+        assertThat(firstInserted.await(30, TimeUnit.SECONDS)).isTrue();
+
+        Future<Outcome<String>> duplicate = pool.submit(() -> execute(key, fp, c -> pay(c, 100)));
+        await().atMost(Duration.ofSeconds(30)).until(() -> insertsWaitingOnALock() == 1);
+        commitFirst.countDown();
+
+        String answer = first.get(30, TimeUnit.SECONDS);
+        assertThat(duplicate.get(30, TimeUnit.SECONDS)).isEqualTo(new Outcome.Replayed<>(answer));
+        assertThat(runs).as("both ran; the duplicate was rolled back").hasValue(2);
+        assertThat(payments()).isEqualTo(1);
+    }
+
+    @Test
+    void joinedToTheCallersTransactionALoserIsToldToRollBackAndGetsTheWinnersAnswer() throws Exception {
+        IdempotencyKey key = key("k-join");
+        CountDownLatch firstInserted = new CountDownLatch(1);
+        CountDownLatch commitFirst = new CountDownLatch(1);
+        Future<String> first = pool.submit(() -> {
+            try (Connection c = ds.getConnection()) {
+                c.setAutoCommit(false);
+                TransactionalRetrySafe.Joined<String> joined = keyLast.join(c, key, fp, ResponseCodec.utf8(),
+                        attempt -> pay(c, 100));
+                assertThat(joined.commit()).isTrue();
+                firstInserted.countDown();
+                commitFirst.await();
+                c.commit();
+                joined.committed();
+                return joined.outcome().orThrow();
+            }
+        });
+        assertThat(firstInserted.await(30, TimeUnit.SECONDS)).isTrue();
+
+        Future<TransactionalRetrySafe.Joined<String>> second = pool.submit(() -> {
+            try (Connection c = ds.getConnection()) {
+                c.setAutoCommit(false);
+                TransactionalRetrySafe.Joined<String> joined = keyLast.join(c, key, fp, ResponseCodec.utf8(),
+                        attempt -> pay(c, 100));
+                c.rollback(); // aborted by the insert that met the first's record: the caller rolls back
+                return joined;
+            }
+        });
+        // The second's insert waits on the first's uncommitted record until the first commits.
+        await().atMost(Duration.ofSeconds(30)).until(() -> insertsWaitingOnALock() == 1);
+        commitFirst.countDown();
+
+        String answer = first.get(30, TimeUnit.SECONDS);
+        TransactionalRetrySafe.Joined<String> loser = second.get(30, TimeUnit.SECONDS);
+        assertThat(loser.commit()).isFalse();
+        assertThat(loser.outcome()).isEqualTo(new Outcome.Replayed<>(answer));
+        assertThat(runs).as("both ran; one was rolled back").hasValue(2);
+        assertThat(payments()).isEqualTo(1);
+    }
+
+    @Test
+    void onlyPostgresqlsStandardLayoutCanWriteTheKeyLast() {
+        JdbcIdempotencyStore partitioned = JdbcIdempotencyStore.builder(ds).layout(JdbcLayout.PARTITIONED_BY_EXPIRY_DAY)
+                .table("rs_pg_key_last_partitioned").build();
+
+        assertThatThrownBy(() -> TransactionalRetrySafe.of(RetrySafe.builder(partitioned).build(), KeyOrder.LAST))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("the key can be written last only on PostgreSQL's standard layout")
+                .hasMessageContaining("PARTITIONED_BY_EXPIRY_DAY");
+        assertThat(TransactionalRetrySafe.of(RetrySafe.builder(partitioned).build()).keyOrder()).isEqualTo(KeyOrder.FIRST);
+    }
+
+    // ---- helpers
+
+    private interface Work {
+        String run(Connection c) throws SQLException;
+    }
+
+    private IdempotencyKey key(String value) {
+        return IdempotencyKey.of(scope, value);
+    }
+
+    private Outcome<String> execute(IdempotencyKey key, Fingerprint fingerprint, Work work) throws SQLException {
+        try (Connection c = ds.getConnection()) {
+            return keyLast.execute(c, key, fingerprint, ResponseCodec.utf8(), attempt -> work.run(c));
+        }
+    }
+
+    private String pay(Connection c, int amount) throws SQLException {
+        runs.incrementAndGet();
+        UUID id = UUID.randomUUID();
+        try (PreparedStatement ps = c.prepareStatement(
+                "INSERT INTO rs_pg_key_last_payment (id, scope, amount) VALUES (?, ?, ?)")) {
+            ps.setObject(1, id);
+            ps.setString(2, scope);
+            ps.setInt(3, amount);
+            ps.executeUpdate();
+        }
+        return "payment " + id;
+    }
+
+    private int payments() throws SQLException {
+        try (Connection c = ds.getConnection();
+                PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM rs_pg_key_last_payment WHERE scope = ?")) {
+            ps.setString(1, scope);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1);
+            }
+        }
+    }
+
+    private String xmin(String sql) throws SQLException {
+        try (Connection c = ds.getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setString(1, scope);
+            try (ResultSet rs = ps.executeQuery()) {
+                assertThat(rs.next()).isTrue();
+                return rs.getString(1);
+            }
+        }
+    }
+
+    /** Sessions whose insert into this test's records table waits on another transaction's lock. */
+    private int insertsWaitingOnALock() throws SQLException {
+        try (Connection c = ds.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND position(? in query) > 0")) {
+            ps.setString(1, "INSERT INTO " + TABLE);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1);
+            }
+        }
+    }
+}
