@@ -7,7 +7,6 @@ import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisConnectionException;
 import io.lettuce.core.RedisNoScriptException;
-import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.SetArgs;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
@@ -20,17 +19,13 @@ import io.retrysafe.IdempotencyKey;
 import io.retrysafe.OperationPolicy;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.internal.HeaderCodec;
-import io.retrysafe.internal.Hex;
 import io.retrysafe.internal.Require;
+import io.retrysafe.redis.internal.Script;
 import io.retrysafe.spi.FastPath;
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.lang.System.Logger.Level;
 import java.nio.BufferUnderflowException;
 import java.nio.ByteBuffer;
 import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Optional;
@@ -120,9 +115,6 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
     private static final int RESPONSE_HEADER_BYTES = 2 + Fingerprint.LENGTH + 2 + 4;
 
     private static final System.Logger LOG = System.getLogger(RedisFastFilter.class.getName());
-    private static final String CLEAR_SCRIPT_RESOURCE = "/io/retrysafe/redis/fast-filter-clear.lua";
-    private static final byte[] CLEAR_SCRIPT = readScript();
-    private static final String CLEAR_SCRIPT_SHA = sha1(CLEAR_SCRIPT);
 
     private final Supplier<Link> connector;
     private final String topology;
@@ -283,13 +275,15 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
         call("clear", l -> clearMarker(l, redisKey), null);
     }
 
+    /** Called by its SHA-1, loaded only when Redis answers {@code NOSCRIPT} (first use, restart, flush). */
     private Long clearMarker(Link l, byte[] redisKey) {
+        Script script = Script.FAST_FILTER_CLEAR;
         byte[][] keys = {redisKey};
         try {
-            return l.commands().evalsha(CLEAR_SCRIPT_SHA, ScriptOutputType.INTEGER, keys, MARKER);
+            return l.commands().evalsha(script.sha(), script.output(), keys, MARKER);
         } catch (RedisNoScriptException e) {
-            l.commands().scriptLoad(CLEAR_SCRIPT);
-            return l.commands().evalsha(CLEAR_SCRIPT_SHA, ScriptOutputType.INTEGER, keys, MARKER);
+            l.commands().scriptLoad(script.source());
+            return l.commands().evalsha(script.sha(), script.output(), keys, MARKER);
         }
     }
 
@@ -500,25 +494,6 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
             return new Cached.Replay(StoredResponse.of(status, HeaderCodec.decode(new String(headers, UTF_8)), body));
         } catch (BufferUnderflowException | IndexOutOfBoundsException e) {
             throw new IllegalArgumentException("truncated fast filter entry (" + value.length + " bytes)", e);
-        }
-    }
-
-    private static byte[] readScript() {
-        try (InputStream in = RedisFastFilter.class.getResourceAsStream(CLEAR_SCRIPT_RESOURCE)) {
-            if (in == null) {
-                throw new IllegalStateException("Lua script " + CLEAR_SCRIPT_RESOURCE + " is missing from the jar");
-            }
-            return in.readAllBytes();
-        } catch (IOException e) {
-            throw new UncheckedIOException("cannot read Lua script " + CLEAR_SCRIPT_RESOURCE, e);
-        }
-    }
-
-    private static String sha1(byte[] bytes) {
-        try {
-            return Hex.encode(MessageDigest.getInstance("SHA-1").digest(bytes));
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("every Java platform provides SHA-1", e);
         }
     }
 

@@ -346,7 +346,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         try {
             fresh = connector.get();
             fresh.connection().setTimeout(commandTimeout);
-            for (Script script : Script.values()) {
+            for (Script script : Script.STORE) {
                 fresh.commands().scriptLoad(script.source());
             }
             warnIfEvicting(fresh.commands());

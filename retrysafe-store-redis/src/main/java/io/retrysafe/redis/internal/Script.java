@@ -7,17 +7,22 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.List;
 
 /**
- * One of the store's Lua scripts, as shipped in {@code io/retrysafe/redis/*.lua}: its source, which
- * is sent once with {@code SCRIPT LOAD}, and its SHA-1, by which every call names it
- * ({@code EVALSHA}). The SHA-1 is computed here exactly as Redis computes it, so it is known before
- * any server has seen the script.
+ * One of the Lua scripts shipped in {@code io/retrysafe/redis/*.lua}: its source, which is sent with
+ * {@code SCRIPT LOAD}, and its SHA-1, by which every call names it ({@code EVALSHA}). The SHA-1 is
+ * computed here exactly as Redis computes it, so it is known before any server has seen the script.
  */
 public enum Script {
     CLAIM("claim.lua", ScriptOutputType.MULTI),
     COMPLETE("complete.lua", ScriptOutputType.INTEGER),
-    RELEASE("release.lua", ScriptOutputType.INTEGER);
+    RELEASE("release.lua", ScriptOutputType.INTEGER),
+    /** The fast filter's: removes an in-flight marker, never a cached response. */
+    FAST_FILTER_CLEAR("fast-filter-clear.lua", ScriptOutputType.INTEGER);
+
+    /** The store's scripts, which it loads on every new connection; the fast filter's are not among them. */
+    public static final List<Script> STORE = List.of(CLAIM, COMPLETE, RELEASE);
 
     private final String resource;
     private final ScriptOutputType output;
