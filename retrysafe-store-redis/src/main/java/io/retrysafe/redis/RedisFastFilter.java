@@ -8,18 +8,15 @@ import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisConnectionException;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.SetArgs;
-import io.lettuce.core.api.StatefulConnection;
-import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.RedisClusterClient;
-import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
-import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
-import io.lettuce.core.codec.ByteArrayCodec;
 import io.retrysafe.Fingerprint;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.OperationPolicy;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.internal.HeaderCodec;
 import io.retrysafe.internal.Require;
+import io.retrysafe.redis.LazyConnection.Link;
+import io.retrysafe.redis.LazyConnection.NotConnected;
 import io.retrysafe.redis.internal.Script;
 import io.retrysafe.spi.FastPath;
 import java.lang.System.Logger.Level;
@@ -29,10 +26,7 @@ import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
@@ -116,7 +110,6 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
 
     private static final System.Logger LOG = System.getLogger(RedisFastFilter.class.getName());
 
-    private final Supplier<Link> connector;
     private final String topology;
     private final String keyPrefix;
     private final byte[] keyPrefixBytes;
@@ -128,19 +121,9 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
     private final Duration maxOpenBackoff;
     private final Listener listener;
     private final CircuitBreaker breaker;
-
-    private final Object lock = new Object();
-    private volatile Link link;
-    // Guarded by lock.
-    private CompletableFuture<Link> connecting;
-    private boolean closed;
-
-    /** The filter's connection and its commands; one of either topology. */
-    private record Link(StatefulConnection<byte[], byte[]> connection, RedisClusterCommands<byte[], byte[]> commands) {
-    }
+    private final LazyConnection connection;
 
     private RedisFastFilter(Builder b) {
-        this.connector = b.connector;
         this.topology = b.topology;
         this.keyPrefix = b.keyPrefix == null ? DEFAULT_KEY_PREFIX : b.keyPrefix;
         this.keyPrefixBytes = keyPrefix.getBytes(US_ASCII);
@@ -154,24 +137,23 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
         LongSupplier ticker = b.ticker == null ? System::nanoTime : b.ticker;
         this.breaker = new CircuitBreaker(failureThreshold, openBackoff.toNanos(), maxOpenBackoff.toNanos(), ticker,
                 this::breakerChanged);
+        // No cool-down after a failed attempt: the breaker decides when a call tries Redis again.
+        this.connection = new LazyConnection("retrysafe-" + name + "-connect", "fast filter " + name + " is closed",
+                b.connector, link -> { }, timeout, Duration.ZERO,
+                () -> LOG.log(Level.DEBUG, () -> "[" + name + "] connection to Redis lost; opening a new one"),
+                () -> LOG.log(Level.DEBUG, () -> "[" + name + "] connected to Redis (" + topology + ")"));
     }
 
     /** A fast filter on a standalone Redis, or a Sentinel-managed one (the client's URI says which). */
     public static Builder builder(RedisClient client) {
         Require.notNull(client, "client");
-        return new Builder(() -> {
-            StatefulRedisConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
-            return new Link(c, c.sync());
-        }, "standalone");
+        return new Builder(Link.to(client), "standalone");
     }
 
     /** A fast filter on a Redis Cluster. */
     public static Builder builder(RedisClusterClient client) {
         Require.notNull(client, "client");
-        return new Builder(() -> {
-            StatefulRedisClusterConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
-            return new Link(c, c.sync());
-        }, "cluster");
+        return new Builder(Link.to(client), "cluster");
     }
 
     @Override
@@ -300,15 +282,7 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
     /** Closes the filter's connection (not the client, which stays the application's); idempotent. */
     @Override
     public void close() {
-        synchronized (lock) {
-            closed = true;
-            Link l = link;
-            link = null;
-            if (l != null) {
-                l.connection().close();
-            }
-            // A connection still being opened is closed by connect(), which sees closed.
-        }
+        connection.close();
     }
 
     // ------------------------------------------------------------------------------------------
@@ -342,85 +316,25 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
     }
 
     /**
-     * The connection; the first is opened in the background and waited for at most the timeout, so
-     * that a Redis that does not answer costs a request no more than a command would.
-     *
-     * <p>A connection that lost Redis is replaced by a new one rather than left to Lettuce's own
-     * reconnection: after a long outage that waits up to 30 s between attempts, and rejects (or
-     * queues) every command meanwhile, so the breaker's probes would fail without trying Redis and
-     * its backoff would double while Redis is back. Only calls the breaker lets through (and
-     * {@link #ping()}) get here: while it is open, nothing tries to connect.
+     * The connection: opened on first use, and again when Lettuce reports it lost, without waiting
+     * out Lettuce's own reconnection (why: {@link LazyConnection}); waited for at most the timeout,
+     * so that a Redis that does not answer costs a request no more than a command would. Only calls
+     * the breaker lets through (and {@link #ping()}) get here: while it is open, nothing tries to
+     * connect. The exceptions are Lettuce's, which the breaker counts as failures.
      */
     private Link link() {
-        Link l = link;
-        if (l != null && l.connection().isOpen()) {
-            return l;
-        }
-        CompletableFuture<Link> attempt;
-        synchronized (lock) {
-            if (closed) {
-                throw new IllegalStateException("fast filter " + name + " is closed");
-            }
-            if (link != null) {
-                if (link.connection().isOpen()) {
-                    return link;
-                }
-                Link lost = link;
-                link = null;
-                lost.connection().closeAsync(); // ends Lettuce's reconnection of it
-                LOG.log(Level.DEBUG, () -> "[" + name + "] connection to Redis lost; opening a new one");
-            }
-            if (connecting == null) {
-                CompletableFuture<Link> started = new CompletableFuture<>();
-                connecting = started;
-                Thread connect = new Thread(() -> connect(started), "retrysafe-" + name + "-connect");
-                connect.setDaemon(true);
-                connect.start();
-            }
-            attempt = connecting;
-        }
         try {
-            return attempt.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
-        } catch (TimeoutException e) {
-            throw new RedisCommandTimeoutException("not connected to Redis within " + timeout.toMillis()
-                    + " ms; still connecting");
-        } catch (ExecutionException e) {
+            return connection.get();
+        } catch (NotConnected e) {
             Throwable cause = e.getCause();
-            throw cause instanceof RuntimeException re ? re
-                    : new RedisConnectionException("connecting to Redis failed: " + cause, cause);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new RedisConnectionException("interrupted while connecting to Redis", e);
+            throw switch (e.reason()) {
+                case STILL_CONNECTING -> new RedisCommandTimeoutException("not connected to Redis within "
+                        + timeout.toMillis() + " ms; still connecting");
+                case FAILED, COOLING_DOWN -> cause instanceof RuntimeException re ? re
+                        : new RedisConnectionException("connecting to Redis failed: " + cause, cause);
+                case INTERRUPTED -> new RedisConnectionException("interrupted while connecting to Redis", cause);
+            };
         }
-    }
-
-    private void connect(CompletableFuture<Link> attempt) {
-        Link fresh;
-        try {
-            fresh = connector.get();
-            fresh.connection().setTimeout(timeout);
-        } catch (RuntimeException e) {
-            synchronized (lock) {
-                if (connecting == attempt) {
-                    connecting = null; // the next call that the breaker lets through tries again
-                }
-            }
-            attempt.completeExceptionally(e);
-            return;
-        }
-        synchronized (lock) {
-            if (connecting == attempt) {
-                connecting = null;
-            }
-            if (closed) {
-                fresh.connection().closeAsync();
-                attempt.completeExceptionally(new IllegalStateException("fast filter " + name + " is closed"));
-                return;
-            }
-            link = fresh;
-        }
-        LOG.log(Level.DEBUG, () -> "[" + name + "] connected to Redis (" + topology + ")");
-        attempt.complete(fresh);
     }
 
     private void breakerChanged(BreakerState from, BreakerState to, int failures, long backoffNanos,

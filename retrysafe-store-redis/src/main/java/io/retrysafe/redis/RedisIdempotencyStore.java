@@ -6,18 +6,16 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisNoScriptException;
-import io.lettuce.core.api.StatefulConnection;
-import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.RedisClusterClient;
-import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
-import io.lettuce.core.codec.ByteArrayCodec;
 import io.retrysafe.Fingerprint;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.internal.HeaderCodec;
 import io.retrysafe.internal.Require;
+import io.retrysafe.redis.LazyConnection.Link;
+import io.retrysafe.redis.LazyConnection.NotConnected;
 import io.retrysafe.redis.internal.Script;
 import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
@@ -33,10 +31,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 
 /**
@@ -74,32 +68,24 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     private static final Duration RETRY_AFTER = Duration.ofSeconds(1);
     private static final System.Logger LOG = System.getLogger(RedisIdempotencyStore.class.getName());
 
-    private final Supplier<Link> connector;
     private final String topology;
     private final String keyPrefix;
     private final byte[] keyPrefixBytes;
     private final String name;
     private final Duration commandTimeout;
-
-    private final Object lock = new Object();
-    private volatile Link link;
-    // Guarded by lock.
-    private boolean closed;
-    private CompletableFuture<Link> connecting;
-    private long lastConnectFailureNanos;
-    private RuntimeException lastConnectFailure;
-
-    /** The store's connection and its commands; one of either topology. */
-    private record Link(StatefulConnection<byte[], byte[]> connection, RedisClusterCommands<byte[], byte[]> commands) {
-    }
+    private final LazyConnection connection;
 
     private RedisIdempotencyStore(Builder b) {
-        this.connector = b.connector;
         this.topology = b.topology;
         this.keyPrefix = b.keyPrefix == null ? DEFAULT_KEY_PREFIX : b.keyPrefix;
         this.keyPrefixBytes = keyPrefix.getBytes(US_ASCII);
         this.name = b.name == null ? DEFAULT_NAME : b.name;
         this.commandTimeout = b.commandTimeout == null ? DEFAULT_COMMAND_TIMEOUT : b.commandTimeout;
+        this.connection = new LazyConnection("retrysafe-" + name + "-connect",
+                "idempotency store " + name + " is closed", b.connector, this::initialise, commandTimeout, RETRY_AFTER,
+                () -> LOG.log(Level.INFO, () -> "[" + name + "] connection to Redis lost; opening a new one"),
+                () -> LOG.log(Level.DEBUG, () -> "[" + name + "] connected to Redis (" + topology
+                        + "), scripts loaded"));
     }
 
     /**
@@ -108,19 +94,13 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
      */
     public static Builder builder(RedisClient client) {
         Require.notNull(client, "client");
-        return new Builder(() -> {
-            StatefulRedisConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
-            return new Link(c, c.sync());
-        }, "standalone");
+        return new Builder(Link.to(client), "standalone");
     }
 
     /** A store on a Redis Cluster; the client's seed URIs are where Lettuce learns the topology. */
     public static Builder builder(RedisClusterClient client) {
         Require.notNull(client, "client");
-        return new Builder(() -> {
-            StatefulRedisClusterConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
-            return new Link(c, c.sync());
-        }, "cluster");
+        return new Builder(Link.to(client), "cluster");
     }
 
     public String keyPrefix() {
@@ -234,14 +214,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     /** Closes the store's connection (not the client, which stays the application's); idempotent. */
     @Override
     public void close() {
-        synchronized (lock) {
-            closed = true;
-            Link l = link;
-            link = null;
-            if (l != null) {
-                l.connection().close();
-            }
-        }
+        connection.close();
     }
 
     // ------------------------------------------------------------------------------------------
@@ -271,121 +244,37 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     }
 
     /**
-     * The connection, with its scripts loaded. It is opened on first use in the background, and a
-     * call waits for it at most {@code commandTimeout}, so that a Redis that does not answer costs a
-     * call no more than a command would; a failed attempt is not repeated for a second (calls in
-     * between fail at once), and every call waiting meanwhile shares the one attempt.
-     *
-     * <p>A connection that lost Redis is replaced the same way rather than left to Lettuce's own
-     * reconnection: after a long outage that waits up to 30 s between attempts, and rejects (or
-     * queues until they time out) every command meanwhile, so the store would answer 503 for that
-     * long after Redis is back. Closing the lost connection ends Lettuce's reconnection of it and
-     * fails the commands Lettuce still holds for it, instead of sending them later, when their
-     * callers have long had their 503.
+     * The connection, with its scripts loaded: opened on first use, and again when Lettuce reports
+     * it lost, without waiting out Lettuce's own reconnection (why: {@link LazyConnection}). A call
+     * waits for it at most {@code commandTimeout}, so that a Redis that does not answer costs a call
+     * no more than a command would; a failed attempt is not repeated for a second (calls in between
+     * fail at once), and every call waiting meanwhile shares the one attempt.
      */
     private Link link(String operation) {
-        Link l = link;
-        if (l != null && l.connection().isOpen()) {
-            return l;
-        }
-        CompletableFuture<Link> attempt;
-        synchronized (lock) {
-            if (closed) {
-                throw new IllegalStateException("idempotency store " + name + " is closed");
-            }
-            if (link != null) {
-                if (link.connection().isOpen()) {
-                    return link;
-                }
-                Link lost = link;
-                link = null;
-                lost.connection().closeAsync();
-                LOG.log(Level.INFO, () -> "[" + name + "] connection to Redis lost; opening a new one");
-            }
-            if (connecting == null) {
-                if (lastConnectFailure != null
-                        && System.nanoTime() - lastConnectFailureNanos < RETRY_AFTER.toNanos()) {
-                    throw new StoreUnavailableException(name, RETRY_AFTER, "idempotency store " + name + " failed to "
-                            + operation + " (Redis " + topology + ", keyPrefix " + keyPrefix + "): not connected to "
-                            + "Redis; the last attempt to connect, less than " + RETRY_AFTER.toMillis()
-                            + " ms ago, failed: " + lastConnectFailure.getMessage(), lastConnectFailure);
-                }
-                CompletableFuture<Link> started = new CompletableFuture<>();
-                connecting = started;
-                Thread connect = new Thread(() -> connect(started), "retrysafe-" + name + "-connect");
-                connect.setDaemon(true);
-                connect.start();
-            }
-            attempt = connecting;
-        }
         try {
-            return attempt.get(commandTimeout.toNanos(), TimeUnit.NANOSECONDS);
-        } catch (TimeoutException e) {
-            throw new StoreUnavailableException(name, RETRY_AFTER, "idempotency store " + name + " failed to "
-                    + operation + " (Redis " + topology + ", keyPrefix " + keyPrefix + "): not connected to Redis"
-                    + " within " + commandTimeout.toMillis() + " ms (commandTimeout); still connecting", e);
-        } catch (ExecutionException e) {
+            return connection.get();
+        } catch (NotConnected e) {
             Throwable cause = e.getCause();
-            if (cause instanceof RedisException re) {
-                throw new StoreUnavailableException(name, RETRY_AFTER, "idempotency store " + name + " failed to "
-                        + operation + " (Redis " + topology + ", keyPrefix " + keyPrefix + "): connecting to Redis "
-                        + "failed: " + re.getMessage(), re);
-            }
-            throw cause instanceof RuntimeException re ? re
-                    : new IllegalStateException("connecting to Redis failed: " + cause, cause);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new StoreUnavailableException(name, RETRY_AFTER, "idempotency store " + name + " failed to "
-                    + operation + ": interrupted while connecting to Redis", e);
+            throw switch (e.reason()) {
+                case COOLING_DOWN -> unavailable(operation, "not connected to Redis; the last attempt to connect, less "
+                        + "than " + RETRY_AFTER.toMillis() + " ms ago, failed: " + cause.getMessage(), cause);
+                case STILL_CONNECTING -> unavailable(operation, "not connected to Redis within "
+                        + commandTimeout.toMillis() + " ms (commandTimeout); still connecting", cause);
+                case FAILED -> cause instanceof RedisException re
+                        ? unavailable(operation, "connecting to Redis failed: " + re.getMessage(), re)
+                        : new IllegalStateException("connecting to Redis failed: " + cause, cause);
+                case INTERRUPTED -> new StoreUnavailableException(name, RETRY_AFTER, "idempotency store " + name
+                        + " failed to " + operation + ": interrupted while connecting to Redis", cause);
+            };
         }
     }
 
-    /** One connection attempt, on its own thread: connect, set the timeout, load the scripts. */
-    private void connect(CompletableFuture<Link> attempt) {
-        Link fresh = null;
-        try {
-            fresh = connector.get();
-            fresh.connection().setTimeout(commandTimeout);
-            for (Script script : Script.STORE) {
-                fresh.commands().scriptLoad(script.source());
-            }
-            warnIfEvicting(fresh.commands());
-        } catch (RuntimeException e) {
-            if (fresh != null) {
-                fresh.connection().closeAsync();
-            }
-            synchronized (lock) {
-                if (connecting == attempt) {
-                    connecting = null;
-                }
-                lastConnectFailure = e;
-                lastConnectFailureNanos = System.nanoTime();
-            }
-            attempt.completeExceptionally(e);
-            return;
-        } catch (Error e) {
-            synchronized (lock) {
-                if (connecting == attempt) {
-                    connecting = null;
-                }
-            }
-            attempt.completeExceptionally(e);
-            throw e;
+    /** Readies a new connection, before any call uses it: loads the scripts (a restarted server knows none). */
+    private void initialise(Link fresh) {
+        for (Script script : Script.STORE) {
+            fresh.commands().scriptLoad(script.source());
         }
-        synchronized (lock) {
-            if (connecting == attempt) {
-                connecting = null;
-            }
-            if (closed) {
-                fresh.connection().closeAsync();
-                attempt.completeExceptionally(new IllegalStateException("idempotency store " + name + " is closed"));
-                return;
-            }
-            link = fresh;
-            lastConnectFailure = null;
-        }
-        LOG.log(Level.DEBUG, () -> "[" + name + "] connected to Redis (" + topology + "), scripts loaded");
-        attempt.complete(fresh);
+        warnIfEvicting(fresh.commands());
     }
 
     /**
@@ -412,8 +301,12 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     }
 
     private StoreUnavailableException failure(String operation, RedisException e) {
+        return unavailable(operation, e.getMessage(), e);
+    }
+
+    private StoreUnavailableException unavailable(String operation, String what, Throwable cause) {
         return new StoreUnavailableException(name, RETRY_AFTER, "idempotency store " + name + " failed to " + operation
-                + " (Redis " + topology + ", keyPrefix " + keyPrefix + "): " + e.getMessage(), e);
+                + " (Redis " + topology + ", keyPrefix " + keyPrefix + "): " + what, cause);
     }
 
     // ------------------------------------------------------------------------------------------

@@ -1,0 +1,233 @@
+package io.retrysafe.redis;
+
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisException;
+import io.lettuce.core.api.StatefulConnection;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
+import io.lettuce.core.codec.ByteArrayCodec;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+
+/**
+ * The one Redis connection of a store or fast filter: opened on first use, and opened anew when
+ * Lettuce reports it lost. The client stays the application's; {@link #close()} closes only the
+ * connection.
+ *
+ * <p>A connection is opened on a daemon thread of its own, and {@link #get()} waits for it at most
+ * {@code wait}, so that a Redis that does not answer costs a call no more than a command would; an
+ * attempt that takes longer goes on in the background, and every call meanwhile shares it. The
+ * attempt connects, makes {@code wait} the connection's command timeout (replacing the client's;
+ * Lettuce's default is 60 s) and runs the initialiser (the store loads its scripts there), so a
+ * connection is ready before any call sees it. With a cool-down, a failed attempt is not repeated
+ * for that long and calls in between fail at once; without one, the next call tries again (the fast
+ * filter's breaker already keeps calls off a Redis that fails).
+ *
+ * <p>A connection that lost Redis ({@code isOpen()} is false) is closed and replaced rather than left
+ * to Lettuce's own reconnection: after a long outage that waits up to 30 s between attempts (its
+ * default reconnect delay doubles up to 30 s) and rejects, or queues until they time out, every
+ * command meanwhile. The store would answer 503 for that long after Redis is back, and the fast
+ * filter's probes would fail without trying Redis while its breaker's backoff doubled. Closing the
+ * lost connection ends Lettuce's reconnection of it and fails the commands Lettuce still holds for
+ * it, instead of sending them later, when their callers have long had their answer.
+ */
+final class LazyConnection {
+    /** A connection and its synchronous commands; one of either topology. */
+    record Link(StatefulConnection<byte[], byte[]> connection, RedisClusterCommands<byte[], byte[]> commands) {
+        /** Connects to a standalone Redis, or a Sentinel-managed one: the client's URI says which. */
+        static Supplier<Link> to(RedisClient client) {
+            return () -> {
+                StatefulRedisConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
+                return new Link(c, c.sync());
+            };
+        }
+
+        /** Connects to a Redis Cluster, whose topology Lettuce learns from the client's seed URIs. */
+        static Supplier<Link> to(RedisClusterClient client) {
+            return () -> {
+                StatefulRedisClusterConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
+                return new Link(c, c.sync());
+            };
+        }
+    }
+
+    /** Why {@link #get()} has no connection to give; each caller turns it into its own exception. */
+    static final class NotConnected extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        enum Reason {
+            /** The last attempt failed less than the cool-down ago; the cause is its failure. */
+            COOLING_DOWN,
+            /** An attempt is under way and did not finish within the wait; the cause is the TimeoutException. */
+            STILL_CONNECTING,
+            /** The attempt failed; the cause is a RedisException, or an Error. */
+            FAILED,
+            /** The caller was interrupted while waiting (its flag is set again); the cause is the InterruptedException. */
+            INTERRUPTED
+        }
+
+        private final Reason reason;
+
+        NotConnected(Reason reason, Throwable cause) {
+            super(reason.name(), cause, false, false); // an answer, not a bug: no stack trace of its own
+            this.reason = reason;
+        }
+
+        Reason reason() {
+            return reason;
+        }
+    }
+
+    private final String threadName;
+    private final String closedMessage;
+    private final Supplier<Link> connector;
+    private final Consumer<Link> initialiser;
+    private final Duration wait;
+    private final long coolDownNanos;
+    private final Runnable onLost;
+    private final Runnable onConnected;
+
+    private final Object lock = new Object();
+    private volatile Link link;
+    // Guarded by lock.
+    private boolean closed;
+    private CompletableFuture<Link> connecting; // the attempt under way; only it sets this back to null
+    private long lastFailureNanos;
+    private RuntimeException lastFailure;
+
+    /**
+     * @param threadName    the name of the thread each attempt runs on
+     * @param closedMessage what {@link #get()} says, as an IllegalStateException, once closed
+     * @param connector     opens a connection (on the attempt's thread)
+     * @param initialiser   readies a new connection before it is used (on the attempt's thread); what it
+     *                      throws fails the attempt
+     * @param wait          how long a call waits for a connection; also the connection's command timeout
+     * @param coolDown      how long after a failed attempt calls fail at once instead of trying again;
+     *                      {@link Duration#ZERO} for none
+     * @param onLost        told (under the lock) that a lost connection is being replaced
+     * @param onConnected   told that a new connection is ready
+     */
+    LazyConnection(String threadName, String closedMessage, Supplier<Link> connector, Consumer<Link> initialiser,
+            Duration wait, Duration coolDown, Runnable onLost, Runnable onConnected) {
+        this.threadName = threadName;
+        this.closedMessage = closedMessage;
+        this.connector = connector;
+        this.initialiser = initialiser;
+        this.wait = wait;
+        this.coolDownNanos = coolDown.toNanos();
+        this.onLost = onLost;
+        this.onConnected = onConnected;
+    }
+
+    /**
+     * The connection, opened first if there is none or it was lost.
+     *
+     * @throws NotConnected          if there is no connection within the wait, or the cool-down is not over
+     * @throws IllegalStateException once closed
+     * @throws RuntimeException      what the connector or initialiser threw, if it was not a RedisException
+     */
+    Link get() throws NotConnected {
+        Link l = link;
+        if (l != null && l.connection().isOpen()) {
+            return l;
+        }
+        CompletableFuture<Link> attempt;
+        synchronized (lock) {
+            if (closed) {
+                throw new IllegalStateException(closedMessage);
+            }
+            if (link != null) {
+                if (link.connection().isOpen()) {
+                    return link;
+                }
+                Link lost = link;
+                link = null;
+                lost.connection().closeAsync();
+                onLost.run();
+            }
+            if (connecting == null) {
+                if (lastFailure != null && System.nanoTime() - lastFailureNanos < coolDownNanos) {
+                    throw new NotConnected(NotConnected.Reason.COOLING_DOWN, lastFailure);
+                }
+                CompletableFuture<Link> started = new CompletableFuture<>();
+                connecting = started;
+                Thread connect = new Thread(() -> connect(started), threadName);
+                connect.setDaemon(true);
+                connect.start();
+            }
+            attempt = connecting;
+        }
+        try {
+            return attempt.get(wait.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            throw new NotConnected(NotConnected.Reason.STILL_CONNECTING, e);
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof RuntimeException re && !(re instanceof RedisException)) {
+                throw re; // closed meanwhile, or a bug
+            }
+            throw new NotConnected(NotConnected.Reason.FAILED, cause);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new NotConnected(NotConnected.Reason.INTERRUPTED, e);
+        }
+    }
+
+    /** Closes the connection; one still being opened is closed by its attempt, which sees closed. Idempotent. */
+    void close() {
+        synchronized (lock) {
+            closed = true;
+            Link l = link;
+            link = null;
+            if (l != null) {
+                l.connection().close();
+            }
+        }
+    }
+
+    /** One attempt, on its own thread: connect, set the timeout, initialise. */
+    private void connect(CompletableFuture<Link> attempt) {
+        Link fresh = null;
+        try {
+            fresh = connector.get();
+            fresh.connection().setTimeout(wait);
+            initialiser.accept(fresh);
+        } catch (RuntimeException e) {
+            if (fresh != null) {
+                fresh.connection().closeAsync();
+            }
+            synchronized (lock) {
+                connecting = null;
+                lastFailure = e;
+                lastFailureNanos = System.nanoTime();
+            }
+            attempt.completeExceptionally(e);
+            return;
+        } catch (Error e) {
+            synchronized (lock) {
+                connecting = null;
+            }
+            attempt.completeExceptionally(e);
+            throw e;
+        }
+        synchronized (lock) {
+            connecting = null;
+            if (closed) {
+                fresh.connection().closeAsync();
+                attempt.completeExceptionally(new IllegalStateException(closedMessage));
+                return;
+            }
+            link = fresh;
+            lastFailure = null;
+        }
+        onConnected.run();
+        attempt.complete(fresh);
+    }
+}
