@@ -225,6 +225,34 @@ class RedisFastFilterIT {
     }
 
     /**
+     * A filter whose first connection failed tries again with the breaker's first probe, however soon
+     * (unlike the store, it keeps no cool-down of its own after a failed connect).
+     */
+    @Test
+    void aFilterStartedWhileRedisIsDownConnectsWithTheFirstProbeOnceRedisIsUp(@TempDir Path dir) {
+        AtomicLong now = new AtomicLong();
+        try (TestRedis.Server server = TestRedis.startServer(dir)) {
+            server.kill();
+            RedisClient privateClient = RedisClient.create(server.uri());
+            try (RedisFastFilter own = RedisFastFilter.builder(privateClient).timeout(TIMEOUT).failureThreshold(1)
+                    .ticker(now::get).build()) {
+                IdempotencyKey key = key("started-down");
+                assertThat(own.markInFlight(key, FINGERPRINT)).as("the request goes on to the store").isTrue();
+                assertThat(own.breakerState()).isEqualTo(BreakerState.OPEN);
+
+                server.restart();
+                now.addAndGet(own.openBackoff().toNanos());
+                assertThat(own.markInFlight(key, FINGERPRINT)).as("the probe sets the marker").isTrue();
+
+                assertThat(own.breakerState()).as("the probe reached Redis").isEqualTo(BreakerState.CLOSED);
+                assertThat(own.lookup(key, FINGERPRINT)).contains(new Cached.InFlight());
+            } finally {
+                privateClient.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+            }
+        }
+    }
+
+    /**
      * Regression: a probe used to go to Lettuce's connection as it was; while that connection waited
      * out Lettuce's own reconnect delay (growing to 30 s during a long outage) it rejected the probe
      * without trying Redis, the breaker's backoff doubled, and the filter stayed off for up to a minute

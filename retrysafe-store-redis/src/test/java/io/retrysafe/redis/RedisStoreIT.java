@@ -3,6 +3,8 @@ package io.retrysafe.redis;
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import static org.awaitility.Awaitility.await;
 
 import io.lettuce.core.RedisClient;
@@ -304,6 +306,29 @@ class RedisStoreIT {
                     })
                     .hasMessageContaining("redis-down").hasMessageContaining("connect");
             assertThatThrownBy(() -> down.inspect(key("down"))).isInstanceOf(StoreUnavailableException.class);
+        } finally {
+            nowhere.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        }
+    }
+
+    /** A failed attempt to connect is not repeated for a second: a call meanwhile fails at once, with its failure. */
+    @Test
+    void aFailedConnectIsNotRepeatedForASecond() {
+        RedisClient nowhere = RedisClient.create(RedisURI.builder().withHost("127.0.0.1").withPort(1)
+                .withTimeout(Duration.ofSeconds(2)).build());
+        // The refusal is immediate; a long commandTimeout only keeps a loaded machine from timing out first.
+        try (RedisIdempotencyStore down = RedisIdempotencyStore.builder(nowhere).name("redis-down")
+                .commandTimeout(Duration.ofSeconds(30)).build()) {
+            long start = System.nanoTime();
+            Throwable first = catchThrowable(() -> down.tryClaim(request(key("first"))));
+            Throwable second = catchThrowable(() -> down.inspect(key("second")));
+            assumeTrue(System.nanoTime() - start < Duration.ofSeconds(1).toNanos(), "the two calls took over a second");
+
+            assertThat(first).isInstanceOf(StoreUnavailableException.class)
+                    .hasMessageContaining("failed to claim").hasMessageContaining("connecting to Redis failed");
+            assertThat(second).isInstanceOf(StoreUnavailableException.class).hasMessageContaining("failed to inspect")
+                    .hasMessageContaining("the last attempt to connect, less than 1000 ms ago, failed");
+            assertThat(second.getCause()).as("the first attempt's failure").isSameAs(first.getCause());
         } finally {
             nowhere.shutdown(Duration.ZERO, Duration.ofSeconds(2));
         }
