@@ -69,7 +69,7 @@ final class LazyConnection {
             STILL_CONNECTING,
             /** The attempt failed; the cause is a RedisException, or an Error. */
             FAILED,
-            /** The caller was interrupted while waiting (its flag is set again); the cause is the InterruptedException. */
+            /** The caller was interrupted while waiting (its flag is set again); the cause says so. */
             INTERRUPTED
         }
 
