@@ -97,6 +97,7 @@ public class PaymentInterleavedBenchmark {
         public long bare_plus_insert;
         public long transactional_hot;
         public long insert_last;
+        public long key_last;
 
         @Setup(Level.Iteration)
         public void clear() {
@@ -107,6 +108,7 @@ public class PaymentInterleavedBenchmark {
             bare_plus_insert = 0;
             transactional_hot = 0;
             insert_last = 0;
+            key_last = 0;
         }
 
         void count(PaymentWorkload.Variant variant) {
@@ -118,6 +120,7 @@ public class PaymentInterleavedBenchmark {
                 case BARE_PLUS_INSERT -> bare_plus_insert++;
                 case TRANSACTIONAL_HOT -> transactional_hot++;
                 case INSERT_LAST -> insert_last++;
+                case KEY_LAST -> key_last++;
             }
         }
     }

@@ -11,6 +11,7 @@ import io.retrysafe.ResponseCodec;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
+import io.retrysafe.jdbc.KeyOrder;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.spi.OwnerToken;
 import java.nio.charset.StandardCharsets;
@@ -42,6 +43,8 @@ final class PaymentWorkload implements AutoCloseable {
     static final String HOT_RECORD_TABLE = "rs_bench_record_hot";
     /** INSERT_LAST's records: the store's own schema. */
     static final String LAST_RECORD_TABLE = "rs_bench_record_last";
+    /** KEY_LAST's records: the store's own schema. */
+    static final String KEY_LAST_RECORD_TABLE = "rs_bench_record_key_last";
     static final String SCOPE = "bench";
 
     private static final long INITIAL_BALANCE = 1_000_000_000_000L;
@@ -73,10 +76,15 @@ final class PaymentWorkload implements AutoCloseable {
          */
         TRANSACTIONAL_HOT,
         /**
-         * Investigation only: the "key inserted last" opt-in that DESIGN §3 allows, written by hand (the
-         * library has no such mode): the bare transaction, then the record inserted once, already
-         * COMPLETED with its response, in the round trip that commits. No claim round trip, one version
-         * of the record; a concurrent duplicate would fail on the primary key at its insert.
+         * The transaction inside {@link TransactionalRetrySafe#execute} with {@link KeyOrder#LAST}: the
+         * key looked up, the work, then the record inserted completed in the round trip that commits.
+         */
+        KEY_LAST,
+        /**
+         * Investigation only: the "key inserted last" probe written by hand before the library had
+         * {@link KeyOrder#LAST}: the bare transaction, then the record inserted once, already COMPLETED
+         * with its response, in the round trip that commits; no lookup first, so a retry would not
+         * be replayed. The bound KEY_LAST cannot beat.
          */
         INSERT_LAST;
 
@@ -89,9 +97,11 @@ final class PaymentWorkload implements AutoCloseable {
     private final JdbcIdempotencyStore store;
     private final JdbcIdempotencyStore hotStore;
     private final JdbcIdempotencyStore lastStore;
+    private final JdbcIdempotencyStore keyLastStore;
     private final RetrySafe standalone;
     private final TransactionalRetrySafe transactional;
     private final TransactionalRetrySafe transactionalHot;
+    private final TransactionalRetrySafe keyLast;
 
     private PaymentWorkload(HikariDataSource dataSource) {
         this.dataSource = dataSource;
@@ -101,6 +111,9 @@ final class PaymentWorkload implements AutoCloseable {
         this.hotStore = JdbcIdempotencyStore.builder(dataSource).table(HOT_RECORD_TABLE).build();
         this.transactionalHot = TransactionalRetrySafe.of(RetrySafe.builder(hotStore).name("bench-hot").build());
         this.lastStore = JdbcIdempotencyStore.builder(dataSource).table(LAST_RECORD_TABLE).build();
+        this.keyLastStore = JdbcIdempotencyStore.builder(dataSource).table(KEY_LAST_RECORD_TABLE).build();
+        this.keyLast = TransactionalRetrySafe.of(RetrySafe.builder(keyLastStore).name("bench-key-last").build(),
+                KeyOrder.LAST);
     }
 
     /** Opens a pool of {@code poolSize} connections (all opened up front) and creates the tables if absent. */
@@ -157,6 +170,7 @@ final class PaymentWorkload implements AutoCloseable {
         store.createSchema();
         hotStore.createSchema();
         lastStore.createSchema();
+        keyLastStore.createSchema();
         try (Connection c = dataSource.getConnection(); Statement st = c.createStatement()) {
             st.execute("DROP INDEX IF EXISTS " + HOT_RECORD_TABLE + "_expires_at_idx");
             st.execute("ALTER TABLE " + HOT_RECORD_TABLE + " SET (fillfactor = 70)");
@@ -170,11 +184,11 @@ final class PaymentWorkload implements AutoCloseable {
     void reset() throws SQLException {
         try (Connection c = dataSource.getConnection(); Statement st = c.createStatement()) {
             st.execute("TRUNCATE rs_bench_ledger, rs_bench_payment, rs_bench_account, rs_bench_extra, " + RECORD_TABLE
-                    + ", " + HOT_RECORD_TABLE + ", " + LAST_RECORD_TABLE + " RESTART IDENTITY");
+                    + ", " + HOT_RECORD_TABLE + ", " + LAST_RECORD_TABLE + ", " + KEY_LAST_RECORD_TABLE + " RESTART IDENTITY");
             st.execute("INSERT INTO rs_bench_account (id, balance) SELECT g, " + INITIAL_BALANCE
                     + " FROM generate_series(1, " + ACCOUNTS + ") g");
             st.execute("VACUUM ANALYZE rs_bench_account, rs_bench_payment, rs_bench_ledger, rs_bench_extra, "
-                    + RECORD_TABLE + ", " + HOT_RECORD_TABLE + ", " + LAST_RECORD_TABLE);
+                    + RECORD_TABLE + ", " + HOT_RECORD_TABLE + ", " + LAST_RECORD_TABLE + ", " + KEY_LAST_RECORD_TABLE);
             try {
                 st.execute("CHECKPOINT"); // superuser only; it just makes trials more alike
             } catch (SQLException e) {
@@ -193,7 +207,7 @@ final class PaymentWorkload implements AutoCloseable {
     void analyze() throws SQLException {
         try (Connection c = dataSource.getConnection(); Statement st = c.createStatement()) {
             st.execute("ANALYZE rs_bench_account, rs_bench_payment, rs_bench_ledger, rs_bench_extra, "
-                    + RECORD_TABLE + ", " + HOT_RECORD_TABLE + ", " + LAST_RECORD_TABLE);
+                    + RECORD_TABLE + ", " + HOT_RECORD_TABLE + ", " + LAST_RECORD_TABLE + ", " + KEY_LAST_RECORD_TABLE);
         }
     }
 
@@ -213,6 +227,12 @@ final class PaymentWorkload implements AutoCloseable {
             case TRANSACTIONAL_HOT -> {
                 try (Connection c = dataSource.getConnection()) {
                     yield stored(transactionalHot.execute(c, p.key(), p.fingerprint(), CODEC,
+                            attempt -> transfer(c, p, Extra.NONE)));
+                }
+            }
+            case KEY_LAST -> {
+                try (Connection c = dataSource.getConnection()) {
+                    yield stored(keyLast.execute(c, p.key(), p.fingerprint(), CODEC,
                             attempt -> transfer(c, p, Extra.NONE)));
                 }
             }
