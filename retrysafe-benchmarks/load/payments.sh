@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# POST /payments with a new key per request, four ways side by side, under the closed-loop HttpLoad:
+# POST /payments with a new key per request, five ways side by side, under the closed-loop HttpLoad:
 #   off  RetrySafe switched off (--retrysafe.enabled=false), no key: the bare service
 #   tx   transactional mode (the default): key, payment and stored response in one transaction
+#   tl   transactional mode, the key written last (--retrysafe.store.key-order=last)
 #   sa   standalone mode (--retrysafe.mode=standalone): key committed first, outcome stored after
 #   ff   transactional mode with the Redis fast filter in front (--retrysafe.fast-filter.enabled=true)
-# All four services run at the same time, each on a database of its own; for each thread count and
+# All the services run at the same time, each on a database of its own; for each thread count and
 # each of ROUNDS rounds HttpLoad runs against each in turn (the order rotates per round, so drift in
 # the machine's load hits all alike). The table shows per variant the median of the rounds (rps, p50,
 # p99) and the ratio to off. It builds nothing; build and install first:
@@ -17,7 +18,8 @@
 #   WARMUP, DURATION    per run (default 3s, 10s)
 #   ROUNDS              runs per variant and thread count (default 3)
 #   THREADS             thread counts (default "1 8")
-#   POOL                each service's connection pool (default 10: four services share the server)
+#   VARIANTS            which of them (default "off tx tl sa ff"; off is always run, as the baseline)
+#   POOL                each service's connection pool (default 10: the services share the server)
 #   REDIS_URI           the fast filter's Redis (default redis://127.0.0.1:6379); the run's keys are
 #                       under rs-load-<pid>:ff: and deleted at the end (with redis-cli, if installed)
 #   PG_HOST, PG_PORT, PG_USER, PGPASSWORD
@@ -36,7 +38,8 @@ POOL=${POOL:-10}
 REDIS_URI=${REDIS_URI:-redis://127.0.0.1:6379}
 OUT=${OUT:-$(mktemp -d -t retrysafe-payments.XXXXXX)}
 KEY_PREFIX="rs-load-$$:ff:"
-VARIANTS=(off tx sa ff)
+read -ra VARIANTS <<<"${VARIANTS:-off tx tl sa ff}"
+[[ " ${VARIANTS[*]} " == *" off "* ]] || VARIANTS=(off "${VARIANTS[@]}")
 mkdir -p "$OUT"
 db() { printf 'rs_load_%s_%s' "$$" "$1"; }
 
@@ -46,12 +49,19 @@ derive_classpath
 take_snapshot
 cleanup_on_exit
 
-# --- four services, all running throughout --------------------------------------------------------
-start_service off "$(db off)" --retrysafe.enabled=false --spring.datasource.hikari.maximum-pool-size="$POOL"
-start_service tx "$(db tx)" --spring.datasource.hikari.maximum-pool-size="$POOL"
-start_service sa "$(db sa)" --retrysafe.mode=standalone --spring.datasource.hikari.maximum-pool-size="$POOL"
-start_service ff "$(db ff)" --retrysafe.fast-filter.enabled=true --retrysafe.fast-filter.redis-uri="$REDIS_URI" \
-    --retrysafe.fast-filter.key-prefix="$KEY_PREFIX" --spring.datasource.hikari.maximum-pool-size="$POOL"
+# --- the services, all running throughout ---------------------------------------------------------
+for v in "${VARIANTS[@]}"; do
+    case $v in
+        off) args=(--retrysafe.enabled=false) ;;
+        tx) args=() ;;
+        tl) args=(--retrysafe.store.key-order=last) ;;
+        sa) args=(--retrysafe.mode=standalone) ;;
+        ff) args=(--retrysafe.fast-filter.enabled=true --retrysafe.fast-filter.redis-uri="$REDIS_URI"
+            --retrysafe.fast-filter.key-prefix="$KEY_PREFIX") ;;
+        *) die "unknown variant $v (VARIANTS: off tx tl sa ff)" ;;
+    esac
+    start_service "$v" "$(db "$v")" "${args[@]}" --spring.datasource.hikari.maximum-pool-size="$POOL"
+done
 for v in "${VARIANTS[@]}"; do
     await_ready "$v" acc-1 acc-2
     say "$v: pid ${PID[$v]} on port ${PORT[$v]}"
@@ -73,9 +83,10 @@ run() {
 say "results in $OUT; $ROUNDS rounds of warmup $WARMUP + duration $DURATION; threads $THREADS; $(machine)"
 for t in $THREADS; do
     for r in $(seq 1 "$ROUNDS"); do
-        # rotate the order: round 1 off tx sa ff, round 2 tx sa ff off, ...
+        # rotate the order: round 1 off tx tl sa ff, round 2 tx tl sa ff off, ...
         order=()
-        for i in 0 1 2 3; do order+=("${VARIANTS[$(( (i + r - 1) % 4 ))]}"); done
+        n=${#VARIANTS[@]}
+        for ((i = 0; i < n; i++)); do order+=("${VARIANTS[$(( (i + r - 1) % n ))]}"); done
         for v in "${order[@]}"; do run "$v" "$t" "$r"; done
     done
 done
@@ -83,7 +94,8 @@ declare -A PAYMENTS
 for v in "${VARIANTS[@]}"; do PAYMENTS[$v]=$(psql_db "$(db "$v")" -c "SELECT count(*) FROM payment"); done
 
 # --- the table ------------------------------------------------------------------------------------
-declare -A LABEL=([off]="bare (RetrySafe off)" [tx]="transactional" [sa]="standalone" [ff]="transactional + fast filter")
+declare -A LABEL=([off]="bare (RetrySafe off)" [tx]="transactional" [tl]="transactional, key last" [sa]="standalone"
+    [ff]="transactional + fast filter")
 {
     echo "| variant | threads | rounds | rps (median) | rps / bare | p50 ms | p99 ms | statuses (all rounds) |"
     echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
@@ -102,8 +114,10 @@ declare -A LABEL=([off]="bare (RetrySafe off)" [tx]="transactional" [sa]="standa
     done
     echo
     echo "Closed loop over loopback HTTP/1.1, HttpLoad --mode new-key (bare: no-key); per round warmup $WARMUP,"
-    echo "then $DURATION measured; all four services ran throughout, the order rotated per round; medians of the rounds."
-    echo "Payments made: off ${PAYMENTS[off]}, tx ${PAYMENTS[tx]}, sa ${PAYMENTS[sa]}, ff ${PAYMENTS[ff]}. Pool: $POOL per service."
+    echo "then $DURATION measured; all the services ran throughout, the order rotated per round; medians of the rounds."
+    made=""
+    for v in "${VARIANTS[@]}"; do made+="${made:+, }$v ${PAYMENTS[$v]}"; done
+    echo "Payments made: $made. Pool: $POOL per service."
     echo "Source: $SOURCE. Service arguments: ${SERVICE_ARGS:-none}."
     echo "Machine: $(machine) at the end; $(java -version 2>&1 | head -n 1)."
 } | tee "$OUT/table.md"
