@@ -10,6 +10,7 @@ import io.retrysafe.OperationPolicy;
 import io.retrysafe.Outcome;
 import io.retrysafe.ResponseCodec;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.spi.IdempotencyRecord;
 import io.retrysafe.spi.RecordStatus;
@@ -61,6 +62,9 @@ class PostgresKeyLastIT {
         try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
             st.execute("CREATE TABLE IF NOT EXISTS rs_pg_key_last_payment (id uuid PRIMARY KEY, scope text NOT NULL,"
                     + " amount int NOT NULL)");
+            st.execute("CREATE TABLE IF NOT EXISTS rs_pg_key_last_deferred (id uuid PRIMARY KEY, scope text NOT NULL,"
+                    + " slot int NOT NULL, CONSTRAINT rs_pg_key_last_deferred_slot UNIQUE (scope, slot)"
+                    + " DEFERRABLE INITIALLY DEFERRED)");
         }
         keyLast = TransactionalRetrySafe.of(RetrySafe.builder(store).build(), KeyOrder.LAST);
         pool = Executors.newCachedThreadPool();
@@ -169,6 +173,33 @@ class PostgresKeyLastIT {
         assertThat(((Outcome.Executed<StoredResponse>) outcome).completion()).isEqualTo(Outcome.Completion.RELEASED);
         assertThat(store.inspect(key)).isEmpty();
         assertThat(payments()).isZero();
+    }
+
+    /** A deferred constraint of the operation's own rows fails at COMMIT with 23505 too: that is no other attempt's key. */
+    @Test
+    void aCommitFailingOnTheOperationsOwnConstraintIsAStoreFailureNotAnAttemptInProgress() throws Exception {
+        IdempotencyKey key = key("k-deferred");
+
+        assertThatThrownBy(() -> execute(key, fp, c -> {
+            for (int i = 0; i < 2; i++) { // two rows in one slot: checked at COMMIT, not here
+                try (PreparedStatement ps = c.prepareStatement(
+                        "INSERT INTO rs_pg_key_last_deferred (id, scope, slot) VALUES (?, ?, 1)")) {
+                    ps.setObject(1, UUID.randomUUID());
+                    ps.setString(2, scope);
+                    ps.executeUpdate();
+                }
+            }
+            return "looked fine";
+        })).isInstanceOf(StoreUnavailableException.class).hasMessageContaining("commit");
+        assertThat(store.inspect(key)).isEmpty();
+        try (Connection c = ds.getConnection(); PreparedStatement ps = c.prepareStatement(
+                "SELECT count(*) FROM rs_pg_key_last_deferred WHERE scope = ?")) {
+            ps.setString(1, scope);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                assertThat(rs.getInt(1)).isZero();
+            }
+        }
     }
 
     @Test

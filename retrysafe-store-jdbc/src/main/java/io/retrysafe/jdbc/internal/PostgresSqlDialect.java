@@ -90,15 +90,16 @@ public class PostgresSqlDialect extends SqlDialect {
                 + " WHERE expires_at <= " + T + " ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED)";
         // Key last: a plain INSERT, so that a key another attempt committed is an error (23505) that
         // aborts this transaction before its COMMIT runs; ON CONFLICT DO NOTHING would commit the
-        // loser's writes. The lock bound is set as for the claim: ended by the COMMIT, or restored.
+        // loser's writes. The lock bound applies to the insert alone, as to the claim: it is
+        // restored before the COMMIT, whose deferred checks wait as the application's would.
         String insert = "INSERT INTO " + table + " (scope, idem_key, fingerprint, status, owner_token, attempt,"
                 + " created_at, lease_expires_at, completed_at, expires_at, response_status, response_headers,"
                 + " response_body) VALUES (?, ?, ?, 'COMPLETED', ?, 1, " + T + ", " + T + ", " + T + ", " + T
                 + " + ? * interval '1 millisecond', ?, ?, ?)";
-        insertCompletedAndCommitSql = "SELECT set_config('lock_timeout', ?, true);" + insert + ";COMMIT";
         insertCompletedSql = "SELECT set_config('retrysafe.saved_lock_timeout', current_setting('lock_timeout'), true),"
                 + " set_config('lock_timeout', ?, true);" + insert + ";"
                 + "SELECT set_config('lock_timeout', current_setting('retrysafe.saved_lock_timeout'), true)";
+        insertCompletedAndCommitSql = insertCompletedSql + ";COMMIT";
     }
 
     @Override
@@ -152,6 +153,11 @@ public class PostgresSqlDialect extends SqlDialect {
             }
             if (commit) {
                 c.rollback();
+                // A deferred unique constraint of the operation's own rows also fails with 23505, at
+                // the COMMIT: if no record of the key is there, the failure was the transaction's own.
+                if (UNIQUE_VIOLATION.equals(e.getSQLState()) && lookup(c, request) instanceof ClaimResult.Unclaimed) {
+                    throw e;
+                }
             }
             return false;
         }
