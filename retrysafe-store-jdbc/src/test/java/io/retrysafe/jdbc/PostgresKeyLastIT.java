@@ -223,50 +223,23 @@ class PostgresKeyLastIT {
     @Test
     void aDuplicateWaitingPastTheLockBoundIsInProgressAndKeepsNothing() throws Exception {
         IdempotencyKey key = key("k-slow");
-        CountDownLatch inserted = new CountDownLatch(1);
         CountDownLatch finish = new CountDownLatch(1);
-        // The first holds its uncommitted record open, joined to a transaction this test ends.
-        Future<Outcome<String>> first = pool.submit(() -> {
-            try (Connection c = ds.getConnection()) {
-                c.setAutoCommit(false);
-                TransactionalRetrySafe.Joined<String> joined = keyLast.join(c, key, fp, ResponseCodec.utf8(),
-                        attempt -> pay(c, 100));
-                inserted.countDown();
-                finish.await();
-                c.commit();
-                joined.committed();
-                return joined.outcome();
-            }
-        });
-        assertThat(inserted.await(30, TimeUnit.SECONDS)).isTrue();
+        Future<String> first = firstHoldingItsRecord(key, finish);
 
         Outcome<String> duplicate = execute(key, fp, c -> pay(c, 100));
         finish.countDown();
 
         assertThat(duplicate).isInstanceOf(Outcome.InProgress.class);
-        assertThat(first.get(30, TimeUnit.SECONDS)).isInstanceOf(Outcome.Executed.class);
+        String answer = first.get(30, TimeUnit.SECONDS);
         assertThat(payments()).as("the first's payment only").isEqualTo(1);
-        assertThat(execute(key, fp, c -> pay(c, 100))).isEqualTo(new Outcome.Replayed<>(first.get().orThrow()));
+        assertThat(execute(key, fp, c -> pay(c, 100))).isEqualTo(new Outcome.Replayed<>(answer));
     }
 
     @Test
     void aDuplicateWhoseInsertMeetsTheFirstsCommitIsRolledBackAndReplaysIt() throws Exception {
         IdempotencyKey key = key("k-loser");
-        CountDownLatch firstInserted = new CountDownLatch(1);
         CountDownLatch commitFirst = new CountDownLatch(1);
-        Future<String> first = pool.submit(() -> {
-            try (Connection c = ds.getConnection()) {
-                c.setAutoCommit(false);
-                TransactionalRetrySafe.Joined<String> joined = keyLast.join(c, key, fp, ResponseCodec.utf8(),
-                        attempt -> pay(c, 100));
-                firstInserted.countDown();
-                commitFirst.await();
-                c.commit();
-                joined.committed();
-                return joined.outcome().orThrow();
-            }
-        });
-        assertThat(firstInserted.await(30, TimeUnit.SECONDS)).isTrue();
+        Future<String> first = firstHoldingItsRecord(key, commitFirst);
 
         Future<Outcome<String>> duplicate = pool.submit(() -> execute(key, fp, c -> pay(c, 100)));
         await().atMost(Duration.ofSeconds(30)).until(() -> insertsWaitingOnALock() == 1);
@@ -281,22 +254,8 @@ class PostgresKeyLastIT {
     @Test
     void joinedToTheCallersTransactionALoserIsToldToRollBackAndGetsTheWinnersAnswer() throws Exception {
         IdempotencyKey key = key("k-join");
-        CountDownLatch firstInserted = new CountDownLatch(1);
         CountDownLatch commitFirst = new CountDownLatch(1);
-        Future<String> first = pool.submit(() -> {
-            try (Connection c = ds.getConnection()) {
-                c.setAutoCommit(false);
-                TransactionalRetrySafe.Joined<String> joined = keyLast.join(c, key, fp, ResponseCodec.utf8(),
-                        attempt -> pay(c, 100));
-                assertThat(joined.commit()).isTrue();
-                firstInserted.countDown();
-                commitFirst.await();
-                c.commit();
-                joined.committed();
-                return joined.outcome().orThrow();
-            }
-        });
-        assertThat(firstInserted.await(30, TimeUnit.SECONDS)).isTrue();
+        Future<String> first = firstHoldingItsRecord(key, commitFirst);
 
         Future<TransactionalRetrySafe.Joined<String>> second = pool.submit(() -> {
             try (Connection c = ds.getConnection()) {
@@ -332,6 +291,30 @@ class PostgresKeyLastIT {
     }
 
     // ---- helpers
+
+    /**
+     * The first attempt, joined to a transaction of this test: once this returns its record is
+     * inserted, uncommitted, and it commits when {@code commit} opens; its future is its answer.
+     */
+    private Future<String> firstHoldingItsRecord(IdempotencyKey key, CountDownLatch commit) throws Exception {
+        CountDownLatch inserted = new CountDownLatch(1);
+        Future<String> first = pool.submit(() -> {
+            try (Connection c = ds.getConnection()) {
+                c.setAutoCommit(false);
+                TransactionalRetrySafe.Joined<String> joined = keyLast.join(c, key, fp, ResponseCodec.utf8(),
+                        attempt -> pay(c, 100));
+                assertThat(joined.commit()).isTrue();
+                assertThat(joined.outcome()).isInstanceOf(Outcome.Executed.class);
+                inserted.countDown();
+                commit.await();
+                c.commit();
+                joined.committed();
+                return joined.outcome().orThrow();
+            }
+        });
+        assertThat(inserted.await(30, TimeUnit.SECONDS)).as("the first attempt inserted its record").isTrue();
+        return first;
+    }
 
     private interface Work {
         String run(Connection c) throws SQLException;
