@@ -2,6 +2,7 @@ package io.retrysafe.spring;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -204,18 +205,12 @@ class RetrySafeAutoConfigurationTest {
                             assertThat(store.layout()).isEqualTo(JdbcLayout.PARTITIONED_BY_EXPIRY_DAY);
                             DataSource ds = context.getBean(DataSource.class);
                             // The scheduler maintains the partitions once at start, on its own thread: today + 2.
-                            long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-                            long partitions;
-                            while ((partitions = dayPartitions(ds, table)) < 3 && System.nanoTime() < deadline) {
-                                Thread.sleep(20); // polling a condition, with the deadline above
-                            }
-                            assertThat(partitions).as("day partitions of " + table).isEqualTo(3);
+                            await().atMost(Duration.ofSeconds(30)).until(() -> dayPartitions(ds, table) >= 3);
+                            assertThat(dayPartitions(ds, table)).as("day partitions of " + table).isEqualTo(3);
                             // The run reports to the meters once it is over, just after its last partition.
                             MeterRegistry registry = context.getBean(MeterRegistry.class);
-                            while (registry.find(MicrometerRetrySafeListener.PARTITIONS_LAST_RUN).gauge() == null
-                                    && System.nanoTime() < deadline) {
-                                Thread.sleep(20); // polling a condition, with the deadline above
-                            }
+                            await().atMost(Duration.ofSeconds(30)).until(
+                                    () -> registry.find(MicrometerRetrySafeListener.PARTITIONS_LAST_RUN).gauge() != null);
                             assertThat(registry.get(MicrometerRetrySafeListener.PARTITIONS_CREATED).counter().count())
                                     .isEqualTo(3);
                             assertThat(registry.get(MicrometerRetrySafeListener.PARTITIONS_DEFAULT_ROWS).gauge().value())

@@ -218,21 +218,14 @@ public final class PostgresPartitionedSqlDialect extends PostgresSqlDialect {
     // ---------------------------------------------------------------- maintenance (PartitionMaintainer)
 
     /** Today in UTC by the database's clock. */
-    /** No unique index to make a second insert of a key fail: every write goes through the key's lock. */
+    /**
+     * No unique index to make a second insert of a key fail: every write goes through the key's lock.
+     * {@code TransactionalRetrySafe} refuses the key-last mode on this dialect, so the inherited
+     * key-last statements are never run here.
+     */
     @Override
     public boolean supportsKeyLast() {
         return false;
-    }
-
-    @Override
-    public ClaimResult lookup(Connection c, ClaimRequest request) {
-        throw new UnsupportedOperationException("the partitioned layout cannot write the key last");
-    }
-
-    @Override
-    public boolean insertCompleted(Connection c, ClaimRequest request, StoredResponse response,
-            Duration lockTimeout, boolean commit) {
-        throw new UnsupportedOperationException("the partitioned layout cannot write the key last");
     }
 
     public LocalDate today(Connection c) throws SQLException {
