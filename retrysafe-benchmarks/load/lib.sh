@@ -66,7 +66,7 @@ derive_classpath() {
 # that a rebuild in the working tree during the run cannot change (or break) later rows. Reads
 # $OUT/service.classpath; sets SERVICE_CP, LOAD_CP and SOURCE (the commit measured).
 take_snapshot() {
-    local snap="$OUT/snapshot" entries entry core_jar=""
+    local snap="$OUT/snapshot" entries entry core_jar="" hdr_jar=""
     rm -rf "$snap"
     mkdir -p "$snap/lib" "$snap/load/io/retrysafe/benchmarks"
     cp -r "$SERVICE_CLASSES" "$snap/service-classes"
@@ -81,10 +81,12 @@ take_snapshot() {
                 case $entry in */retrysafe-core-*.jar) core_jar=$entry ;; esac
                 ;;
         esac
+        case $entry in */HdrHistogram-*.jar) hdr_jar=$entry ;; esac
         SERVICE_CP="$SERVICE_CP:$entry"
     done
     [[ -n "$core_jar" ]] || die "retrysafe-core is not on the service's classpath ($OUT/service.classpath)"
-    LOAD_CP="$snap/load:$core_jar"
+    [[ -n "$hdr_jar" ]] || die "HdrHistogram (HttpLoad's histograms) is not on the service's classpath ($OUT/service.classpath)"
+    LOAD_CP="$snap/load:$core_jar:$hdr_jar"
     SOURCE="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
     if [[ -n "$(git status --porcelain 2>/dev/null | head -n 1)" ]]; then SOURCE="$SOURCE + uncommitted changes"; fi
 }
@@ -168,6 +170,41 @@ cleanup() {
 cleanup_on_exit() {
     trap cleanup EXIT
     trap 'exit 130' INT TERM
+}
+
+# --- the payments variants, side by side ---------------------------------------------------------
+# The variants payments.sh and latency.sh compare, each a service on a database of its own:
+#   off  RetrySafe switched off (--retrysafe.enabled=false), no key: the bare service
+#   tx   transactional mode (the default)
+#   tl   transactional mode, the key written last (--retrysafe.store.key-order=last)
+#   sa   standalone mode (--retrysafe.mode=standalone)
+#   ff   transactional mode with the Redis fast filter in front (REDIS_URI, under KEY_PREFIX)
+declare -A VARIANT_LABEL=([off]="bare (RetrySafe off)" [tx]="transactional" [tl]="transactional, key last"
+    [sa]="standalone" [ff]="transactional + fast filter")
+variant_db() { printf 'rs_load_%s_%s' "$$" "$1"; }
+# variant_mode VARIANT: the HttpLoad --mode that variant is loaded with
+variant_mode() { if [[ "$1" == off ]]; then echo no-key; else echo new-key; fi; }
+
+# start_variants VARIANT...: starts each, all running at once, with
+# a pool of POOL, and waits until every one is ready with balances on acc-1 and acc-2
+start_variants() {
+    local v args
+    for v in "$@"; do
+        case $v in
+            off) args=(--retrysafe.enabled=false) ;;
+            tx) args=() ;;
+            tl) args=(--retrysafe.store.key-order=last) ;;
+            sa) args=(--retrysafe.mode=standalone) ;;
+            ff) args=(--retrysafe.fast-filter.enabled=true --retrysafe.fast-filter.redis-uri="$REDIS_URI"
+                --retrysafe.fast-filter.key-prefix="$KEY_PREFIX") ;;
+            *) die "unknown variant $v (VARIANTS: off tx tl sa ff)" ;;
+        esac
+        start_service "$v" "$(variant_db "$v")" "${args[@]}" --spring.datasource.hikari.maximum-pool-size="$POOL"
+    done
+    for v in "$@"; do
+        await_ready "$v" acc-1 acc-2
+        say "$v: pid ${PID[$v]} on port ${PORT[$v]}"
+    done
 }
 
 # --- one HttpLoad run -----------------------------------------------------------------------------

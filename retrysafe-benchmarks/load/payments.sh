@@ -41,7 +41,6 @@ KEY_PREFIX="rs-load-$$:ff:"
 read -ra VARIANTS <<<"${VARIANTS:-off tx tl sa ff}"
 [[ " ${VARIANTS[*]} " == *" off "* ]] || VARIANTS=(off "${VARIANTS[@]}")
 mkdir -p "$OUT"
-db() { printf 'rs_load_%s_%s' "$$" "$1"; }
 
 check_prerequisites HttpLoad
 require_local_redis
@@ -50,22 +49,7 @@ take_snapshot
 cleanup_on_exit
 
 # --- the services, all running throughout ---------------------------------------------------------
-for v in "${VARIANTS[@]}"; do
-    case $v in
-        off) args=(--retrysafe.enabled=false) ;;
-        tx) args=() ;;
-        tl) args=(--retrysafe.store.key-order=last) ;;
-        sa) args=(--retrysafe.mode=standalone) ;;
-        ff) args=(--retrysafe.fast-filter.enabled=true --retrysafe.fast-filter.redis-uri="$REDIS_URI"
-            --retrysafe.fast-filter.key-prefix="$KEY_PREFIX") ;;
-        *) die "unknown variant $v (VARIANTS: off tx tl sa ff)" ;;
-    esac
-    start_service "$v" "$(db "$v")" "${args[@]}" --spring.datasource.hikari.maximum-pool-size="$POOL"
-done
-for v in "${VARIANTS[@]}"; do
-    await_ready "$v" acc-1 acc-2
-    say "$v: pid ${PID[$v]} on port ${PORT[$v]}"
-done
+start_variants "${VARIANTS[@]}"
 
 # run VARIANT THREADS ROUND: one HttpLoad run, one line in rows.txt
 run() {
@@ -74,7 +58,7 @@ run() {
     [[ "$v" == off ]] && mode=no-key
     # Plans as autovacuum would keep them: a statement the service server-prepared while its tables
     # were empty keeps a sequential scan until the next ANALYZE (with autovacuum off, never).
-    psql_db "$(db "$v")" -c "ANALYZE" >/dev/null
+    psql_db "$(variant_db "$v")" -c "ANALYZE" >/dev/null
     http_load "$name" "${PORT[$v]}" --mode "$mode" --threads "$threads" --accounts acc-1,acc-2
     printf '%s|%s|%s|%s\n' "$v" "$threads" "$round" "$RESULT" >>"$OUT/rows.txt"
 }
@@ -91,11 +75,9 @@ for t in $THREADS; do
     done
 done
 declare -A PAYMENTS
-for v in "${VARIANTS[@]}"; do PAYMENTS[$v]=$(psql_db "$(db "$v")" -c "SELECT count(*) FROM payment"); done
+for v in "${VARIANTS[@]}"; do PAYMENTS[$v]=$(psql_db "$(variant_db "$v")" -c "SELECT count(*) FROM payment"); done
 
 # --- the table ------------------------------------------------------------------------------------
-declare -A LABEL=([off]="bare (RetrySafe off)" [tx]="transactional" [tl]="transactional, key last" [sa]="standalone"
-    [ff]="transactional + fast filter")
 {
     echo "| variant | threads | rounds | rps (median) | rps / bare | p50 ms | p99 ms | statuses (all rounds) |"
     echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
@@ -108,7 +90,7 @@ declare -A LABEL=([off]="bare (RetrySafe off)" [tx]="transactional" [tl]="transa
             st=$(statuses "$v|$t")
             errs=$(errors "$v|$t")
             [[ "$errs" != 0 ]] && st="$st, errors:$errs"
-            printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "${LABEL[$v]}" "$t" "$ROUNDS" \
+            printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "${VARIANT_LABEL[$v]}" "$t" "$ROUNDS" \
                 "$rps" "$(ratio "$rps" "$off_rps")" "$p50" "$p99" "$st"
         done
     done

@@ -14,7 +14,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -23,18 +22,37 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import org.HdrHistogram.Histogram;
 
 /**
- * A closed-loop HTTP load generator for the payments service: each of {@code --threads} threads sends
- * a request, waits for the answer, and sends the next one, for {@code --warmup} and then
- * {@code --duration}, and stops by itself. The latency of every request <em>started</em> after the
- * warmup and before the end is recorded ({@link System#nanoTime()}, in a per-thread array); the
- * percentiles are exact (the latencies are sorted at the end).
+ * An HTTP load generator for the payments service, closed or open loop, for {@code --warmup} and then
+ * {@code --duration}; it stops by itself.
+ *
+ * <p>Closed loop (the default): each of {@code --threads} threads sends a request, waits for the
+ * answer, and sends the next one. The latency of every request <em>started</em> after the warmup and
+ * before the end is recorded. A closed loop slows down with the service, so its percentiles hide the
+ * queueing a real client would see (coordinated omission): use it for throughput.
+ *
+ * <p>Open loop ({@code --rate R}): requests are due at a fixed rate of {@code R} per second in all,
+ * spread evenly over the threads (thread {@code t} of {@code n} is due at {@code t/R}, then every
+ * {@code n/R} seconds). A thread that is late sends at once, and every latency is counted from the
+ * time the request was <em>due</em>, not from when it could be sent, so a stall shows in the
+ * percentiles as the wait it caused every request behind it. Give it enough threads that the rate
+ * fits ({@code threads} &ge; rate &times; latency); {@code late} counts requests sent more than one
+ * interval after they were due. Use it for latency at a given load.
+ *
+ * <p>Latencies ({@link System#nanoTime()}) are recorded in a per-thread HdrHistogram (3 significant
+ * digits, up to 10 minutes) and merged at the end.
  *
  * <pre>
  * java -cp retrysafe-benchmarks/target/benchmarks.jar io.retrysafe.benchmarks.load.HttpLoad \
  *     --url http://127.0.0.1:8080/payments --user alice --password alice-secret \
  *     --mode new-key --threads 8 --warmup 10s --duration 30s --json result.json
+ * java -cp retrysafe-benchmarks/target/benchmarks.jar io.retrysafe.benchmarks.load.HttpLoad \
+ *     --url http://127.0.0.1:8080/payments --user alice --password alice-secret \
+ *     --mode new-key --threads 32 --rate 400 --warmup 10s --duration 30s
  * </pre>
  *
  * Modes:
@@ -53,7 +71,8 @@ import java.util.concurrent.CountDownLatch;
  * wait for one account row. {@code replay} sends the first account only (the stored request's
  * fingerprint covers the account). Only loopback targets are accepted.
  *
- * <p>Output: one line (mode, threads, requests, rps, p50, p90, p99, max in ms, status counts), and with
+ * <p>Output: one line (mode, threads, target rate, requests, rps, p50, p90, p99, p99.9, max in ms, late
+ * requests, status counts), and with
  * {@code --json FILE} the same numbers as JSON. The exit status is 0 when the run completed, whatever
  * the statuses; 2 for bad arguments; 1 when the replay's first request failed.
  */
@@ -70,8 +89,8 @@ public final class HttpLoad {
     /** Hosts a load may be sent to: this machine only. */
     static final Set<String> LOOPBACK_HOSTS = Set.of("127.0.0.1", "localhost", "[::1]", "::1");
 
-    /** Latency slots preallocated per thread and second of duration (one request per 100 µs); grown if exceeded. */
-    private static final int SLOTS_PER_SECOND = 10_000;
+    /** The largest latency a histogram holds; a longer one is recorded as this. */
+    static final long HIGHEST_TRACKABLE_NANOS = TimeUnit.MINUTES.toNanos(10);
 
     private HttpLoad() {
     }
@@ -98,12 +117,14 @@ public final class HttpLoad {
 
     /** The parsed command line; every value checked. */
     record Options(URI url, String authorization, int threads, Duration duration, Duration warmup, Duration timeout,
-                   Mode mode, String body, List<String> accounts, int keys, Path json) {
+                   Mode mode, String body, List<String> accounts, int keys, double rate, Path json) {
 
         static final String USAGE = """
                 usage: HttpLoad --url http://127.0.0.1:PORT/payments [options]
                   --user U --password P   HTTP Basic credentials
-                  --threads N             closed-loop threads (default 8)
+                  --threads N             threads, each with its own connection (default 8)
+                  --rate R                open loop: R requests per second in all, latency from each
+                                          request's due time (default: closed loop)
                   --warmup D              not recorded (default 10s); D: 500ms, 10s, 2m, PT10S
                   --duration D            recorded, after the warmup (default 30s)
                   --mode M                new-key (default) | replay | no-key
@@ -117,7 +138,7 @@ public final class HttpLoad {
         static Options parse(String[] args) {
             Map<String, String> values = new LinkedHashMap<>();
             Set<String> known = Set.of("--url", "--user", "--password", "--threads", "--duration", "--warmup",
-                    "--mode", "--body", "--accounts", "--keys", "--timeout", "--json");
+                    "--mode", "--body", "--accounts", "--keys", "--timeout", "--rate", "--json");
             for (int i = 0; i < args.length; i++) {
                 String name = args[i];
                 String value = null;
@@ -194,8 +215,31 @@ public final class HttpLoad {
                     throw new IllegalArgumentException("--keys must be between 1 and 100000, but was " + keys);
                 }
             }
+            double rate = 0;
+            if (values.containsKey("--rate")) {
+                try {
+                    rate = Double.parseDouble(values.get("--rate").strip());
+                } catch (NumberFormatException e) {
+                    throw new IllegalArgumentException("--rate must be a number of requests per second, but was "
+                            + values.get("--rate"));
+                }
+                if (!(rate > 0) || rate > 1_000_000) {
+                    throw new IllegalArgumentException("--rate must be above 0 and at most 1000000, but was "
+                            + values.get("--rate"));
+                }
+            }
             Path json = values.containsKey("--json") ? Path.of(values.get("--json")) : null;
-            return new Options(uri, authorization, threads, duration, warmup, timeout, mode, body, accounts, keys, json);
+            return new Options(uri, authorization, threads, duration, warmup, timeout, mode, body, accounts, keys, rate,
+                    json);
+        }
+
+        boolean isOpenLoop() {
+            return rate > 0;
+        }
+
+        /** Open loop: nanoseconds between two requests of one thread. */
+        long intervalNanos() {
+            return Math.round(threads * 1e9 / rate);
         }
 
         /** The body thread {@code t} sends; {@code replay} always sends the first account's. */
@@ -269,39 +313,33 @@ public final class HttpLoad {
 
     /** One thread's record: latencies of the measured window, status counts, errors. */
     static final class Recorder {
-        long[] latencies;
-        int count;
+        final Histogram latencies = new Histogram(HIGHEST_TRACKABLE_NANOS, 3);
         final long[] statuses = new long[600];
         long replayed;
         long errors;
-        long grown;
+        /** Open loop: requests sent more than one interval after they were due. */
+        long late;
         final Map<String, Long> errorKinds = new TreeMap<>();
         /** The first body of each status other than 2xx, to show why. */
         final Map<Integer, String> samples = new TreeMap<>();
 
-        Recorder(int capacity) {
-            latencies = new long[capacity];
-        }
-
         void record(long nanos) {
-            if (count == latencies.length) {
-                latencies = Arrays.copyOf(latencies, latencies.length * 2);
-                grown++;
-            }
-            latencies[count++] = nanos;
+            latencies.recordValue(Math.min(Math.max(0, nanos), HIGHEST_TRACKABLE_NANOS));
         }
     }
 
     /** The numbers of one run. */
-    record Result(Mode mode, int threads, Duration warmup, Duration duration, long requests, double rps,
-                  double p50Ms, double p90Ms, double p99Ms, double maxMs, Map<Integer, Long> statuses, long replayed,
-                  long errors, Map<String, Long> errorKinds) {
+    record Result(Mode mode, int threads, double targetRps, Duration warmup, Duration duration, long requests,
+                  double rps, double p50Ms, double p90Ms, double p99Ms, double p999Ms, double maxMs, long late,
+                  Map<Integer, Long> statuses, long replayed, long errors, Map<String, Long> errorKinds) {
 
         String line() {
             StringBuilder s = new StringBuilder();
             s.append(String.format(Locale.ROOT,
-                    "mode=%s threads=%d requests=%d rps=%.1f p50=%.3f p90=%.3f p99=%.3f max=%.3f ms statuses=",
-                    mode.label, threads, requests, rps, p50Ms, p90Ms, p99Ms, maxMs));
+                    "mode=%s threads=%d rate=%s requests=%d rps=%.1f p50=%.3f p90=%.3f p99=%.3f p99.9=%.3f max=%.3f ms"
+                            + " late=%d statuses=",
+                    mode.label, threads, targetRps > 0 ? String.format(Locale.ROOT, "%.1f", targetRps) : "closed",
+                    requests, rps, p50Ms, p90Ms, p99Ms, p999Ms, maxMs, late));
             s.append(statusText());
             s.append(" replayed=").append(replayed).append(" errors=").append(errors);
             if (!errorKinds.isEmpty()) {
@@ -324,6 +362,7 @@ public final class HttpLoad {
             s.append("\"url\":").append(quote(url.toString()));
             s.append(",\"mode\":").append(quote(mode.label));
             s.append(",\"threads\":").append(threads);
+            s.append(",\"targetRps\":").append(targetRps > 0 ? num(targetRps) : "null");
             s.append(",\"warmupSeconds\":").append(num(warmup.toNanos() / 1e9));
             s.append(",\"durationSeconds\":").append(num(duration.toNanos() / 1e9));
             s.append(",\"requests\":").append(requests);
@@ -331,7 +370,9 @@ public final class HttpLoad {
             s.append(",\"p50Ms\":").append(num(p50Ms));
             s.append(",\"p90Ms\":").append(num(p90Ms));
             s.append(",\"p99Ms\":").append(num(p99Ms));
+            s.append(",\"p999Ms\":").append(num(p999Ms));
             s.append(",\"maxMs\":").append(num(maxMs));
+            s.append(",\"late\":").append(late);
             s.append(",\"statuses\":{");
             boolean first = true;
             for (Map.Entry<Integer, Long> e : statuses.entrySet()) {
@@ -431,16 +472,14 @@ public final class HttpLoad {
         }
 
         int threads = options.threads();
-        long seconds = Math.max(1, (options.duration().toMillis() + 999) / 1000);
-        int capacity = (int) Math.min(Integer.MAX_VALUE - 8, seconds * SLOTS_PER_SECOND);
         Recorder[] recorders = new Recorder[threads];
         Thread[] workers = new Thread[threads];
         CountDownLatch ready = new CountDownLatch(threads);
         CountDownLatch go = new CountDownLatch(1);
-        long[] window = new long[2];
+        long[] window = new long[3];
         for (int t = 0; t < threads; t++) {
             int thread = t;
-            Recorder recorder = new Recorder(capacity);
+            Recorder recorder = new Recorder();
             recorders[t] = recorder;
             String body = options.bodyFor(t);
             workers[t] = new Thread(() -> {
@@ -450,12 +489,13 @@ public final class HttpLoad {
                 } catch (InterruptedException e) {
                     return;
                 }
-                loop(client, options, body, replays, thread, window[0], window[1], recorder);
+                loop(client, options, body, replays, thread, window[2], window[0], window[1], recorder);
             }, "http-load-" + t);
             workers[t].start();
         }
         ready.await();
         long start = System.nanoTime();
+        window[2] = start;
         window[0] = start + options.warmup().toNanos();
         window[1] = window[0] + options.duration().toNanos();
         go.countDown();  // happens-before: the workers read window[] after await()
@@ -466,10 +506,13 @@ public final class HttpLoad {
     }
 
     private static void loop(HttpClient client, Options options, String body, List<HttpRequest> replays, int thread,
-                             long measureFrom,
-                             long end, Recorder recorder) {
+                             long start, long measureFrom, long end, Recorder recorder) {
         int next = replays.isEmpty() ? 0 : thread % replays.size();
         HttpRequest noKeyRequest = options.mode() == Mode.NO_KEY ? request(options, body, null) : null;
+        boolean openLoop = options.isOpenLoop();
+        long interval = openLoop ? options.intervalNanos() : 0;
+        // Open loop: thread t's first request is due t/rate after the start, then one every interval.
+        long due = start + (openLoop ? Math.round(thread * 1e9 / options.rate()) : 0);
         while (true) {
             HttpRequest request = switch (options.mode()) {
                 case NEW_KEY -> request(options, body, IdempotencyKeys.uuidV7());
@@ -480,9 +523,25 @@ public final class HttpLoad {
                 }
                 case NO_KEY -> noKeyRequest;
             };
-            long t0 = System.nanoTime();
-            if (t0 - end >= 0) {
-                return;
+            long t0;
+            if (openLoop) {
+                if (due - end >= 0) {
+                    return;
+                }
+                long wait;
+                while ((wait = due - System.nanoTime()) > 0) {
+                    LockSupport.parkNanos(wait);
+                }
+                t0 = due;
+                if (System.nanoTime() - due > interval && due - measureFrom >= 0) {
+                    recorder.late++;
+                }
+                due += interval;
+            } else {
+                t0 = System.nanoTime();
+                if (t0 - end >= 0) {
+                    return;
+                }
             }
             boolean measured = t0 - measureFrom >= 0;
             try {
@@ -529,31 +588,25 @@ public final class HttpLoad {
     }
 
     static Result summarise(Options options, Recorder[] recorders, PrintStream log) {
-        int total = 0;
+        Histogram all = new Histogram(HIGHEST_TRACKABLE_NANOS, 3);
         long replayed = 0;
         long errors = 0;
-        long grown = 0;
+        long late = 0;
         long[] statuses = new long[600];
         Map<String, Long> errorKinds = new TreeMap<>();
         Map<Integer, String> samples = new TreeMap<>();
         for (Recorder r : recorders) {
-            total += r.count;
+            all.add(r.latencies);
             replayed += r.replayed;
             errors += r.errors;
-            grown += r.grown;
+            late += r.late;
             for (int s = 0; s < statuses.length; s++) {
                 statuses[s] += r.statuses[s];
             }
             r.errorKinds.forEach((k, v) -> errorKinds.merge(k, v, Long::sum));
             r.samples.forEach(samples::putIfAbsent);
         }
-        long[] all = new long[total];
-        int at = 0;
-        for (Recorder r : recorders) {
-            System.arraycopy(r.latencies, 0, all, at, r.count);
-            at += r.count;
-        }
-        Arrays.sort(all);
+        long total = all.getTotalCount();
         Map<Integer, Long> statusCounts = new TreeMap<>();
         for (int s = 0; s < statuses.length; s++) {
             if (statuses[s] > 0) {
@@ -561,23 +614,24 @@ public final class HttpLoad {
             }
         }
         samples.forEach((status, body) -> log.println("HttpLoad: first " + status + " answer: " + abbreviate(body)));
-        if (grown > 0) {
-            log.println("HttpLoad: latency arrays grew " + grown + " time(s) during the run (more than "
-                    + SLOTS_PER_SECOND + " requests per second per thread)");
+        if (late > 0) {
+            log.println("HttpLoad: " + late + " request(s) were sent more than one interval after they were due: the"
+                    + " rate needs more threads, or the service cannot keep up; their latency counts from when they"
+                    + " were due");
         }
         double seconds = options.duration().toNanos() / 1e9;
-        return new Result(options.mode(), options.threads(), options.warmup(), options.duration(), total,
-                total / seconds, percentileMs(all, 0.50), percentileMs(all, 0.90), percentileMs(all, 0.99),
-                total == 0 ? Double.NaN : all[total - 1] / 1e6, statusCounts, replayed, errors, errorKinds);
+        return new Result(options.mode(), options.threads(), options.rate(), options.warmup(), options.duration(),
+                total, total / seconds, percentileMs(all, 50), percentileMs(all, 90), percentileMs(all, 99),
+                percentileMs(all, 99.9), total == 0 ? Double.NaN : all.getMaxValue() / 1e6, late, statusCounts,
+                replayed, errors, errorKinds);
     }
 
-    /** Nearest rank: the smallest latency that at least {@code p} of all latencies do not exceed. */
-    static double percentileMs(long[] sorted, double p) {
-        if (sorted.length == 0) {
+    /** The latency at {@code percentile} (0–100), to the histogram's 3 significant digits. */
+    static double percentileMs(Histogram histogram, double percentile) {
+        if (histogram.getTotalCount() == 0) {
             return Double.NaN;
         }
-        int rank = (int) Math.ceil(p * sorted.length);
-        return sorted[Math.max(0, rank - 1)] / 1e6;
+        return histogram.getValueAtPercentile(percentile) / 1e6;
     }
 
     private static String abbreviate(String s) {

@@ -1,0 +1,95 @@
+package io.retrysafe.benchmarks.load;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.sun.net.httpserver.HttpServer;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The load generator against a local JDK HTTP server that stalls once, as a service's pause would. */
+class HttpLoadTest {
+
+    private static final int STALLED_REQUEST = 5;
+
+    private HttpServer server;
+    private final AtomicInteger requests = new AtomicInteger();
+    private final CountDownLatch released = new CountDownLatch(1);
+
+    @BeforeEach
+    void start() throws Exception {
+        server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+        server.createContext("/payments", exchange -> {
+            if (requests.incrementAndGet() == STALLED_REQUEST) {
+                try {
+                    // The stall under measurement: one request held for a second.
+                    released.await(1, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            byte[] body = "{}".getBytes(StandardCharsets.UTF_8);
+            exchange.sendResponseHeaders(201, body.length);
+            exchange.getResponseBody().write(body);
+            exchange.close();
+        });
+        server.setExecutor(Executors.newCachedThreadPool());
+        server.start();
+    }
+
+    @AfterEach
+    void stop() {
+        server.stop(0);
+    }
+
+    @Test
+    void openLoopCountsTheStallForEveryRequestThatWasDueDuringIt() throws Exception {
+        // One thread, 40 requests a second for 2 s: the second-long stall of the 5th request delays the
+        // ~40 requests due behind it, most of them by more than half a second.
+        HttpLoad.Options options = HttpLoad.Options.parse(new String[] {
+            "--url", url(), "--mode", "no-key", "--threads", "1", "--rate", "40", "--warmup", "0s",
+            "--duration", "2s"});
+
+        HttpLoad.Result result = HttpLoad.run(options, new PrintStream(new ByteArrayOutputStream()));
+
+        assertThat(result.statuses()).containsOnlyKeys(201);
+        assertThat(result.p90Ms()).as("p90 counts from when each request was due, so the stall shows")
+                .isGreaterThanOrEqualTo(500);
+        assertThat(result.late()).as("requests sent more than one interval after they were due").isPositive();
+        assertThat(result.targetRps()).isEqualTo(40);
+    }
+
+    @Test
+    void closedLoopCountsTheStallOnce() throws Exception {
+        HttpLoad.Options options = HttpLoad.Options.parse(new String[] {
+            "--url", url(), "--mode", "no-key", "--threads", "1", "--warmup", "0s", "--duration", "2s"});
+
+        HttpLoad.Result result = HttpLoad.run(options, new PrintStream(new ByteArrayOutputStream()));
+
+        assertThat(result.maxMs()).as("the stalled request itself").isGreaterThanOrEqualTo(900);
+        assertThat(result.late()).isZero();
+        assertThat(result.targetRps()).isZero();
+    }
+
+    @Test
+    void rateIsChecked() {
+        assertThatThrownBy(() -> HttpLoad.Options.parse(new String[] {"--url", url(), "--rate", "0"}))
+                .hasMessage("--rate must be above 0 and at most 1000000, but was 0");
+        assertThatThrownBy(() -> HttpLoad.Options.parse(new String[] {"--url", url(), "--rate", "fast"}))
+                .hasMessage("--rate must be a number of requests per second, but was fast");
+    }
+
+    private String url() {
+        return "http://127.0.0.1:" + server.getAddress().getPort() + "/payments";
+    }
+}
