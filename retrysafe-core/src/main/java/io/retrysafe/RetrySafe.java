@@ -101,7 +101,7 @@ public final class RetrySafe {
     }
 
     /**
-     * Runs {@code operation} at most once per key, as DESIGN §3 says. Refusals are returned as
+     * Runs {@code operation} at most once per key. Refusals are returned as
      * values; an exception thrown by the operation releases the key and propagates (a checked one
      * wrapped in {@link OperationFailedException}). On a store that writes the key last
      * ({@link ClaimResult.Unclaimed}), concurrent duplicates may each run it inside their

@@ -73,8 +73,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The filter as a client sees it: a real Tomcat, real HTTP/1.1, the real in-memory store (standalone
- * mode) and the real PostgreSQL store (transactional mode). Every row of DESIGN §3 and its "other
- * HTTP answers": status, headers, problem type, and how often the handler ran.
+ * mode) and the real PostgreSQL store (transactional mode). Every answer of the filter's
+ * decision table (docs/http.md): status, headers, problem type, and how often the handler ran.
  */
 class RetrySafeFilterIT {
     private static final int MAX_REQUEST_BYTES = 1024;

@@ -7,7 +7,7 @@ package io.retrysafe.jdbc;
  */
 public enum KeyOrder {
     /**
-     * The default, as DESIGN §3 describes: an atomic insert-if-absent is the transaction's first
+     * The default: an atomic insert-if-absent is the transaction's first
      * statement, and the completion updates that row. A duplicate arriving while the first runs
      * waits on the key (up to the lock timeout), then replays: the operation runs once.
      */
