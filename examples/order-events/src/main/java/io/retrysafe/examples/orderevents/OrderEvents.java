@@ -32,8 +32,6 @@ import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -391,12 +389,6 @@ public final class OrderEvents {
             pool.setPassword(setting("jdbc-password", "RETRYSAFE_JDBC_PASSWORD", ""));
             out.println("PostgreSQL: " + url);
         } else {
-            if (runningAsRoot()) {
-                pool.close();
-                throw new IllegalArgumentException("no RETRYSAFE_JDBC_URL, and the embedded PostgreSQL cannot start as "
-                        + "root (PostgreSQL refuses to): run as another user, or give a database, e.g. "
-                        + "RETRYSAFE_JDBC_URL=jdbc:postgresql://127.0.0.1:5432/postgres");
-            }
             embedded = EmbeddedPostgres.builder().setServerConfig("listen_addresses", "127.0.0.1")
                     .setPGStartupWait(Duration.ofSeconds(60)).start();
             pool.setJdbcUrl(embedded.getJdbcUrl("postgres", "postgres"));
@@ -425,14 +417,6 @@ public final class OrderEvents {
             if (embedded != null) {
                 embedded.close();
             }
-        }
-    }
-
-    private static boolean runningAsRoot() {
-        try {
-            return Integer.valueOf(0).equals(Files.getAttribute(Path.of("/proc/self"), "unix:uid"));
-        } catch (IOException | RuntimeException e) {
-            return "root".equals(System.getProperty("user.name"));
         }
     }
 

@@ -39,11 +39,6 @@ public final class PaymentsDemo {
                     System.getenv().getOrDefault("RETRYSAFE_JDBC_PASSWORD", ""));
             System.out.println("Using PostgreSQL at " + url);
         } else {
-            if ("root".equals(System.getProperty("user.name"))) {
-                System.err.println("Embedded PostgreSQL refuses to run as root: run as another user, or point "
-                        + "RETRYSAFE_JDBC_URL at a server (e.g. jdbc:postgresql://127.0.0.1:5432/test).");
-                System.exit(2);
-            }
             embedded = EmbeddedPostgres.builder().start();
             dataSource = pool(embedded.getJdbcUrl("postgres", "postgres"), "postgres", "");
             System.out.println("Using an embedded PostgreSQL on port " + embedded.getPort());

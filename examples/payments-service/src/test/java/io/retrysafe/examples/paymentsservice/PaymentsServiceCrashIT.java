@@ -8,7 +8,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import java.io.IOException;
-import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -41,12 +40,8 @@ class PaymentsServiceCrashIT {
         return ServiceProcess.start(dir, name, Map.of(), all.toArray(String[]::new));
     }
 
-    private HttpRequest pay(int port, String key, String account) {
-        return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/payments"))
-                .timeout(Duration.ofSeconds(60))
-                .header("Authorization", ServiceITSupport.basic("alice"))
-                .header("Content-Type", "application/json").header("Idempotency-Key", key)
-                .POST(HttpRequest.BodyPublishers.ofString(ServiceITSupport.payment(account, 100))).build();
+    private static HttpRequest pay(int port, String key, String account) {
+        return ServiceProcess.payment(port, key, account, 100);
     }
 
     @Test

@@ -1,6 +1,8 @@
 package io.retrysafe.examples.paymentsservice;
 
 import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpRequest;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -30,14 +32,28 @@ final class ServiceProcess implements AutoCloseable {
      * @param args the service's arguments, e.g. {@code --spring.datasource.url=…}
      */
     static ServiceProcess start(Path dir, String name, Map<String, String> env, String... args) throws IOException {
+        return start(dir, name, env, List.of(), System.getProperty("java.class.path"), List.of(), args);
+    }
+
+    /**
+     * @param launcher the command the JVM is started through, e.g. one that changes the user; empty for none
+     * @param classPath the service's class path
+     * @param jvmOptions options of the JVM, e.g. {@code -Dspring.aot.enabled=true}
+     */
+    static ServiceProcess start(Path dir, String name, Map<String, String> env, List<String> launcher, String classPath,
+            List<String> jvmOptions, String... args) throws IOException {
         Path readyFile = dir.resolve(name + ".port");
         Path log = dir.resolve(name + ".log");
-        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-XX:TieredStopAtLevel=1", "-Xmx512m", "-cp", System.getProperty("java.class.path"),
+        List<String> command = new ArrayList<>(launcher);
+        command.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-XX:TieredStopAtLevel=1", "-Xmx512m"));
+        command.addAll(jvmOptions);
+        command.addAll(List.of("-cp", classPath,
                 PaymentsServiceApplication.class.getName(), "--server.port=0", "--payments.ready-file=" + readyFile,
                 "--spring.main.banner-mode=off"));
         command.addAll(List.of(args));
-        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
+        ProcessBuilder builder = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true)
+                .redirectOutput(log.toFile());
         env.forEach((k, v) -> {
             if (v == null) {
                 builder.environment().remove(k);
@@ -46,6 +62,15 @@ final class ServiceProcess implements AutoCloseable {
             }
         });
         return new ServiceProcess(builder.start(), log, readyFile);
+    }
+
+    /** {@code POST /payments} of {@code amount} cents from {@code account} as alice, under {@code key}. */
+    static HttpRequest payment(int port, String key, String account, long amount) {
+        return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/payments"))
+                .timeout(Duration.ofSeconds(60))
+                .header("Authorization", ServiceITSupport.basic(ServiceITSupport.ALICE))
+                .header("Content-Type", "application/json").header("Idempotency-Key", key)
+                .POST(HttpRequest.BodyPublishers.ofString(ServiceITSupport.payment(account, amount))).build();
     }
 
     /** The HTTP port, once the service is ready; fails with its log if it exits first or takes too long. */
