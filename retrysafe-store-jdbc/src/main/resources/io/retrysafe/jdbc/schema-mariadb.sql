@@ -1,4 +1,8 @@
--- RetrySafe records, MariaDB 10.6+ (InnoDB). ${table} is the configured table, ${name} its name without a schema.
+-- RetrySafe records, MariaDB 10.6+ (InnoDB).
+-- ${table} is the configured table, ${name} its name without a schema.
+-- One source for createSchema(), `retrysafe schema print` and the Flyway and Liquibase migrations built from
+-- it. Every statement is idempotent, and must stay so: the script runs on every start and again whenever it
+-- changes, on a table that may already exist (docs/schema.md).
 -- The primary key makes (scope, key) unique in the database itself: the claim relies on it.
 -- NO PAD binary collations: keys and scopes are compared byte for byte, so "ABC" and "abc" are two keys, and
 -- so are "a" and "a " (the plain _bin collations are PAD SPACE: they ignore trailing spaces).

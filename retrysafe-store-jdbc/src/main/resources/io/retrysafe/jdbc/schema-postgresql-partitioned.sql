@@ -1,6 +1,10 @@
--- RetrySafe records, PostgreSQL, partitioned by expiry day (UTC). ${table} is the configured table,
--- ${name} its name without a schema. Expired days are dropped as whole partitions instead of deleted
--- row by row; the maintenance job (JdbcPurger / PartitionMaintainer) creates the days ahead.
+-- RetrySafe records, PostgreSQL, partitioned by expiry day (UTC).
+-- ${table} is the configured table, ${name} its name without a schema.
+-- One source for createSchema(), `retrysafe schema print` and the Flyway and Liquibase migrations built from
+-- it. Every statement is idempotent, and must stay so: the script runs on every start and again whenever it
+-- changes, on a table that may already exist (docs/schema.md).
+-- Expired days are dropped as whole partitions instead of deleted row by row; the maintenance job
+-- (JdbcPurger / PartitionMaintainer) creates the days ahead.
 --
 -- PostgreSQL cannot have a unique index on a partitioned table without the partition key, and a
 -- key's expiry day changes when it is retried or completed. So (scope, key) is kept unique by the

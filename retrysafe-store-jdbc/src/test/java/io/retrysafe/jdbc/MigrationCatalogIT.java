@@ -1,0 +1,86 @@
+package io.retrysafe.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.zaxxer.hikari.HikariDataSource;
+import io.retrysafe.Fingerprint;
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.spi.ClaimRequest;
+import io.retrysafe.spi.ClaimResult;
+import io.retrysafe.spi.OwnerToken;
+import io.retrysafe.testservices.TableCatalog;
+import java.time.Duration;
+import java.util.List;
+import org.flywaydb.core.api.MigrationInfo;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * The shipped migrations make the table that createSchema() (and so {@code initialize-schema}) makes, as
+ * the database's catalog shows it, and they fit beside an application's own migrations.
+ */
+class MigrationCatalogIT {
+    private static final String TABLE = JdbcIdempotencyStore.DEFAULT_TABLE;
+    /** Flyway's default location: the application's own scripts (one, in this module's test resources). */
+    private static final String APPLICATION = "classpath:db/migration";
+
+    @ParameterizedTest
+    @EnumSource(ShippedMigration.class)
+    void flywayAndLiquibaseMakeTheTableThatCreateSchemaMakes(ShippedMigration migration) {
+        try (HikariDataSource created = migration.freshSchema("catalog_created");
+                HikariDataSource flyway = migration.freshSchema("catalog_flyway");
+                HikariDataSource liquibase = migration.freshSchema("catalog_liquibase")) {
+            migration.store(created).createSchema();
+            MigrationTool.FLYWAY.migrate(migration, flyway);
+            MigrationTool.LIQUIBASE.migrate(migration, liquibase);
+
+            List<String> expected = TableCatalog.describe(created, TABLE);
+            assertThat(expected).as("catalog of the table createSchema() made").anyMatch(line -> line.contains("idem_key"))
+                    .anyMatch(line -> line.contains("expires_at_idx"));
+            assertThat(TableCatalog.describe(flyway, TABLE)).as("catalog of the table Flyway made")
+                    .containsExactlyElementsOf(expected);
+            assertThat(TableCatalog.describe(liquibase, TABLE)).as("catalog of the table Liquibase made")
+                    .containsExactlyElementsOf(expected);
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(ShippedMigration.class)
+    void theDocumentedFlywayLocationsRunTheApplicationsMigrationsAndTheRecordTable(ShippedMigration migration) {
+        try (HikariDataSource ds = migration.freshSchema("catalog_app")) {
+            // The application's default location holds only its own scripts: none of the shipped ones.
+            assertThat(MigrationTool.flyway(ds, APPLICATION).info().all()).extracting(MigrationInfo::getScript)
+                    .containsExactly("V1__orders.sql");
+
+            assertThat(MigrationTool.flyway(ds, APPLICATION, migration.flywayLocation()).migrate().migrations)
+                    .extracting(m -> m.version + " " + m.description).containsExactly("1 orders", " retrysafe record");
+
+            assertThat(TableCatalog.describe(ds, TABLE)).anyMatch(line -> line.contains("idem_key"));
+        }
+    }
+
+    /** An application that had {@code initialize-schema} make the table, then moves to the migrations. */
+    @ParameterizedTest
+    @EnumSource(ShippedMigration.class)
+    void theMigrationsAdoptATableThatCreateSchemaMadeAndKeepItsRecords(ShippedMigration migration) {
+        try (HikariDataSource ds = migration.freshSchema("catalog_adopted")) {
+            MigrationTool.flyway(ds, APPLICATION).migrate();
+            JdbcIdempotencyStore store = migration.store(ds);
+            store.createSchema();
+            IdempotencyKey key = IdempotencyKey.of("adopt", "key-1");
+            assertThat(store.tryClaim(new ClaimRequest(key, Fingerprint.sha256(new byte[0]), OwnerToken.random(),
+                    Duration.ofMinutes(1), Duration.ofHours(1)))).isInstanceOf(ClaimResult.Claimed.class);
+            List<String> before = TableCatalog.describe(ds, TABLE);
+
+            assertThat(MigrationTool.flyway(ds, APPLICATION, migration.flywayLocation()).migrate().migrationsExecuted)
+                    .as("Flyway's first run with the shipped location").isEqualTo(1);
+            assertThat(MigrationTool.flyway(ds, APPLICATION, migration.flywayLocation()).migrate().migrationsExecuted)
+                    .as("Flyway's second run").isZero();
+            MigrationTool.LIQUIBASE.migrate(migration, ds);
+            MigrationTool.LIQUIBASE.migrate(migration, ds);
+
+            assertThat(TableCatalog.describe(ds, TABLE)).as("catalog after the migrations").containsExactlyElementsOf(before);
+            assertThat(store.inspect(key)).as("the record claimed before the migrations").isPresent();
+        }
+    }
+}
