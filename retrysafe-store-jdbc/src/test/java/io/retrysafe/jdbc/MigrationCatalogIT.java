@@ -1,6 +1,7 @@
 package io.retrysafe.jdbc;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.retrysafe.Fingerprint;
@@ -9,9 +10,15 @@ import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.OwnerToken;
 import io.retrysafe.testservices.TableCatalog;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import org.flywaydb.core.api.MigrationInfo;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -81,6 +88,34 @@ class MigrationCatalogIT {
 
             assertThat(TableCatalog.describe(ds, TABLE)).as("catalog after the migrations").containsExactlyElementsOf(before);
             assertThat(store.inspect(key)).as("the record claimed before the migrations").isPresent();
+        }
+    }
+
+    @Test
+    void theLiquibaseChangeSetKeepsItsIdentityWhenIncludedFromTheApplicationsChangelog() throws SQLException {
+        try (HikariDataSource ds = ShippedMigration.POSTGRESQL.freshSchema("catalog_included")) {
+            MigrationTool.liquibaseUpdate(ds, "db/changelog/application.yaml");
+            MigrationTool.LIQUIBASE.migrate(ShippedMigration.POSTGRESQL, ds); // the same change set, named directly
+
+            List<String> ran = new ArrayList<>();
+            try (Connection c = ds.getConnection(); Statement st = c.createStatement();
+                    ResultSet rs = st.executeQuery("SELECT id, filename FROM databasechangelog ORDER BY orderexecuted")) {
+                while (rs.next()) {
+                    ran.add(rs.getString(1) + " " + rs.getString(2));
+                }
+            }
+            assertThat(ran).hasSize(2).contains("retrysafe_record retrysafe/postgresql");
+            assertThat(TableCatalog.describe(ds, TABLE)).anyMatch(line -> line.contains("idem_key"));
+        }
+    }
+
+    @Test
+    void theLiquibaseChangelogOfAnotherDatabaseStopsAndNamesTheRightOne() {
+        try (HikariDataSource ds = ShippedMigration.MARIADB.freshSchema("catalog_wrong")) {
+            assertThatThrownBy(() -> MigrationTool.LIQUIBASE.migrate(ShippedMigration.POSTGRESQL, ds))
+                    .hasStackTraceContaining("use db/retrysafe/changelog/mariadb.xml on MariaDB");
+            assertThatThrownBy(() -> TableCatalog.describe(ds, TABLE)).as("no table made").isInstanceOf(
+                    IllegalStateException.class);
         }
     }
 }
