@@ -16,6 +16,7 @@ import java.lang.reflect.Method;
 import java.lang.reflect.Type;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
 import javax.sql.DataSource;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
@@ -33,8 +34,6 @@ import org.springframework.transaction.interceptor.TransactionAspectSupport;
 import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.transaction.support.TransactionTemplate;
-import tools.jackson.databind.JavaType;
-import tools.jackson.databind.json.JsonMapper;
 
 /** Applies {@link Idempotent}: evaluates the key, fingerprints the arguments, and runs the method through the engine. */
 final class IdempotentInterceptor implements MethodInterceptor {
@@ -43,14 +42,14 @@ final class IdempotentInterceptor implements MethodInterceptor {
     private final PlatformTransactionManager transactionManager;
     private final DataSource dataSource;
     private final KeyRules keyRules;
-    private final JsonMapper json;
+    private final MethodJson json;
     private final SpelExpressionParser parser = new SpelExpressionParser();
     private final ParameterNameDiscoverer names = new DefaultParameterNameDiscoverer();
     private final Map<String, Expression> expressions = new ConcurrentHashMap<>();
 
     /** {@code transactional}, {@code transactionManager} and {@code dataSource} are null with a non-JDBC store. */
     IdempotentInterceptor(RetrySafe engine, TransactionalRetrySafe transactional,
-            PlatformTransactionManager transactionManager, DataSource dataSource, KeyRules keyRules, JsonMapper json) {
+            PlatformTransactionManager transactionManager, DataSource dataSource, KeyRules keyRules, MethodJson json) {
         // A method's result is an answer, whatever it holds: store every return; exceptions release.
         this.engine = engine.with(OperationPolicy.from(engine.policy()).outcomePolicy(OutcomePolicy.STORE_ALL).build());
         this.transactional = transactional == null ? null : TransactionalRetrySafe.of(this.engine);
@@ -79,7 +78,7 @@ final class IdempotentInterceptor implements MethodInterceptor {
         IdempotencyKey key = keyRules.key(scope, keyValue.toString());
         Object covered = annotation.fingerprint().isEmpty() ? invocation.getArguments()
                 : expression(annotation.fingerprint()).getValue(context);
-        Fingerprint fingerprint = Fingerprint.sha256(CanonicalJson.canonicalize(json.writeValueAsBytes(covered)));
+        Fingerprint fingerprint = Fingerprint.sha256(CanonicalJson.canonicalize(json.write(covered)));
         ResponseCodec<Object> codec = codec(method.getGenericReturnType());
         Outcome<Object> outcome;
         try {
@@ -172,16 +171,16 @@ final class IdempotentInterceptor implements MethodInterceptor {
     }
 
     private ResponseCodec<Object> codec(Type returnType) {
-        JavaType type = json.getTypeFactory().constructType(returnType);
+        Function<byte[], Object> reader = json.reader(returnType);
         return new ResponseCodec<>() {
             @Override
             public StoredResponse encode(Object result) {
-                return StoredResponse.of(200, json.writeValueAsBytes(result));
+                return StoredResponse.of(200, json.write(result));
             }
 
             @Override
             public Object decode(StoredResponse stored) {
-                return json.readValue(stored.body(), type);
+                return reader.apply(stored.body());
             }
         };
     }

@@ -35,8 +35,11 @@ import org.springframework.context.annotation.Configuration;
  * mode); the in-memory store otherwise or when {@code retrysafe.store.type=memory}. Every bean backs
  * off when the application defines its own.
  */
+// By name, for both Boot lines: Boot 4's package first, then Boot 3.5's.
 @AutoConfiguration(afterName = {"org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
-        "org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration"})
+        "org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration",
+        "org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration",
+        "org.springframework.boot.autoconfigure.jdbc.DataSourceTransactionManagerAutoConfiguration"})
 @ConditionalOnProperty(prefix = "retrysafe", name = "enabled", havingValue = "true", matchIfMissing = true)
 @EnableConfigurationProperties(RetrySafeProperties.class)
 public class RetrySafeAutoConfiguration {

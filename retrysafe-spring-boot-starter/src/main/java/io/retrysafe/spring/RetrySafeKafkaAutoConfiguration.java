@@ -56,7 +56,9 @@ import org.springframework.util.ClassUtils;
  */
 @AutoConfiguration(after = {RetrySafeAutoConfiguration.class, RetrySafeMicrometerAutoConfiguration.class},
         afterName = {"org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration",
-                "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration"})
+                "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
+                "org.springframework.boot.autoconfigure.kafka.KafkaAutoConfiguration",
+                "org.springframework.boot.actuate.autoconfigure.metrics.CompositeMeterRegistryAutoConfiguration"})
 @ConditionalOnProperty(prefix = "retrysafe", name = "enabled", havingValue = "true", matchIfMissing = true)
 @ConditionalOnProperty(prefix = "retrysafe.kafka", name = "enabled", havingValue = "true")
 public class RetrySafeKafkaAutoConfiguration {

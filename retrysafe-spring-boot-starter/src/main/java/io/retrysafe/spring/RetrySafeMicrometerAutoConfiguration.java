@@ -11,7 +11,8 @@ import org.springframework.context.annotation.Bean;
 
 /** Meters for the engine when Micrometer is there; the engine picks the listener up as a bean. */
 @AutoConfiguration(before = RetrySafeAutoConfiguration.class,
-        afterName = "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration")
+        afterName = {"org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
+                "org.springframework.boot.actuate.autoconfigure.metrics.CompositeMeterRegistryAutoConfiguration"})
 @ConditionalOnClass({MeterRegistry.class, MicrometerRetrySafeListener.class})
 @ConditionalOnBean(MeterRegistry.class)
 @ConditionalOnProperty(prefix = "retrysafe", name = "enabled", havingValue = "true", matchIfMissing = true)

@@ -42,9 +42,6 @@ import org.junit.jupiter.api.Test;
 import org.springframework.aop.support.DefaultPointcutAdvisor;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
-import org.springframework.boot.jackson.autoconfigure.JacksonAutoConfiguration;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration;
 import org.springframework.boot.test.context.runner.AbstractApplicationContextRunner;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
@@ -64,14 +61,14 @@ class RetrySafeAutoConfigurationTest {
             RetrySafeWebAutoConfiguration.class, RetrySafePurgeAutoConfiguration.class,
             RetrySafeIdempotentAutoConfiguration.class);
 
-    private static final AutoConfigurations JDBC = AutoConfigurations.of(DataSourceAutoConfiguration.class,
-            DataSourceTransactionManagerAutoConfiguration.class);
+    private static final AutoConfigurations JDBC = AutoConfigurations.of(BootLine.DATA_SOURCE,
+            BootLine.DATA_SOURCE_TRANSACTION_MANAGER);
 
     private final ApplicationContextRunner runner = new ApplicationContextRunner()
-            .withConfiguration(AutoConfigurations.of(JacksonAutoConfiguration.class)).withConfiguration(RETRYSAFE);
+            .withConfiguration(AutoConfigurations.of(BootLine.JACKSON)).withConfiguration(RETRYSAFE);
 
     private final WebApplicationContextRunner webRunner = new WebApplicationContextRunner()
-            .withConfiguration(AutoConfigurations.of(JacksonAutoConfiguration.class)).withConfiguration(RETRYSAFE);
+            .withConfiguration(AutoConfigurations.of(BootLine.JACKSON)).withConfiguration(RETRYSAFE);
 
     /** The application's own DataSource and transaction manager, as Boot makes them from {@code spring.datasource.*}. */
     private static <R extends AbstractApplicationContextRunner<R, ?, ?>> R withPostgres(R runner) {
@@ -594,7 +591,7 @@ class RetrySafeAutoConfigurationTest {
         @Test
         void transactionalModeWithoutTransactionManagerFailsWithTheWayOut() {
             new WebApplicationContextRunner()
-                    .withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class))
+                    .withConfiguration(AutoConfigurations.of(BootLine.DATA_SOURCE))
                     .withConfiguration(RETRYSAFE)
                     .withPropertyValues("spring.datasource.url=" + TestDatabases.postgresJdbcUrl(),
                             "spring.datasource.username=" + TestDatabases.postgresUser(),

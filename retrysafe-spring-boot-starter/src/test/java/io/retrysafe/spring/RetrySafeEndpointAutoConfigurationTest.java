@@ -8,12 +8,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.actuate.autoconfigure.endpoint.EndpointAutoConfiguration;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
-import org.springframework.boot.jackson.autoconfigure.JacksonAutoConfiguration;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration;
 import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
-import tools.jackson.core.type.TypeReference;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The {@code idempotency} actuator endpoint: when it exists, and what it tells a client about each
@@ -24,13 +19,13 @@ class RetrySafeEndpointAutoConfigurationTest {
     private static final String EXPOSED = "management.endpoints.web.exposure.include=health," + IdempotencyEndpoint.ID;
 
     private final WebApplicationContextRunner runner = new WebApplicationContextRunner()
-            .withConfiguration(AutoConfigurations.of(JacksonAutoConfiguration.class, EndpointAutoConfiguration.class,
+            .withConfiguration(AutoConfigurations.of(BootLine.JACKSON, EndpointAutoConfiguration.class,
                     RetrySafeAutoConfiguration.class, RetrySafeWebAutoConfiguration.class,
                     RetrySafeEndpointAutoConfiguration.class))
             .withPropertyValues("retrysafe.http.scope=global");
 
     private static Map<String, Object> json(IdempotencyEndpoint endpoint) {
-        return JsonMapper.builder().build().convertValue(endpoint.idempotency(), new TypeReference<>() { });
+        return BootLine.json(endpoint.idempotency());
     }
 
     @Test
@@ -77,8 +72,8 @@ class RetrySafeEndpointAutoConfigurationTest {
 
     @Test
     void inTransactionalModeTheDuplicateWaitIsTheLockTimeoutAndThereIsNoLease() {
-        runner.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
-                        DataSourceTransactionManagerAutoConfiguration.class))
+        runner.withConfiguration(AutoConfigurations.of(BootLine.DATA_SOURCE,
+                        BootLine.DATA_SOURCE_TRANSACTION_MANAGER))
                 .withPropertyValues(EXPOSED, "spring.datasource.url=" + TestDatabases.postgresJdbcUrl(),
                         "spring.datasource.username=" + TestDatabases.postgresUser(),
                         "spring.datasource.password=" + TestDatabases.postgresPassword(),
@@ -134,8 +129,7 @@ class RetrySafeEndpointAutoConfigurationTest {
                 "retrysafe.store.table=secret_table", "retrysafe.name=secret-name",
                 "retrysafe.http.routes[0].method=POST", "retrysafe.http.routes[0].pattern=/payments")
                 .run(context -> {
-                    String text = JsonMapper.builder().build().writeValueAsString(
-                            context.getBean(IdempotencyEndpoint.class).idempotency());
+                    String text = BootLine.jsonText(context.getBean(IdempotencyEndpoint.class).idempotency());
 
                     assertThat(text).contains("/payments").doesNotContainIgnoringCase("secret")
                             .doesNotContainIgnoringCase("tenant").doesNotContain("memory");

@@ -25,10 +25,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
-import org.springframework.boot.health.contributor.Health;
-import org.springframework.boot.health.contributor.HealthIndicator;
-import org.springframework.boot.health.contributor.Status;
-import org.springframework.boot.jackson.autoconfigure.JacksonAutoConfiguration;
 import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
 import org.springframework.mock.web.MockHttpServletRequest;
 
@@ -47,7 +43,7 @@ class RetrySafeFastFilterAutoConfigurationIT {
     private static StatefulRedisConnection<String, String> adminConnection;
 
     private final WebApplicationContextRunner webRunner = new WebApplicationContextRunner()
-            .withConfiguration(AutoConfigurations.of(JacksonAutoConfiguration.class))
+            .withConfiguration(AutoConfigurations.of(BootLine.JACKSON))
             .withConfiguration(RetrySafeFastFilterAutoConfigurationTest.RETRYSAFE)
             .withPropertyValues("retrysafe.http.scope=global");
 
@@ -115,9 +111,9 @@ class RetrySafeFastFilterAutoConfigurationIT {
                 "retrysafe.fast-filter.enabled=true", "retrysafe.fast-filter.redis-uri=" + redisUri,
                 "retrysafe.fast-filter.timeout=5s").run(context -> {
                     assertThat(context).hasNotFailed();
-                    Health health = context.getBean("retrysafeHealthIndicator", HealthIndicator.class).health();
-                    assertThat(health.getStatus()).isEqualTo(Status.UP);
-                    assertThat(health.getDetails()).containsEntry("redis", "PONG").containsEntry("breaker", "CLOSED")
+                    BootLine.HealthReading health = BootLine.health(context, "retrysafeHealthIndicator");
+                    assertThat(health.status()).isEqualTo("UP");
+                    assertThat(health.details()).containsEntry("redis", "PONG").containsEntry("breaker", "CLOSED")
                             .containsEntry("degraded", false).containsKey("pingMillis");
                 });
     }

@@ -27,12 +27,6 @@ import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.support.AbstractBeanDefinition;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
-import org.springframework.boot.health.contributor.Health;
-import org.springframework.boot.health.contributor.HealthIndicator;
-import org.springframework.boot.health.contributor.Status;
-import org.springframework.boot.jackson.autoconfigure.JacksonAutoConfiguration;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration;
 import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
 
@@ -53,12 +47,12 @@ class RetrySafeFastFilterAutoConfigurationTest {
     static final String SOME_REDIS = "retrysafe.fast-filter.redis-uri=redis://127.0.0.1:6379";
 
     final WebApplicationContextRunner webRunner = new WebApplicationContextRunner()
-            .withConfiguration(AutoConfigurations.of(JacksonAutoConfiguration.class)).withConfiguration(RETRYSAFE)
+            .withConfiguration(AutoConfigurations.of(BootLine.JACKSON)).withConfiguration(RETRYSAFE)
             .withPropertyValues("retrysafe.http.scope=global");
 
     static WebApplicationContextRunner withPostgres(WebApplicationContextRunner runner) {
-        return runner.withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
-                DataSourceTransactionManagerAutoConfiguration.class))
+        return runner.withConfiguration(AutoConfigurations.of(BootLine.DATA_SOURCE,
+                BootLine.DATA_SOURCE_TRANSACTION_MANAGER))
                 .withPropertyValues("spring.datasource.url=" + TestDatabases.postgresJdbcUrl(),
                         "spring.datasource.username=" + TestDatabases.postgresUser(),
                         "spring.datasource.password=" + TestDatabases.postgresPassword());
@@ -265,19 +259,18 @@ class RetrySafeFastFilterAutoConfigurationTest {
                     "retrysafe.fast-filter.redis-uri=" + closedPortUri(), "retrysafe.fast-filter.timeout=5s")
                     .run(context -> {
                         assertThat(context).hasNotFailed();
-                        HealthIndicator indicator = context.getBean("retrysafeHealthIndicator", HealthIndicator.class);
-                        Health health = indicator.health();
-                        assertThat(health.getStatus()).as("requests are still answered, through the store")
-                                .isEqualTo(Status.UP);
-                        assertThat(health.getDetails()).containsEntry("fastFilter", "redis-fast-filter")
+                        BootLine.HealthReading health = BootLine.health(context, "retrysafeHealthIndicator");
+                        assertThat(health.status()).as("requests are still answered, through the store")
+                                .isEqualTo("UP");
+                        assertThat(health.details()).containsEntry("fastFilter", "redis-fast-filter")
                                 .containsEntry("breaker", "CLOSED").containsEntry("degraded", true);
-                        assertThat((String) health.getDetails().get("redis")).startsWith("no answer: ");
+                        assertThat((String) health.details().get("redis")).startsWith("no answer: ");
                     });
         }
 
         @Test
         void notThereWithoutSpringBootHealth() {
-            withPostgres(webRunner).withClassLoader(new FilteredClassLoader(HealthIndicator.class))
+            withPostgres(webRunner).withClassLoader(new FilteredClassLoader(BootLine.HEALTH_INDICATOR))
                     .withPropertyValues("retrysafe.fast-filter.enabled=true", SOME_REDIS).run(context -> {
                         assertThat(context).hasNotFailed();
                         assertThat(context).hasSingleBean(RedisFastFilter.class);

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.retrysafe.FingerprintMismatchException;
 import io.retrysafe.InvalidKeyException;
+import io.retrysafe.spring.BootLine;
 import io.retrysafe.spring.RetrySafeAutoConfiguration;
 import io.retrysafe.spring.RetrySafeKafkaAutoConfiguration;
 import io.retrysafe.spring.RetrySafeMicrometerAutoConfiguration;
@@ -14,9 +15,6 @@ import org.aopalliance.aop.Advice;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
-import org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration;
-import org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration;
 import org.springframework.boot.test.context.FilteredClassLoader;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
@@ -32,8 +30,8 @@ import org.springframework.kafka.listener.DefaultErrorHandler;
  */
 class KafkaAutoConfigurationIT {
     private final ApplicationContextRunner runner = new ApplicationContextRunner()
-            .withConfiguration(AutoConfigurations.of(DataSourceAutoConfiguration.class,
-                    DataSourceTransactionManagerAutoConfiguration.class, KafkaAutoConfiguration.class,
+            .withConfiguration(AutoConfigurations.of(BootLine.DATA_SOURCE,
+                    BootLine.DATA_SOURCE_TRANSACTION_MANAGER, BootLine.KAFKA,
                     RetrySafeMicrometerAutoConfiguration.class, RetrySafeAutoConfiguration.class,
                     RetrySafeKafkaAutoConfiguration.class))
             .withPropertyValues("spring.datasource.url=" + TestDatabases.postgresJdbcUrl(),

@@ -1,8 +1,6 @@
 package io.retrysafe.spring;
 
 import io.retrysafe.redis.RedisFastFilter;
-import io.retrysafe.redis.RedisFastFilter.BreakerState;
-import java.time.Duration;
 import org.springframework.boot.health.contributor.Health;
 import org.springframework.boot.health.contributor.HealthIndicator;
 
@@ -22,18 +20,6 @@ public final class RetrySafeFastFilterHealthIndicator implements HealthIndicator
 
     @Override
     public Health health() {
-        BreakerState breaker = fastFilter.breakerState();
-        Health.Builder health = Health.up().withDetail("fastFilter", fastFilter.name())
-                .withDetail("breaker", breaker.name());
-        boolean answers;
-        try {
-            Duration latency = fastFilter.ping();
-            health.withDetail("redis", "PONG").withDetail("pingMillis", latency.toNanos() / 1_000_000.0);
-            answers = true;
-        } catch (RuntimeException e) {
-            health.withDetail("redis", "no answer: " + e.getMessage());
-            answers = false;
-        }
-        return health.withDetail("degraded", !answers || breaker != BreakerState.CLOSED).build();
+        return Health.up().withDetails(FastFilterHealth.details(fastFilter)).build();
     }
 }
