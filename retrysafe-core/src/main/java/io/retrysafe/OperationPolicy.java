@@ -27,6 +27,7 @@ public final class OperationPolicy {
     private final Duration waitForResult;
     private final Duration retryAfter;
     private final OutcomePolicy outcomePolicy;
+    private final StoredResponseProtection protection;
 
     private OperationPolicy(Builder b) {
         this.retention = b.retention;
@@ -34,6 +35,7 @@ public final class OperationPolicy {
         this.waitForResult = b.waitForResult;
         this.retryAfter = b.retryAfter;
         this.outcomePolicy = b.outcomePolicy;
+        this.protection = b.protection;
     }
 
     public static OperationPolicy ofDefaults() {
@@ -51,6 +53,7 @@ public final class OperationPolicy {
         b.waitForResult = base.waitForResult;
         b.retryAfter = base.retryAfter;
         b.outcomePolicy = base.outcomePolicy;
+        b.protection = base.protection;
         return b;
     }
 
@@ -78,10 +81,15 @@ public final class OperationPolicy {
         return outcomePolicy;
     }
 
+    /** What is done to a response before it is stored (and cached by a fast path), and undone on replay. */
+    public StoredResponseProtection protection() {
+        return protection;
+    }
+
     @Override
     public String toString() {
         return "OperationPolicy[retention=" + retention + ", leaseTtl=" + leaseTtl + ", waitForResult=" + waitForResult
-                + ", retryAfter=" + retryAfter + "]";
+                + ", retryAfter=" + retryAfter + ", protection=" + protection + "]";
     }
 
     public static final class Builder {
@@ -90,6 +98,7 @@ public final class OperationPolicy {
         private Duration waitForResult = DEFAULT_WAIT_FOR_RESULT;
         private Duration retryAfter = DEFAULT_RETRY_AFTER;
         private OutcomePolicy outcomePolicy = OutcomePolicy.DEFAULT;
+        private StoredResponseProtection protection = StoredResponseProtection.NONE;
 
         private Builder() {
         }
@@ -116,6 +125,12 @@ public final class OperationPolicy {
 
         public Builder outcomePolicy(OutcomePolicy outcomePolicy) {
             this.outcomePolicy = Require.notNull(outcomePolicy, "outcomePolicy");
+            return this;
+        }
+
+        /** Encryption or redaction of stored responses; {@link StoredResponseProtection#NONE} by default. */
+        public Builder protection(StoredResponseProtection protection) {
+            this.protection = Require.notNull(protection, "protection");
             return this;
         }
 

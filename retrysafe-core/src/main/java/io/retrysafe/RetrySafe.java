@@ -108,6 +108,8 @@ public final class RetrySafe {
      * transactions, and all but the first to commit are rolled back and answered as replays.
      *
      * @throws StoreUnavailableException if the operation ran but its outcome could not be recorded
+     * @throws StoredResponseUnreadableException if the key completed earlier, but the policy's
+     *     {@link StoredResponseProtection} cannot open its stored response (the operation is not run again)
      */
     public <T> Outcome<T> execute(IdempotencyKey key, Fingerprint fingerprint, ResponseCodec<T> codec,
             Operation<T> operation) {
@@ -139,7 +141,7 @@ public final class RetrySafe {
                 // Key last: the completion inserts the record, or finds another attempt's committed first.
                 return run(key, new ClaimResult.Claimed(unclaimed.token(), 1), codec, operation);
             } else if (claim instanceof ClaimResult.Replay replay) {
-                return new Outcome.Replayed<>(codec.decode(replay.response()));
+                return new Outcome.Replayed<>(codec.decode(open(key, replay.response())));
             } else if (claim instanceof ClaimResult.FingerprintMismatch) {
                 return new Outcome.FingerprintMismatch<>();
             }
@@ -178,10 +180,18 @@ public final class RetrySafe {
             releaseQuietly(key, claimed.token());
             throw propagate(t);
         }
+        StoredResponse sealed;
+        try {
+            sealed = decision == OutcomePolicy.Decision.STORE ? policy.protection().seal(key, response) : null;
+        } catch (RuntimeException e) {
+            // Nothing was stored: the key is freed, so a retry runs again rather than waiting for the lease.
+            releaseQuietly(key, claimed.token());
+            throw e;
+        }
         FencedWrite write;
         try {
             write = decision == OutcomePolicy.Decision.STORE
-                    ? timed("complete", () -> store.complete(key, claimed.token(), response, policy.retention()))
+                    ? timed("complete", () -> store.complete(key, claimed.token(), sealed, policy.retention()))
                     : timed("release", () -> store.release(key, claimed.token()));
         } catch (RuntimeException e) {
             throw new StoreUnavailableException(store.name(), policy.retryAfter(), "[" + name + "] the operation for key "
@@ -193,7 +203,7 @@ public final class RetrySafe {
                     + " commit; its writes were rolled back");
             ClaimResult decided = superseded.decided();
             if (decided instanceof ClaimResult.Replay replay) {
-                return new Outcome.Replayed<>(codec.decode(replay.response()));
+                return new Outcome.Replayed<>(codec.decode(open(key, replay.response())));
             } else if (decided instanceof ClaimResult.FingerprintMismatch) {
                 return new Outcome.FingerprintMismatch<>();
             }
@@ -207,6 +217,16 @@ public final class RetrySafe {
         }
         return new Outcome.Executed<>(value, attempt,
                 decision == OutcomePolicy.Decision.STORE ? Completion.STORED : Completion.RELEASED);
+    }
+
+    /** The stored response as it was before {@link StoredResponseProtection#seal}; never what is stored, if it cannot be opened. */
+    private StoredResponse open(IdempotencyKey key, StoredResponse stored) {
+        try {
+            return policy.protection().open(key, stored);
+        } catch (StoredResponseUnreadableException e) {
+            LOG.log(Level.ERROR, () -> "[" + name + "] " + e.getMessage() + "; refusing the replay, not running again");
+            throw e;
+        }
     }
 
     private <T> Outcome<T> storeFailedBeforeRun(IdempotencyKey key, ResponseCodec<T> codec, Operation<T> operation,

@@ -7,6 +7,7 @@ import io.retrysafe.OperationPolicy;
 import io.retrysafe.Outcome;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.StoredResponse;
+import io.retrysafe.StoredResponseUnreadableException;
 import io.retrysafe.internal.Require;
 import io.retrysafe.spi.FastPath;
 import io.retrysafe.spi.FastPath.Cached;
@@ -92,19 +93,26 @@ public final class FastFilterExecutor implements IdempotentExecutor {
     public Outcome<StoredResponse> execute(HttpServletRequest request, IdempotencyKey key, Fingerprint fingerprint,
             OperationPolicy policy, Operation<StoredResponse> handler) {
         OperationPolicy p = policy == null ? engine.policy() : policy;
-        Optional<Cached> cached = lookup(key, fingerprint);
-        if (cached.isPresent()) {
-            return answer(key, early(cached.get(), p));
-        }
-        if (!markInFlight(key, fingerprint)) {
-            // Not set: the key holds something. A marker means a request in flight (409), but it may be
-            // the committed response, which the lookup missed (it timed out, or the response was
-            // published since): a completed request is replayed, never refused as in progress.
-            Optional<Cached> now = lookup(key, fingerprint);
-            if (now.isPresent()) {
-                return answer(key, early(now.get(), p));
+        try {
+            Optional<Cached> cached = lookup(key, fingerprint, p);
+            if (cached.isPresent()) {
+                return answer(key, early(cached.get(), p));
             }
-            return answer(key, new Outcome.InProgress<>(p.retryAfter()));
+            if (!markInFlight(key, fingerprint)) {
+                // Not set: the key holds something. A marker means a request in flight (409), but it may be
+                // the committed response, which the lookup missed (it timed out, or the response was
+                // published since): a completed request is replayed, never refused as in progress.
+                Optional<Cached> now = lookup(key, fingerprint, p);
+                if (now.isPresent()) {
+                    return answer(key, early(now.get(), p));
+                }
+                return answer(key, new Outcome.InProgress<>(p.retryAfter()));
+            }
+        } catch (StoredResponseUnreadableException e) {
+            // The cached copy does not open (its key id is no longer configured, or it was altered in
+            // Redis): the store decides, and a replay it answers replaces the cached copy.
+            LOG.log(Level.WARNING, () -> "[" + engine.name() + "] cached response of key " + key.digest()
+                    + " cannot be opened; asking the store: " + e.getMessage());
         }
         long start = nanoTime.getAsLong();
         Outcome<StoredResponse> outcome = null;
@@ -143,10 +151,11 @@ public final class FastFilterExecutor implements IdempotentExecutor {
                 && executed.completion() == Outcome.Completion.STORED) {
             // The record's expiry is at least start + retention (it completed after start).
             Duration left = policy.retention().minusNanos(nanoTime.getAsLong() - start);
-            publish(key, fingerprint, executed.value(), left.compareTo(replayTtl) < 0 ? left : replayTtl);
+            publish(key, fingerprint, policy, executed.value(), left.compareTo(replayTtl) < 0 ? left : replayTtl);
         } else if (outcome instanceof Outcome.Replayed<StoredResponse> replayed) {
             Duration retention = policy.retention();
-            publish(key, fingerprint, replayed.value(), retention.compareTo(replayTtl) < 0 ? retention : replayTtl);
+            publish(key, fingerprint, policy, replayed.value(),
+                    retention.compareTo(replayTtl) < 0 ? retention : replayTtl);
         } else {
             clear(key);
         }
@@ -154,14 +163,23 @@ public final class FastFilterExecutor implements IdempotentExecutor {
 
     // Guarded calls: a fast path must never fail a request.
 
-    private Optional<Cached> lookup(IdempotencyKey key, Fingerprint fingerprint) {
+    /**
+     * A cached response is opened with the policy's protection.
+     *
+     * @throws StoredResponseUnreadableException if it does not open
+     */
+    private Optional<Cached> lookup(IdempotencyKey key, Fingerprint fingerprint, OperationPolicy policy) {
+        Optional<Cached> cached;
         try {
-            Optional<Cached> cached = fastPath.lookup(key, fingerprint);
-            return cached == null ? Optional.empty() : cached;
+            cached = fastPath.lookup(key, fingerprint);
         } catch (RuntimeException e) {
             warn("lookup", key, e);
             return Optional.empty();
         }
+        if (cached != null && cached.isPresent() && cached.get() instanceof Cached.Replay replay) {
+            return Optional.of(new Cached.Replay(policy.protection().open(key, replay.response())));
+        }
+        return cached == null ? Optional.empty() : cached;
     }
 
     private boolean markInFlight(IdempotencyKey key, Fingerprint fingerprint) {
@@ -173,12 +191,14 @@ public final class FastFilterExecutor implements IdempotentExecutor {
         }
     }
 
-    private void publish(IdempotencyKey key, Fingerprint fingerprint, StoredResponse response, Duration ttl) {
+    /** Cached as the store holds it: sealed by the policy's protection (encrypted, redacted), never in the clear. */
+    private void publish(IdempotencyKey key, Fingerprint fingerprint, OperationPolicy policy, StoredResponse response,
+            Duration ttl) {
         try {
             if (ttl.isNegative() || ttl.isZero()) {
                 fastPath.clear(key);
             } else {
-                fastPath.publish(key, fingerprint, response, ttl);
+                fastPath.publish(key, fingerprint, policy.protection().seal(key, response), ttl);
             }
         } catch (RuntimeException e) {
             warn("publish", key, e);

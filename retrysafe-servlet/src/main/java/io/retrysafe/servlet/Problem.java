@@ -21,6 +21,7 @@ public enum Problem {
     PAYLOAD_TOO_LARGE(413, "request-too-large", "Request body too large to fingerprint"),
     KEY_REUSED(422, "key-reused", "Idempotency-Key reused with a different request"),
     PRECONDITION_REQUIRED(428, "version-required", "If-Match required"),
+    STORED_RESPONSE_UNREADABLE(500, "stored-response-unreadable", "Stored response cannot be read"),
     STORE_UNAVAILABLE(503, "store-unavailable", "Idempotency store unavailable");
 
     /** Where the types live; relative so that a service can serve its own pages for them. */

@@ -9,6 +9,7 @@ import io.retrysafe.OperationFailedException;
 import io.retrysafe.Outcome;
 import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
+import io.retrysafe.StoredResponseUnreadableException;
 import io.retrysafe.internal.Require;
 import io.retrysafe.spi.RetrySafeListener;
 import jakarta.servlet.Filter;
@@ -41,7 +42,8 @@ import java.util.TreeMap;
  * <li>first request → runs; its response is held back until its outcome is durable, then sent;
  * <li>retry → the stored response, with {@code Idempotent-Replayed: true};
  * <li>retry while the first is in flight → {@code 409} + {@code Retry-After};
- * <li>same key, another request → {@code 422}; store unreachable → {@code 503} + {@code Retry-After}.
+ * <li>same key, another request → {@code 422}; store unreachable → {@code 503} + {@code Retry-After};
+ * <li>completed earlier, but its stored response cannot be opened (encryption key gone, tampered) → {@code 500}.
  * </ul>
  *
  * Every refusal is an RFC 9457 {@code application/problem+json} document of a stable {@link Problem} type.
@@ -127,6 +129,13 @@ public final class RetrySafeFilter implements Filter {
             });
         } catch (OperationFailedException e) {
             throw rethrow(e.getCause());
+        } catch (StoredResponseUnreadableException e) {
+            // Completed earlier, but what is stored cannot be opened (a key id no longer configured, a failed
+            // integrity check): neither replayed as it is stored nor run again.
+            response.reset();
+            Problem.STORED_RESPONSE_UNREADABLE.send(response, "this Idempotency-Key's request was processed "
+                    + "earlier, but its stored response cannot be read; it is not processed again", null, null);
+            return;
         } catch (StoreUnavailableException e) {
             // The handler ran, but its outcome was not made durable (a failed commit rolled it back):
             // its held-back response must not reach the client as a success.

@@ -1,6 +1,8 @@
 package io.retrysafe.servlet;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
+import static io.retrysafe.servlet.HttpAnswers.assertProblem;
+import static io.retrysafe.servlet.HttpAnswers.assertReplayOf;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -46,8 +48,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.logging.Logger;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -400,26 +400,6 @@ class FastFilterExecutorIT {
             ps.setString(1, arg);
             ps.executeUpdate();
         }
-    }
-
-    private static String text(HttpResponse<byte[]> r) {
-        return new String(r.body(), UTF_8);
-    }
-
-    private static void assertProblem(HttpResponse<byte[]> r, int status, String type) {
-        assertThat(r.statusCode()).as("status of %s", text(r)).isEqualTo(status);
-        assertThat(r.headers().firstValue("Content-Type")).hasValue("application/problem+json");
-        Matcher m = Pattern.compile("\"type\":\"([^\"]*)\"").matcher(text(r));
-        assertThat(m.find() ? m.group(1) : null).isEqualTo(type);
-        assertThat(r.headers().firstValue(REPLAYED)).isEmpty();
-    }
-
-    private static void assertReplayOf(HttpResponse<byte[]> retry, HttpResponse<byte[]> original) {
-        assertThat(retry.statusCode()).as("status of %s", text(retry)).isEqualTo(original.statusCode());
-        assertThat(retry.headers().firstValue(REPLAYED)).hasValue("true");
-        assertThat(retry.body()).isEqualTo(original.body());
-        assertThat(retry.headers().firstValue("Content-Type")).isEqualTo(original.headers().firstValue("Content-Type"));
-        assertThat(retry.headers().firstValue("Location")).isEqualTo(original.headers().firstValue("Location"));
     }
 
     // ------------------------------------------------------------------ the application

@@ -7,6 +7,7 @@ import io.retrysafe.InMemoryIdempotencyStore;
 import io.retrysafe.KeyRules;
 import io.retrysafe.OperationPolicy;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.StoredResponseProtection;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.JdbcLayout;
 import io.retrysafe.jdbc.KeyOrder;
@@ -111,10 +112,20 @@ public class RetrySafeAutoConfiguration {
         return KeyRules.custom().minLength(properties.key().minLength()).maxLength(properties.key().maxLength()).build();
     }
 
+    /**
+     * AES-GCM over {@code retrysafe.at-rest.keys}, or {@link StoredResponseProtection#NONE} without keys.
+     * An application bean of its own (to add redaction, say) replaces it.
+     */
+    @Bean
+    @ConditionalOnMissingBean
+    StoredResponseProtection retrySafeStoredResponseProtection(RetrySafeProperties properties) {
+        return AtRestKeys.protection(properties.atRest());
+    }
+
     @Bean
     @ConditionalOnMissingBean
     RetrySafe retrySafe(RetrySafeProperties properties, IdempotencyStore store,
-            ObjectProvider<RetrySafeListener> listeners) {
+            ObjectProvider<RetrySafeListener> listeners, StoredResponseProtection protection) {
         if (properties.mode() == RetrySafeProperties.Mode.TRANSACTIONAL && !(store instanceof JdbcIdempotencyStore)) {
             throw new IllegalStateException("retrysafe.mode=transactional needs the JDBC store (key, writes and "
                     + "response commit in one database transaction), but the store is " + store.name() + " ("
@@ -123,7 +134,8 @@ public class RetrySafeAutoConfiguration {
         }
         RetrySafeProperties.Policy p = properties.policy();
         OperationPolicy policy = OperationPolicy.custom().retention(p.retention()).leaseTtl(p.leaseTtl())
-                .waitForResult(p.waitForResult()).retryAfter(p.retryAfter()).build();
+                .waitForResult(p.waitForResult()).retryAfter(p.retryAfter())
+                .protection(properties.atRest().enabled() ? protection : StoredResponseProtection.NONE).build();
         RetrySafe.Builder builder = RetrySafe.builder(store).name(properties.name()).policy(policy)
                 .failOpen(properties.failOpen());
         List<RetrySafeListener> all = listeners.orderedStream().toList();

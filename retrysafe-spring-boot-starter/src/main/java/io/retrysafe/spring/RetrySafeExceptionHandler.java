@@ -5,6 +5,7 @@ import io.retrysafe.InProgressException;
 import io.retrysafe.InvalidKeyException;
 import io.retrysafe.RetrySafeException;
 import io.retrysafe.StoreUnavailableException;
+import io.retrysafe.StoredResponseUnreadableException;
 import io.retrysafe.servlet.Problem;
 import java.net.URI;
 import java.time.Duration;
@@ -38,6 +39,8 @@ public class RetrySafeExceptionHandler {
         } else if (e instanceof StoreUnavailableException s) {
             problem = Problem.STORE_UNAVAILABLE;
             retryAfter = s.retryAfter();
+        } else if (e instanceof StoredResponseUnreadableException) {
+            problem = Problem.STORED_RESPONSE_UNREADABLE;
         } else if (e instanceof InvalidKeyException k) {
             problem = k.rule() == InvalidKeyException.Rule.MISSING ? Problem.MISSING_KEY : Problem.INVALID_KEY;
         } else {

@@ -2,6 +2,7 @@ package io.retrysafe.spring;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
@@ -19,12 +20,13 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param failOpen run requests unprotected when the store fails, instead of answering 503
  * @param fastFilter Redis in front of the store: cached replays and early 409s without the database
  * @param kafka exactly-once {@code @KafkaListener} record listeners (Spring Kafka)
+ * @param atRest encryption of stored responses (AES-GCM) with rotatable keys
  */
 @ConfigurationProperties("retrysafe")
 public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @DefaultValue("retrysafe") String name,
         Mode mode, @DefaultValue("false") boolean failOpen, @DefaultValue Store store,
         @DefaultValue Policy policy, @DefaultValue Key key, @DefaultValue Http http, @DefaultValue Purge purge,
-        @DefaultValue FastFilter fastFilter, @DefaultValue Kafka kafka) {
+        @DefaultValue FastFilter fastFilter, @DefaultValue Kafka kafka, @DefaultValue AtRest atRest) {
 
     public enum Mode {
         TRANSACTIONAL, STANDALONE
@@ -124,6 +126,20 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
     }
 
     /**
+     * Stored responses (headers and body) encrypted with AES-GCM before any store or the fast filter
+     * sees them. Off while no key is configured.
+     *
+     * @param keys key id → base64 key of 16, 24 or 32 bytes; every id whose records may still be live
+     * @param currentKey the id of the key new records are encrypted with
+     * @param enabled with keys configured: encrypt for every route without its own {@code at-rest} and
+     *     for {@code @Idempotent} methods; {@code false}: only for routes with {@code at-rest: true}
+     * @param readsUnsealed replay responses stored before encryption was turned on, as they are
+     */
+    public record AtRest(Map<String, String> keys, String currentKey, @DefaultValue("true") boolean enabled,
+            @DefaultValue("false") boolean readsUnsealed) {
+    }
+
+    /**
      * @param retention how long a key protects its intent
      * @param leaseTtl how long an attempt holds its key before another may take it over (standalone)
      * @param waitForResult how long a duplicate waits for the attempt in flight before 409
@@ -163,9 +179,11 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
      * @param keyRequired refuse requests without a key (400) instead of passing them through
      * @param retention this route's retention, when it differs
      * @param jsonMembers JSON Pointers of the members the fingerprint covers; empty: the whole body
+     * @param atRest encrypt this route's stored responses with {@code retrysafe.at-rest}; not set: as
+     *     {@code retrysafe.at-rest.enabled} says
      */
     public record Route(String method, String pattern, @DefaultValue("true") boolean keyRequired, Duration retention,
-            List<String> jsonMembers) {
+            List<String> jsonMembers, Boolean atRest) {
     }
 
     /**

@@ -3,6 +3,7 @@ package io.retrysafe.spring;
 import io.retrysafe.KeyRules;
 import io.retrysafe.OperationPolicy;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.StoredResponseProtection;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.servlet.HttpIdempotency;
 import io.retrysafe.servlet.IdempotentExecutor;
@@ -72,7 +73,7 @@ public class RetrySafeWebAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     HttpIdempotency retrySafeHttpIdempotency(RetrySafeProperties properties, ScopeResolver scope, KeyRules keyRules,
-            RetrySafe retrySafe) {
+            RetrySafe retrySafe, StoredResponseProtection protection) {
         RetrySafeProperties.Http http = properties.http();
         HttpIdempotency.Builder b = HttpIdempotency.custom().scope(scope).keyRules(keyRules)
                 .maxRequestBytes(http.maxRequestBytes()).maxResponseBytes(http.maxResponseBytes());
@@ -82,8 +83,15 @@ public class RetrySafeWebAutoConfiguration {
         if (http.routes() != null) {
             for (RetrySafeProperties.Route r : http.routes()) {
                 IdempotentRoute.Builder route = IdempotentRoute.of(r.method(), r.pattern()).keyRequired(r.keyRequired());
-                if (r.retention() != null) {
-                    route.policy(OperationPolicy.from(retrySafe.policy()).retention(r.retention()).build());
+                if (r.retention() != null || r.atRest() != null) {
+                    OperationPolicy.Builder policy = OperationPolicy.from(retrySafe.policy());
+                    if (r.retention() != null) {
+                        policy.retention(r.retention());
+                    }
+                    if (r.atRest() != null) {
+                        policy.protection(r.atRest() ? protection : StoredResponseProtection.NONE);
+                    }
+                    route.policy(policy.build());
                 }
                 if (r.jsonMembers() != null && !r.jsonMembers().isEmpty()) {
                     route.jsonMembers(r.jsonMembers().toArray(String[]::new));

@@ -141,9 +141,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
                 request.fingerprint().hex().getBytes(US_ASCII),
                 request.token().toString().getBytes(US_ASCII),
                 number(leaseMillis),
-                number(retentionMillis),
-                request.key().scope().getBytes(UTF_8),
-                request.key().value().getBytes(UTF_8));
+                number(retentionMillis));
         String outcome = text(answer.get(0));
         return switch (outcome) {
             case "claimed" -> new ClaimResult.Claimed(request.token(), Math.toIntExact((Long) answer.get(1)));

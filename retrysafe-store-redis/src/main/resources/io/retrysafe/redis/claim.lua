@@ -1,7 +1,7 @@
 -- RetrySafe claim: one atomic decision for one key.
 -- KEYS[1] the record (a hash)
 -- ARGV[1] fingerprint (hex)   ARGV[2] owner token   ARGV[3] lease (ms)   ARGV[4] retention (ms)
--- ARGV[5] scope               ARGV[6] key value (both kept only so that inspect can show them)
+-- Scope and key are not passed: Redis holds only their hash (the record's name).
 -- Returns {'claimed', attempt} | {'replay', status, headers, body} | {'in_progress', lease ms left} | {'mismatch'}
 --
 -- Time is the server's (TIME), never the caller's. A record past its retention does not exist: Redis
@@ -18,7 +18,7 @@ local expires = now + tonumber(ARGV[4])
 local current = redis.call('HMGET', record, 'fingerprint', 'status', 'attempt', 'lease')
 local status = current[2]
 if not status then
-  redis.call('HSET', record, 'scope', ARGV[5], 'key', ARGV[6], 'fingerprint', ARGV[1], 'status', 'IN_PROGRESS',
+  redis.call('HSET', record, 'fingerprint', ARGV[1], 'status', 'IN_PROGRESS',
     'token', ARGV[2], 'attempt', 1, 'created', int(now), 'lease', int(lease), 'expires', int(expires))
   redis.call('PEXPIREAT', record, int(expires))
   return {'claimed', 1}
