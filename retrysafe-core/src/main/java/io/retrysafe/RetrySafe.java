@@ -11,6 +11,9 @@ import io.retrysafe.spi.OwnerToken;
 import io.retrysafe.spi.RetrySafeListener;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
@@ -117,13 +120,106 @@ public final class RetrySafe {
         Require.notNull(fingerprint, "fingerprint");
         Require.notNull(codec, "codec");
         Require.notNull(operation, "operation");
-        Outcome<T> outcome = decide(key, fingerprint, codec, operation);
+        Outcome<T> outcome = decide(key, fingerprint, codec, new Verdict<T, Outcome<T>>() {
+            @Override
+            public Outcome<T> run(ClaimResult.Claimed claimed) {
+                Attempt attempt = begin(key, claimed);
+                T value;
+                try {
+                    value = operation.run(attempt);
+                } catch (Throwable t) {
+                    releaseQuietly(key, claimed.token());
+                    throw propagate(t);
+                }
+                return record(key, claimed, attempt, codec, value);
+            }
+
+            @Override
+            public Outcome<T> answer(Outcome<T> outcome) {
+                return outcome;
+            }
+
+            @Override
+            public Outcome<T> unprotected(RuntimeException storeFailure) {
+                try {
+                    return new Outcome.Unprotected<>(operation.run(new Attempt(key, 1)), storeFailure);
+                } catch (Throwable t) {
+                    throw propagate(t);
+                }
+            }
+        });
         listener.onOutcome(key, outcome);
         return outcome;
     }
 
-    private <T> Outcome<T> decide(IdempotencyKey key, Fingerprint fingerprint, ResponseCodec<T> codec,
-            Operation<T> operation) {
+    /**
+     * {@link #execute} for an operation that finishes later, on another thread (an asynchronous
+     * request handler): the key is claimed now, and the outcome is stored, or the key released, when
+     * the operation's stage completes, on the thread that completes it. A stage that fails releases the
+     * key, and the returned stage fails with that failure (a checked one wrapped in
+     * {@link OperationFailedException}, a failed record in {@link StoreUnavailableException}). Refusals
+     * and replays are returned already completed.
+     */
+    public <T> CompletionStage<Outcome<T>> executeAsync(IdempotencyKey key, Fingerprint fingerprint,
+            ResponseCodec<T> codec, Operation<? extends CompletionStage<T>> operation) {
+        Require.notNull(key, "key");
+        Require.notNull(fingerprint, "fingerprint");
+        Require.notNull(codec, "codec");
+        Require.notNull(operation, "operation");
+        CompletionStage<Outcome<T>> outcome = decide(key, fingerprint, codec, new Verdict<T, CompletionStage<Outcome<T>>>() {
+            @Override
+            public CompletionStage<Outcome<T>> run(ClaimResult.Claimed claimed) {
+                Attempt attempt = begin(key, claimed);
+                CompletionStage<T> stage;
+                try {
+                    stage = Require.notNull(operation.run(attempt), "the operation's stage");
+                } catch (Throwable t) {
+                    releaseQuietly(key, claimed.token());
+                    return CompletableFuture.failedFuture(propagate(t));
+                }
+                return stage.handle((value, failure) -> {
+                    if (failure != null) {
+                        releaseQuietly(key, claimed.token());
+                        throw propagate(unwrap(failure));
+                    }
+                    return record(key, claimed, attempt, codec, value);
+                });
+            }
+
+            @Override
+            public CompletionStage<Outcome<T>> answer(Outcome<T> outcome) {
+                return CompletableFuture.completedFuture(outcome);
+            }
+
+            @Override
+            public CompletionStage<Outcome<T>> unprotected(RuntimeException storeFailure) {
+                try {
+                    return operation.run(new Attempt(key, 1))
+                            .thenApply(value -> new Outcome.Unprotected<>(value, storeFailure));
+                } catch (Throwable t) {
+                    return CompletableFuture.failedFuture(propagate(t));
+                }
+            }
+        });
+        return outcome.thenApply(o -> {
+            listener.onOutcome(key, o);
+            return o;
+        });
+    }
+
+    /** What {@link #decide} does with its verdict: the synchronous and the asynchronous entry points differ only here. */
+    private interface Verdict<T, R> {
+        /** This attempt holds the key: run the operation and record its outcome. */
+        R run(ClaimResult.Claimed claimed);
+
+        /** The operation does not run. */
+        R answer(Outcome<T> outcome);
+
+        /** The store failed and the engine fails open: run the operation without a key. */
+        R unprotected(RuntimeException storeFailure);
+    }
+
+    private <T, R> R decide(IdempotencyKey key, Fingerprint fingerprint, ResponseCodec<T> codec, Verdict<T, R> verdict) {
         long deadline = System.nanoTime() + policy.waitForResult().toNanos();
         long pollNanos = FIRST_POLL_NANOS;
         while (true) {
@@ -133,22 +229,22 @@ public final class RetrySafe {
             try {
                 claim = timed("claim", () -> store.tryClaim(request));
             } catch (RuntimeException e) {
-                return storeFailedBeforeRun(key, codec, operation, e);
+                return storeFailedBeforeRun(key, e, verdict);
             }
             if (claim instanceof ClaimResult.Claimed claimed) {
-                return run(key, claimed, codec, operation);
+                return verdict.run(claimed);
             } else if (claim instanceof ClaimResult.Unclaimed unclaimed) {
                 // Key last: the completion inserts the record, or finds another attempt's committed first.
-                return run(key, new ClaimResult.Claimed(unclaimed.token(), 1), codec, operation);
+                return verdict.run(new ClaimResult.Claimed(unclaimed.token(), 1));
             } else if (claim instanceof ClaimResult.Replay replay) {
-                return new Outcome.Replayed<>(codec.decode(open(key, replay.response())));
+                return verdict.answer(new Outcome.Replayed<>(codec.decode(open(key, replay.response()))));
             } else if (claim instanceof ClaimResult.FingerprintMismatch) {
-                return new Outcome.FingerprintMismatch<>();
+                return verdict.answer(new Outcome.FingerprintMismatch<>());
             }
             Duration leaseRemaining = ((ClaimResult.InProgress) claim).leaseRemaining();
             long remaining = deadline - System.nanoTime();
             if (remaining <= 0) {
-                return new Outcome.InProgress<>(policy.retryAfter());
+                return verdict.answer(new Outcome.InProgress<>(policy.retryAfter()));
             }
             // Poll rather than subscribe: the store is the only shared state, and the wait is opt-in and bounded.
             long pause = Math.min(Math.min(pollNanos, remaining), Math.max(leaseRemaining.toNanos(), 1_000_000L));
@@ -156,24 +252,27 @@ public final class RetrySafe {
                 TimeUnit.NANOSECONDS.sleep(pause);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                return new Outcome.InProgress<>(policy.retryAfter());
+                return verdict.answer(new Outcome.InProgress<>(policy.retryAfter()));
             }
             pollNanos = Math.min(pollNanos * 2, MAX_POLL_NANOS);
         }
     }
 
-    private <T> Outcome<T> run(IdempotencyKey key, ClaimResult.Claimed claimed, ResponseCodec<T> codec,
-            Operation<T> operation) {
+    private Attempt begin(IdempotencyKey key, ClaimResult.Claimed claimed) {
         Attempt attempt = new Attempt(key, claimed.attempt());
         if (!attempt.isFirst()) {
             listener.onTakeover(key, attempt.number());
             LOG.log(Level.INFO, () -> "[" + name + "] key " + key.digest() + " runs again as attempt " + attempt.number());
         }
-        T value;
+        return attempt;
+    }
+
+    /** Stores the operation's result, or releases the key, per the outcome policy, fenced by the claim's token. */
+    private <T> Outcome<T> record(IdempotencyKey key, ClaimResult.Claimed claimed, Attempt attempt,
+            ResponseCodec<T> codec, T value) {
         OutcomePolicy.Decision decision;
         StoredResponse response;
         try {
-            value = operation.run(attempt);
             response = codec.encode(value);
             decision = policy.outcomePolicy().decide(response);
         } catch (Throwable t) {
@@ -229,16 +328,11 @@ public final class RetrySafe {
         }
     }
 
-    private <T> Outcome<T> storeFailedBeforeRun(IdempotencyKey key, ResponseCodec<T> codec, Operation<T> operation,
-            RuntimeException e) {
+    private <T, R> R storeFailedBeforeRun(IdempotencyKey key, RuntimeException e, Verdict<T, R> verdict) {
         if (failOpen) {
             LOG.log(Level.WARNING, () -> "[" + name + "] store " + store.name() + " failed; running key " + key.digest()
                     + " unprotected (fail-open): " + e);
-            try {
-                return new Outcome.Unprotected<>(operation.run(new Attempt(key, 1)), e);
-            } catch (Throwable t) {
-                throw propagate(t);
-            }
+            return verdict.unprotected(e);
         }
         LOG.log(Level.WARNING, () -> "[" + name + "] store " + store.name() + " failed; refusing key " + key.digest()
                 + ": " + e);
@@ -246,7 +340,7 @@ public final class RetrySafe {
                 ? sue.withRetryAfter(policy.retryAfter())
                 : new StoreUnavailableException(store.name(), policy.retryAfter(),
                         "[" + name + "] idempotency store " + store.name() + " failed: " + e.getMessage(), e);
-        return new Outcome.StoreUnavailable<>(failure);
+        return verdict.answer(new Outcome.StoreUnavailable<>(failure));
     }
 
     private void releaseQuietly(IdempotencyKey key, OwnerToken token) {
@@ -269,6 +363,10 @@ public final class RetrySafe {
         } finally {
             listener.onStoreLatency(store.name(), operation, System.nanoTime() - start);
         }
+    }
+
+    private static Throwable unwrap(Throwable t) {
+        return t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
     }
 
     private static RuntimeException propagate(Throwable t) {

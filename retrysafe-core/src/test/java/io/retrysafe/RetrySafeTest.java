@@ -15,6 +15,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Queue;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -225,6 +227,63 @@ class RetrySafeTest {
             assertThatThrownBy(() -> retrySafe.execute(key, REQUEST, null, op)).hasMessage("codec must not be null");
             assertThatThrownBy(() -> retrySafe.execute(key, REQUEST, REPLY, null)).hasMessage("operation must not be null");
             assertThat(runs).hasValue(0);
+        }
+    }
+
+    @Nested
+    class Async {
+        private final CompletableFuture<Reply> later = new CompletableFuture<>();
+
+        private CompletionStage<Outcome<Reply>> startLater() {
+            return engine().executeAsync(key, REQUEST, REPLY, attempt -> {
+                runs.incrementAndGet();
+                return later;
+            });
+        }
+
+        @Test
+        void keyIsHeldUntilTheStageCompletesThenTheResultIsStoredAndReplayed() {
+            CompletableFuture<Outcome<Reply>> first = startLater().toCompletableFuture();
+
+            assertThat(first).isNotDone();
+            assertThat(memory.inspect(key).orElseThrow().status()).isEqualTo(RecordStatus.IN_PROGRESS);
+            assertThat(engine().execute(key, REQUEST, REPLY, answering(new Reply(200, "dup"))))
+                    .isInstanceOf(Outcome.InProgress.class);
+
+            later.complete(new Reply(201, "created"));
+
+            assertThat(first.join()).isEqualTo(new Outcome.Executed<>(new Reply(201, "created"), new Attempt(key, 1),
+                    Completion.STORED));
+            Outcome<Reply> retry = startLater().toCompletableFuture().join();
+            assertThat(retry).isEqualTo(new Outcome.Replayed<>(new Reply(201, "created")));
+            assertThat(runs).hasValue(1);
+        }
+
+        @Test
+        void failedStageReleasesTheKeyAndFailsWithTheOperationsFailure() {
+            CompletableFuture<Outcome<Reply>> first = startLater().toCompletableFuture();
+            IllegalStateException failure = new IllegalStateException("payment provider down");
+
+            later.completeExceptionally(failure);
+
+            assertThatThrownBy(first::join).hasCause(failure);
+            assertThat(memory.inspect(key).orElseThrow().status()).isEqualTo(RecordStatus.FAILED);
+            CompletableFuture<Outcome<Reply>> retry = engine().executeAsync(key, REQUEST, REPLY,
+                    attempt -> CompletableFuture.completedFuture(new Reply(200, "attempt " + attempt.number())))
+                    .toCompletableFuture();
+            assertThat(retry.join()).isInstanceOf(Outcome.Executed.class);
+            assertThat(((Outcome.Executed<Reply>) retry.join()).value().body()).isEqualTo("attempt 2");
+        }
+
+        @Test
+        void refusalsAreCompletedAtOnceWithoutRunning() {
+            engine().execute(key, REQUEST, REPLY, answering(new Reply(200, "first")));
+
+            Outcome<Reply> mismatch = engine().executeAsync(key, OTHER_REQUEST, REPLY, attempt -> later)
+                    .toCompletableFuture().getNow(null);
+
+            assertThat(mismatch).isInstanceOf(Outcome.FingerprintMismatch.class);
+            assertThat(runs).hasValue(1);
         }
     }
 

@@ -130,6 +130,17 @@ final class CapturingResponse extends HttpServletResponseWrapper {
         setHeader("Location", location);
     }
 
+    /** Sends the held-back status and body (the headers are on the real response already). */
+    void sendHeldBack() throws IOException {
+        byte[] b = body();
+        HttpServletResponse real = (HttpServletResponse) getResponse();
+        real.setStatus(getStatus());
+        if (b.length > 0) {
+            real.setContentLength(b.length);
+            real.getOutputStream().write(b);
+        }
+    }
+
     byte[] body() {
         if (writer != null) {
             writer.flush();

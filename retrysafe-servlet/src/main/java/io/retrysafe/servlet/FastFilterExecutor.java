@@ -16,6 +16,8 @@ import jakarta.servlet.http.HttpServletRequest;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.function.LongSupplier;
 
 /**
@@ -93,26 +95,9 @@ public final class FastFilterExecutor implements IdempotentExecutor {
     public Outcome<StoredResponse> execute(HttpServletRequest request, IdempotencyKey key, Fingerprint fingerprint,
             OperationPolicy policy, Operation<StoredResponse> handler) {
         OperationPolicy p = policy == null ? engine.policy() : policy;
-        try {
-            Optional<Cached> cached = lookup(key, fingerprint, p);
-            if (cached.isPresent()) {
-                return answer(key, early(cached.get(), p));
-            }
-            if (!markInFlight(key, fingerprint)) {
-                // Not set: the key holds something. A marker means a request in flight (409), but it may be
-                // the committed response, which the lookup missed (it timed out, or the response was
-                // published since): a completed request is replayed, never refused as in progress.
-                Optional<Cached> now = lookup(key, fingerprint, p);
-                if (now.isPresent()) {
-                    return answer(key, early(now.get(), p));
-                }
-                return answer(key, new Outcome.InProgress<>(p.retryAfter()));
-            }
-        } catch (StoredResponseUnreadableException e) {
-            // The cached copy does not open (its key id is no longer configured, or it was altered in
-            // Redis): the store decides, and a replay it answers replaces the cached copy.
-            LOG.log(Level.WARNING, () -> "[" + engine.name() + "] cached response of key " + key.digest()
-                    + " cannot be opened; asking the store: " + e.getMessage());
+        Optional<Outcome<StoredResponse>> early = early(key, fingerprint, p);
+        if (early.isPresent()) {
+            return early.get();
         }
         long start = nanoTime.getAsLong();
         Outcome<StoredResponse> outcome = null;
@@ -123,6 +108,56 @@ public final class FastFilterExecutor implements IdempotentExecutor {
             afterDelegate(key, fingerprint, p, outcome, start);
         }
         return outcome;
+    }
+
+    @Override
+    public CompletionStage<Outcome<StoredResponse>> executeAsync(HttpServletRequest request, IdempotencyKey key,
+            Fingerprint fingerprint, OperationPolicy policy, Operation<? extends CompletionStage<StoredResponse>> handler) {
+        OperationPolicy p = policy == null ? engine.policy() : policy;
+        Optional<Outcome<StoredResponse>> early = early(key, fingerprint, p);
+        if (early.isPresent()) {
+            return CompletableFuture.completedFuture(early.get());
+        }
+        long start = nanoTime.getAsLong();
+        CompletionStage<Outcome<StoredResponse>> outcome;
+        try {
+            outcome = delegate.executeAsync(request, key, fingerprint, policy, handler);
+        } catch (RuntimeException | Error e) {
+            afterDelegate(key, fingerprint, p, null, start);
+            throw e;
+        }
+        return outcome.whenComplete((done, failure) -> afterDelegate(key, fingerprint, p, done, start));
+    }
+
+    @Override
+    public boolean isAsyncSupported() {
+        return delegate.isAsyncSupported();
+    }
+
+    /** The answer the fast path gives without the delegate, if it has one. */
+    private Optional<Outcome<StoredResponse>> early(IdempotencyKey key, Fingerprint fingerprint, OperationPolicy p) {
+        try {
+            Optional<Cached> cached = lookup(key, fingerprint, p);
+            if (cached.isPresent()) {
+                return Optional.of(answer(key, early(cached.get(), p)));
+            }
+            if (!markInFlight(key, fingerprint)) {
+                // Not set: the key holds something. A marker means a request in flight (409), but it may be
+                // the committed response, which the lookup missed (it timed out, or the response was
+                // published since): a completed request is replayed, never refused as in progress.
+                Optional<Cached> now = lookup(key, fingerprint, p);
+                if (now.isPresent()) {
+                    return Optional.of(answer(key, early(now.get(), p)));
+                }
+                return Optional.of(answer(key, new Outcome.InProgress<>(p.retryAfter())));
+            }
+        } catch (StoredResponseUnreadableException e) {
+            // The cached copy does not open (its key id is no longer configured, or it was altered in
+            // Redis): the store decides, and a replay it answers replaces the cached copy.
+            LOG.log(Level.WARNING, () -> "[" + engine.name() + "] cached response of key " + key.digest()
+                    + " cannot be opened; asking the store: " + e.getMessage());
+        }
+        return Optional.empty();
     }
 
     private static Outcome<StoredResponse> early(Cached cached, OperationPolicy policy) {

@@ -10,6 +10,9 @@ import io.retrysafe.RetrySafe;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.internal.Require;
 import jakarta.servlet.http.HttpServletRequest;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
 
 /**
  * How the filter runs a request under its key: in standalone mode on an engine, or inside a
@@ -25,10 +28,73 @@ public interface IdempotentExecutor {
     Outcome<StoredResponse> execute(HttpServletRequest request, IdempotencyKey key, Fingerprint fingerprint,
             OperationPolicy policy, Operation<StoredResponse> handler);
 
+    /**
+     * Runs a handler that may finish after the request thread returns (an asynchronous servlet or Spring MVC
+     * handler): the returned stage completes once the outcome is durable, or fails as {@link #execute} throws.
+     * The default is for executors whose database transaction cannot outlive the request thread: a handler
+     * that goes asynchronous is refused with {@link AsyncHandlerRefusedException}, its key released and its
+     * transaction rolled back.
+     */
+    default CompletionStage<Outcome<StoredResponse>> executeAsync(HttpServletRequest request, IdempotencyKey key,
+            Fingerprint fingerprint, OperationPolicy policy, Operation<? extends CompletionStage<StoredResponse>> handler) {
+        try {
+            return CompletableFuture.completedFuture(execute(request, key, fingerprint, policy, attempt -> {
+                CompletableFuture<StoredResponse> stage = handler.run(attempt).toCompletableFuture();
+                if (!stage.isDone()) {
+                    throw new AsyncHandlerRefusedException("the handler went asynchronous, and this executor's "
+                            + "transaction cannot outlive the request thread; use standalone mode for this route");
+                }
+                return resultOf(stage);
+            }));
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    /** Whether {@link #executeAsync} records a handler that finishes after the request thread returns. */
+    default boolean isAsyncSupported() {
+        return false;
+    }
+
     /** Standalone mode: the claim commits before the handler runs, the response after. */
     static IdempotentExecutor standalone(RetrySafe engine) {
         Require.notNull(engine, "engine");
-        return (request, key, fingerprint, policy, handler) -> (policy == null ? engine : engine.with(policy))
-                .execute(key, fingerprint, ResponseCodec.identity(), handler);
+        return new IdempotentExecutor() {
+            @Override
+            public Outcome<StoredResponse> execute(HttpServletRequest request, IdempotencyKey key,
+                    Fingerprint fingerprint, OperationPolicy policy, Operation<StoredResponse> handler) {
+                return (policy == null ? engine : engine.with(policy))
+                        .execute(key, fingerprint, ResponseCodec.identity(), handler);
+            }
+
+            @Override
+            public CompletionStage<Outcome<StoredResponse>> executeAsync(HttpServletRequest request,
+                    IdempotencyKey key, Fingerprint fingerprint, OperationPolicy policy,
+                    Operation<? extends CompletionStage<StoredResponse>> handler) {
+                return (policy == null ? engine : engine.with(policy))
+                        .executeAsync(key, fingerprint, ResponseCodec.identity(), handler);
+            }
+
+            @Override
+            public boolean isAsyncSupported() {
+                return true;
+            }
+        };
+    }
+
+    /** The value of a completed stage; its failure rethrown as itself (not wrapped) so the engine sees the handler's. */
+    static <T> T resultOf(CompletableFuture<T> done) throws Exception {
+        try {
+            return done.get();
+        } catch (ExecutionException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof Exception ex) {
+                throw ex;
+            }
+            if (cause instanceof Error error) {
+                throw error;
+            }
+            throw e;
+        }
     }
 }

@@ -22,6 +22,8 @@ public enum Problem {
     KEY_REUSED(422, "key-reused", "Idempotency-Key reused with a different request"),
     PRECONDITION_REQUIRED(428, "version-required", "If-Match required"),
     STORED_RESPONSE_UNREADABLE(500, "stored-response-unreadable", "Stored response cannot be read"),
+    ASYNC_HANDLER_REFUSED(500, "async-handler-refused", "Asynchronous handler on a transactional route"),
+    STREAMING_REFUSED(500, "streaming-refused", "Streaming response on an idempotent route"),
     STORE_UNAVAILABLE(503, "store-unavailable", "Idempotency store unavailable");
 
     /** Where the types live; relative so that a service can serve its own pages for them. */

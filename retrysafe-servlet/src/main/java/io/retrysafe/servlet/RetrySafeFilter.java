@@ -12,6 +12,7 @@ import io.retrysafe.StoredResponse;
 import io.retrysafe.StoredResponseUnreadableException;
 import io.retrysafe.internal.Require;
 import io.retrysafe.spi.RetrySafeListener;
+import jakarta.servlet.DispatcherType;
 import jakarta.servlet.Filter;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;
@@ -30,6 +31,9 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.function.Supplier;
 
 /**
  * The IETF Idempotency-Key semantics for the configured routes:
@@ -51,6 +55,12 @@ import java.util.TreeMap;
  */
 public final class RetrySafeFilter implements Filter {
     public static final String REPLAYED_HEADER = "Idempotent-Replayed";
+    /**
+     * Set on a request the filter protects, before its handler runs: {@code Boolean.TRUE} when a handler that goes
+     * asynchronous is recorded when it finishes, {@code FALSE} when it is refused (transactional mode). A framework
+     * that knows beforehand whether the handler will go asynchronous or stream refuses it before it runs.
+     */
+    public static final String ASYNC_SUPPORTED_ATTRIBUTE = RetrySafeFilter.class.getName() + ".asyncSupported";
 
     private static final System.Logger LOG = System.getLogger(RetrySafeFilter.class.getName());
     private static final Duration STORE_RETRY_AFTER = Duration.ofSeconds(1);
@@ -76,8 +86,16 @@ public final class RetrySafeFilter implements Filter {
     @Override
     public void doFilter(ServletRequest req, ServletResponse res, FilterChain chain)
             throws IOException, ServletException {
-        if (!(req instanceof HttpServletRequest request) || !(res instanceof HttpServletResponse response)
-                || request.getDispatcherType() != jakarta.servlet.DispatcherType.REQUEST) {
+        if (!(req instanceof HttpServletRequest request) || !(res instanceof HttpServletResponse response)) {
+            chain.doFilter(req, res);
+            return;
+        }
+        AsyncCapture async = AsyncCapture.of(request);
+        if (async != null && request.getDispatcherType() == DispatcherType.ASYNC) {
+            async.dispatched(chain, request, response);
+            return;
+        }
+        if (request.getDispatcherType() != DispatcherType.REQUEST) {
             chain.doFilter(req, res);
             return;
         }
@@ -121,37 +139,94 @@ public final class RetrySafeFilter implements Filter {
         }
         HttpServletRequest handlerRequest = fingerprinted.request;
         CapturingResponse capture = new CapturingResponse(response);
-        Outcome<StoredResponse> outcome;
+        Supplier<StoredResponse> stored = () -> capture.toStored(config.replayedHeaders(), config.maxResponseBytes());
+        request.setAttribute(ASYNC_SUPPORTED_ATTRIBUTE, executor.isAsyncSupported());
+        CompletableFuture<Outcome<StoredResponse>> outcome;
         try {
-            outcome = executor.execute(request, key, fingerprinted.fingerprint, route.policy().orElse(null), attempt -> {
-                chain.doFilter(handlerRequest, capture);
-                return capture.toStored(config.replayedHeaders(), config.maxResponseBytes());
-            });
-        } catch (OperationFailedException e) {
-            throw rethrow(e.getCause());
+            outcome = executor.executeAsync(request, key, fingerprinted.fingerprint, route.policy().orElse(null),
+                    attempt -> {
+                        chain.doFilter(handlerRequest, capture);
+                        if (request.isAsyncStarted()) {
+                            return AsyncCapture.start(request, capture, stored).result();
+                        }
+                        return CompletableFuture.completedFuture(stored.get());
+                    }).toCompletableFuture();
         } catch (StoredResponseUnreadableException e) {
-            // Completed earlier, but what is stored cannot be opened (a key id no longer configured, a failed
-            // integrity check): neither replayed as it is stored nor run again.
-            response.reset();
-            Problem.STORED_RESPONSE_UNREADABLE.send(response, "this Idempotency-Key's request was processed "
-                    + "earlier, but its stored response cannot be read; it is not processed again", null, null);
+            answerFailure(request, response, key, e);
             return;
-        } catch (StoreUnavailableException e) {
+        }
+        if (!outcome.isDone()) {
+            // The handler went asynchronous: the thread that ends its cycle records the outcome and answers.
+            outcome.whenComplete((done, failure) -> answerAsync(request, response, capture, key, done, failure));
+            return;
+        }
+        Outcome<StoredResponse> done;
+        try {
+            done = outcome.join();
+        } catch (CompletionException e) {
+            answerFailure(request, response, key, e.getCause());
+            return;
+        }
+        answer(response, capture, done);
+    }
+
+    private void answerAsync(HttpServletRequest request, HttpServletResponse response, CapturingResponse capture,
+            IdempotencyKey key, Outcome<StoredResponse> outcome, Throwable failure) {
+        Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause()
+                : failure;
+        if (cause != null && !(cause instanceof StoreUnavailableException)) {
+            // The cycle timed out or failed, and the key is released: its own answer goes out unstored.
+            return;
+        }
+        try {
+            if (cause != null) {
+                answerFailure(request, response, key, cause);
+            } else {
+                answer(response, capture, outcome);
+            }
+        } catch (IOException | ServletException | RuntimeException e) {
+            LOG.log(Level.WARNING, () -> "key " + key.digest() + ": the asynchronous handler's answer could not be "
+                    + "sent: " + e);
+        }
+    }
+
+    /** The executor threw: the handler's own failure propagates; a failed record or a refused handler is a problem. */
+    private void answerFailure(HttpServletRequest request, HttpServletResponse response, IdempotencyKey key,
+            Throwable failure) throws IOException, ServletException {
+        if (failure instanceof StoreUnavailableException e) {
             // The handler ran, but its outcome was not made durable (a failed commit rolled it back):
             // its held-back response must not reach the client as a success.
             LOG.log(Level.WARNING, () -> "key " + key.digest() + ": outcome not recorded, answering 503: " + e.getMessage());
             response.reset();
             Problem.STORE_UNAVAILABLE.send(response, "the request could not be recorded; retry with the same key",
                     null, e.retryAfter() == null ? STORE_RETRY_AFTER : e.retryAfter());
-            return;
-        }
-        if (outcome instanceof Outcome.Executed<StoredResponse> || outcome instanceof Outcome.Unprotected<StoredResponse>) {
-            byte[] body = capture.body();
-            response.setStatus(capture.getStatus());
-            if (body.length > 0) {
-                response.setContentLength(body.length);
-                response.getOutputStream().write(body);
+        } else if (failure instanceof StoredResponseUnreadableException) {
+            // Completed earlier, but what is stored cannot be opened (a key id no longer configured, a failed
+            // integrity check): neither replayed as it is stored nor run again.
+            response.reset();
+            Problem.STORED_RESPONSE_UNREADABLE.send(response, "this Idempotency-Key's request was processed "
+                    + "earlier, but its stored response cannot be read; it is not processed again", null, null);
+        } else if (failure instanceof AsyncHandlerRefusedException e) {
+            AsyncCapture async = AsyncCapture.of(request);
+            if (async != null) {
+                async.abandon();
             }
+            response.reset();
+            Problem.ASYNC_HANDLER_REFUSED.send(response, e.getMessage(), null, null);
+            if (request.isAsyncStarted()) {
+                request.getAsyncContext().complete();
+            }
+        } else if (failure instanceof OperationFailedException e) {
+            throw rethrow(e.getCause());
+        } else {
+            throw rethrow(failure);
+        }
+    }
+
+    private static void answer(HttpServletResponse response, CapturingResponse capture, Outcome<StoredResponse> outcome)
+            throws IOException {
+        if (outcome instanceof Outcome.Executed<StoredResponse> || outcome instanceof Outcome.Unprotected<StoredResponse>) {
+            capture.sendHeldBack();
         } else if (outcome instanceof Outcome.Replayed<StoredResponse> replayed) {
             replay(response, replayed.value());
         } else if (outcome instanceof Outcome.InProgress<StoredResponse> inProgress) {
@@ -276,6 +351,9 @@ public final class RetrySafeFilter implements Filter {
     }
 
     private static RuntimeException rethrow(Throwable cause) throws IOException, ServletException {
+        if (cause instanceof Error error) {
+            throw error;
+        }
         if (cause instanceof IOException io) {
             throw io;
         }

@@ -10,6 +10,7 @@ import io.retrysafe.servlet.IdempotentExecutor;
 import io.retrysafe.servlet.IdempotentRoute;
 import io.retrysafe.servlet.RetrySafeFilter;
 import io.retrysafe.servlet.ScopeResolver;
+import jakarta.servlet.DispatcherType;
 import java.util.Locale;
 import javax.sql.DataSource;
 import org.springframework.beans.factory.ObjectProvider;
@@ -20,9 +21,12 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
 import org.springframework.boot.web.servlet.FilterRegistrationBean;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
 import org.springframework.core.Ordered;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.util.ClassUtils;
+import org.springframework.web.servlet.config.annotation.InterceptorRegistry;
+import org.springframework.web.servlet.config.annotation.WebMvcConfigurer;
 
 /**
  * The servlet filter with the Idempotency-Key semantics, registered after Spring Security's
@@ -134,6 +138,18 @@ public class RetrySafeWebAutoConfiguration {
                 new RetrySafeFilter(config, executor, retrySafe.listener()));
         registration.setName("retrySafeFilter");
         registration.setOrder(FILTER_ORDER);
+        // ASYNC too: an asynchronous handler's answer is recorded when its cycle's last dispatch ends.
+        registration.setDispatcherTypes(DispatcherType.REQUEST, DispatcherType.ASYNC);
         return registration;
+    }
+
+    /** Refuses, before they run, handlers on protected requests whose answer cannot be recorded. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "org.springframework.web.servlet.config.annotation.WebMvcConfigurer")
+    static class HandlerGuardConfiguration implements WebMvcConfigurer {
+        @Override
+        public void addInterceptors(InterceptorRegistry registry) {
+            registry.addInterceptor(new RetrySafeHandlerGuard());
+        }
     }
 }

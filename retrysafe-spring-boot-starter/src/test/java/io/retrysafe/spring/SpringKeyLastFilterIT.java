@@ -71,10 +71,7 @@ class SpringKeyLastFilterIT {
 
     @DynamicPropertySource
     static void postgres(DynamicPropertyRegistry registry) {
-        registry.add("spring.datasource.url", TestDatabases::postgresJdbcUrl);
-        registry.add("spring.datasource.username", TestDatabases::postgresUser);
-        registry.add("spring.datasource.password", TestDatabases::postgresPassword);
-        registry.add("retrysafe.store.table", () -> RECORDS);
+        TestPostgres.register(registry, RECORDS);
     }
 
     @Configuration(proxyBeanMethods = false)

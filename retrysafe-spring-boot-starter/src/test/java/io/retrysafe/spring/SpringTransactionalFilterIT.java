@@ -62,6 +62,8 @@ import org.springframework.web.bind.annotation.RestController;
                 "retrysafe.http.scope-header=X-User",
                 "retrysafe.http.routes[0].method=POST",
                 "retrysafe.http.routes[0].pattern=/things",
+                "retrysafe.http.routes[1].method=POST",
+                "retrysafe.http.routes[1].pattern=/things/later",
                 "retrysafe.store.initialize-schema=true",
                 // The in-flight test holds a duplicate on the key until it is seen waiting.
                 "retrysafe.store.lock-timeout=30s",
@@ -75,10 +77,7 @@ class SpringTransactionalFilterIT {
 
     @DynamicPropertySource
     static void postgres(DynamicPropertyRegistry registry) {
-        registry.add("spring.datasource.url", TestDatabases::postgresJdbcUrl);
-        registry.add("spring.datasource.username", TestDatabases::postgresUser);
-        registry.add("spring.datasource.password", TestDatabases::postgresPassword);
-        registry.add("retrysafe.store.table", () -> RECORDS);
+        TestPostgres.register(registry, RECORDS);
     }
 
     @Configuration(proxyBeanMethods = false)
@@ -132,6 +131,13 @@ class SpringTransactionalFilterIT {
                 throw failure;
             }
             return ResponseEntity.created(URI.create("/things/" + name)).body(Map.of("name", name, "run", run));
+        }
+
+        /** Asynchronous: its work would run outside the filter's transaction. */
+        @PostMapping("/things/later")
+        CompletableFuture<ResponseEntity<String>> createLater(@RequestBody Map<String, String> thing) {
+            probe.runs.incrementAndGet();
+            return CompletableFuture.supplyAsync(() -> ResponseEntity.status(201).body(thing.get("name")));
         }
     }
 
@@ -193,6 +199,23 @@ class SpringTransactionalFilterIT {
         assertThat(xmin("SELECT xmin::text FROM " + RECORDS + " WHERE idem_key = ?", key))
                 .as("the key and the handler's row were committed by one transaction")
                 .isEqualTo(xmin("SELECT xmin::text FROM " + THINGS + " WHERE name = ?", name));
+    }
+
+    @Test
+    void asynchronousHandlerIsRefusedBeforeItRunsAndTheKeyIsNotKept() throws Exception {
+        for (int attempt = 0; attempt < 2; attempt++) {
+            HttpResponse<String> refused = send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port
+                    + "/things/later")).timeout(Duration.ofSeconds(40)).header("Content-Type", "application/json")
+                    .header(KEY, key).header("X-User", "alice").POST(BodyPublishers.ofString(body(name))).build());
+
+            assertThat(refused.statusCode()).isEqualTo(500);
+            assertThat(refused.headers().firstValue("Content-Type")).hasValue("application/problem+json");
+            assertThat(refused.body()).contains("\"type\":\"/problems/async-handler-refused\"")
+                    .contains("retrysafe.mode=standalone");
+            assertThat(refused.headers().firstValue(REPLAYED)).isEmpty();
+        }
+        assertThat(runs()).as("the handler never ran").isZero();
+        assertThat(keyStatus()).as("the refusal is not stored").isNull();
     }
 
     @Test
