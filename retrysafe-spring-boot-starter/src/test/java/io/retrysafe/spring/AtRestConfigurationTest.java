@@ -12,7 +12,6 @@ import io.retrysafe.servlet.HttpIdempotency;
 import java.util.Base64;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
-import org.springframework.boot.jackson.autoconfigure.JacksonAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
 
@@ -22,9 +21,9 @@ class AtRestConfigurationTest {
     private static final String K32 = Base64.getEncoder().encodeToString(new byte[32]);
 
     private final ApplicationContextRunner runner = new ApplicationContextRunner()
-            .withConfiguration(AutoConfigurations.of(JacksonAutoConfiguration.class, RetrySafeAutoConfiguration.class));
+            .withConfiguration(AutoConfigurations.of(BootLine.JACKSON, RetrySafeAutoConfiguration.class));
     private final WebApplicationContextRunner web = new WebApplicationContextRunner()
-            .withConfiguration(AutoConfigurations.of(JacksonAutoConfiguration.class, RetrySafeAutoConfiguration.class,
+            .withConfiguration(AutoConfigurations.of(BootLine.JACKSON, RetrySafeAutoConfiguration.class,
                     RetrySafeWebAutoConfiguration.class))
             .withPropertyValues("retrysafe.http.scope=global");
 
