@@ -5,6 +5,7 @@ import java.lang.annotation.ElementType;
 import java.lang.annotation.Retention;
 import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
+import org.springframework.aot.hint.annotation.Reflective;
 
 /**
  * Runs the method at most once per key: a second call with the same key returns the first call's
@@ -27,6 +28,8 @@ import java.lang.annotation.Target;
 @Target(ElementType.METHOD)
 @Retention(RetentionPolicy.RUNTIME)
 @Documented
+// AOT: the method and the types it takes and returns are kept for reflection (native images).
+@Reflective(IdempotentReflectiveProcessor.class)
 public @interface Idempotent {
 
     /** SpEL over the method's parameters ({@code #name}) giving the key, e.g. {@code "#request.orderNumber"}. */
