@@ -53,8 +53,10 @@ public class RetrySafeWebAutoConfiguration {
                 if (!ClassUtils.isPresent(SPRING_SECURITY, getClass().getClassLoader())) {
                     throw new IllegalStateException("retrysafe.http.scope=principal (the default) scopes keys to the "
                             + "authenticated user, but there is no Spring Security to authenticate one: add it, define "
-                            + "a ScopeResolver bean, set retrysafe.http.scope=header with retrysafe.http.scope-header, "
-                            + "or, for a single trusted caller only, retrysafe.http.scope=global");
+                            + "a ScopeResolver bean, set retrysafe.http.scope=header with retrysafe.http.scope-header "
+                            + "(a tenant header your gateway sets) or retrysafe.http.scope=hashed-header (an API key), "
+                            + "or, for a single trusted caller only, retrysafe.http.scope=global "
+                            + "(docs/http.md#without-spring-security)");
                 }
                 yield ScopeResolver.principal();
             }

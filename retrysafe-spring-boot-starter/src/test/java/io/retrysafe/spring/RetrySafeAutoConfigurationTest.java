@@ -476,7 +476,9 @@ class RetrySafeAutoConfigurationTest {
                         .hasMessageContaining("no Spring Security")
                         .hasMessageContaining("define a ScopeResolver bean")
                         .hasMessageContaining("retrysafe.http.scope=header with retrysafe.http.scope-header")
-                        .hasMessageContaining("retrysafe.http.scope=global");
+                        .hasMessageContaining("retrysafe.http.scope=hashed-header")
+                        .hasMessageContaining("retrysafe.http.scope=global")
+                        .hasMessageContaining("docs/http.md#without-spring-security");
             });
         }
 
