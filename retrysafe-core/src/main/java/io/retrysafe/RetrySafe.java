@@ -49,14 +49,16 @@ public final class RetrySafe {
     private final OperationPolicy policy;
     private final RetrySafeListener listener;
     private final boolean failOpen;
+    private final InFlightKeys inFlight;
 
     private RetrySafe(String name, IdempotencyStore store, OperationPolicy policy, RetrySafeListener listener,
-            boolean failOpen) {
+            boolean failOpen, InFlightKeys inFlight) {
         this.name = name;
         this.store = store;
         this.policy = policy;
         this.listener = listener;
         this.failOpen = failOpen;
+        this.inFlight = inFlight;
     }
 
     public static Builder builder(IdempotencyStore store) {
@@ -65,12 +67,12 @@ public final class RetrySafe {
 
     /** The same engine with another policy, for an operation that needs its own retention or outcome policy. */
     public RetrySafe with(OperationPolicy policy) {
-        return new RetrySafe(name, store, Require.notNull(policy, "policy"), listener, failOpen);
+        return new RetrySafe(name, store, Require.notNull(policy, "policy"), listener, failOpen, inFlight);
     }
 
     /** The same engine on another store; transactional stores bind one per transaction. */
     public RetrySafe withStore(IdempotencyStore store) {
-        return new RetrySafe(name, Require.notNull(store, "store"), policy, listener, failOpen);
+        return new RetrySafe(name, Require.notNull(store, "store"), policy, listener, failOpen, inFlight);
     }
 
     /**
@@ -79,7 +81,7 @@ public final class RetrySafe {
      */
     public RetrySafe withListener(RetrySafeListener listener) {
         return new RetrySafe(name, store, policy, new GuardedListener(name, Require.notNull(listener, "listener")),
-                failOpen);
+                failOpen, inFlight);
     }
 
     public String name() {
@@ -101,6 +103,32 @@ public final class RetrySafe {
     /** The engine's listener, guarded: adapters report what they refuse before the engine (bad keys) through it. */
     public RetrySafeListener listener() {
         return listener;
+    }
+
+    /** The keys in flight on this instance: one registry, shared by every copy of this engine. */
+    public InFlightKeys inFlight() {
+        return inFlight;
+    }
+
+    /**
+     * Runs {@code work} (this engine's {@link #execute}, or a transactional mode's, with the connection
+     * it takes) as the only request of {@code key} in flight on this instance. A duplicate with the
+     * same fingerprint waits here, without a connection, up to {@code wait} for it to end, then goes
+     * on to the store (which replays), or is answered in progress; another request of the key goes on
+     * to the store, which decides. Call it before taking a connection or touching the store; the key
+     * is freed however {@code work} ends.
+     */
+    public <T> Outcome<T> oncePerInstance(IdempotencyKey key, Fingerprint fingerprint, Duration wait,
+            Supplier<Outcome<T>> work) {
+        Require.notNull(work, "work");
+        try (InFlightKeys.Admission admission = inFlight.admit(key, fingerprint, wait)) {
+            if (admission instanceof InFlightKeys.Admission.Busy) {
+                Outcome<T> busy = new Outcome.InProgress<>(policy.retryAfter());
+                listener.onOutcome(key, busy);
+                return busy;
+            }
+            return work.get();
+        }
     }
 
     /**
@@ -431,7 +459,7 @@ public final class RetrySafe {
             String n = name == null ? DEFAULT_NAME : name;
             return new RetrySafe(n, store, policy == null ? OperationPolicy.ofDefaults() : policy,
                     new GuardedListener(n, listener == null ? RetrySafeListener.NONE : listener),
-                    failOpen == null ? DEFAULT_FAIL_OPEN : failOpen);
+                    failOpen == null ? DEFAULT_FAIL_OPEN : failOpen, new InFlightKeys());
         }
     }
 }

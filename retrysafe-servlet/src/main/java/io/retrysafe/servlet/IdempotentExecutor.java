@@ -56,15 +56,20 @@ public interface IdempotentExecutor {
         return false;
     }
 
-    /** Standalone mode: the claim commits before the handler runs, the response after. */
+    /**
+     * Standalone mode: the claim commits before the handler runs, the response after. A duplicate of a
+     * request in flight on this instance waits for it in memory (up to the policy's wait for result);
+     * an asynchronous handler's duplicates are decided by the store, which answers them without waiting.
+     */
     static IdempotentExecutor standalone(RetrySafe engine) {
         Require.notNull(engine, "engine");
         return new IdempotentExecutor() {
             @Override
             public Outcome<StoredResponse> execute(HttpServletRequest request, IdempotencyKey key,
                     Fingerprint fingerprint, OperationPolicy policy, Operation<StoredResponse> handler) {
-                return (policy == null ? engine : engine.with(policy))
-                        .execute(key, fingerprint, ResponseCodec.identity(), handler);
+                RetrySafe e = policy == null ? engine : engine.with(policy);
+                return e.oncePerInstance(key, fingerprint, e.policy().waitForResult(),
+                        () -> e.execute(key, fingerprint, ResponseCodec.identity(), handler));
             }
 
             @Override

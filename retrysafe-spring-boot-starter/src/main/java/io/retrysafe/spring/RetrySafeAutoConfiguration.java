@@ -56,13 +56,31 @@ public class RetrySafeAutoConfiguration {
         @ConditionalOnMissingBean(IdempotencyStore.class)
         JdbcIdempotencyStore retrySafeStore(RetrySafeProperties properties, DataSource dataSource) {
             RetrySafeProperties.Store s = properties.store();
-            JdbcIdempotencyStore store = JdbcIdempotencyStore.builder(dataSource).table(s.table())
+            JdbcIdempotencyStore.Builder builder = JdbcIdempotencyStore.builder(dataSource).table(s.table())
                     .lockTimeout(s.lockTimeout()).layout(s.layout() == RetrySafeProperties.StoreLayout.PARTITIONED
-                            ? JdbcLayout.PARTITIONED_BY_EXPIRY_DAY : JdbcLayout.STANDARD).build();
+                            ? JdbcLayout.PARTITIONED_BY_EXPIRY_DAY : JdbcLayout.STANDARD);
+            Integer maxWaiting = s.maxWaitingClaims() != null ? s.maxWaitingClaims() : halfThePool(dataSource);
+            if (maxWaiting != null) {
+                builder.maxWaitingClaims(maxWaiting);
+            }
+            JdbcIdempotencyStore store = builder.build();
             if (s.initializeSchema()) {
                 store.createSchema();
             }
             return store;
+        }
+
+        /**
+         * Half the pool's maximum size, when the DataSource tells it (HikariCP's {@code getMaximumPoolSize},
+         * read reflectively: the pool is the application's choice, not a dependency of the starter).
+         */
+        private static Integer halfThePool(DataSource dataSource) {
+            try {
+                Object max = dataSource.getClass().getMethod("getMaximumPoolSize").invoke(dataSource);
+                return max instanceof Integer size && size > 0 ? Math.max(1, size / 2) : null;
+            } catch (ReflectiveOperationException | RuntimeException e) {
+                return null;
+            }
         }
     }
 

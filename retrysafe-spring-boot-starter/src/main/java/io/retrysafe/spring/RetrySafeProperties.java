@@ -73,12 +73,15 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
      *     in flight waits, then replays); or {@code last}, the record inserted with the commit (cheaper; a
      *     duplicate in flight runs the handler too and is rolled back); {@code last} needs PostgreSQL's standard
      *     layout and handlers whose writes are all in the transaction
+     * @param maxWaitingClaims how many claims may wait on a key held by another transaction at once (each
+     *     holding a pooled connection); the others answer 409 at once. Not set: half the pool's maximum size
+     *     when the DataSource tells it (HikariCP), else unbounded
      */
     public record Store(StoreType type, @DefaultValue("retrysafe_record") String table,
             @DefaultValue("5s") Duration lockTimeout, @DefaultValue("false") boolean initializeSchema,
             @DefaultValue("100000") int maxEntries, @DefaultValue Redis redis,
             @DefaultValue("standard") StoreLayout layout, @DefaultValue("7") int partitionDaysAhead,
-            @DefaultValue("first") StoreKeyOrder keyOrder) {
+            @DefaultValue("first") StoreKeyOrder keyOrder, Integer maxWaitingClaims) {
     }
 
     /**

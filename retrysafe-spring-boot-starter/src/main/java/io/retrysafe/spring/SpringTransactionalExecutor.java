@@ -45,6 +45,11 @@ final class SpringTransactionalExecutor implements IdempotentExecutor {
     public Outcome<StoredResponse> execute(HttpServletRequest request, IdempotencyKey key, Fingerprint fingerprint,
             OperationPolicy policy, Operation<StoredResponse> handler) {
         TransactionalRetrySafe tx = policy == null ? transactional : transactional.with(policy);
+        return tx.oncePerInstance(key, fingerprint, () -> executeInTransaction(tx, key, fingerprint, handler));
+    }
+
+    private Outcome<StoredResponse> executeInTransaction(TransactionalRetrySafe tx, IdempotencyKey key,
+            Fingerprint fingerprint, Operation<StoredResponse> handler) {
         DefaultTransactionDefinition definition = new DefaultTransactionDefinition();
         definition.setName("retrysafe " + key.scope());
         TransactionStatus status;

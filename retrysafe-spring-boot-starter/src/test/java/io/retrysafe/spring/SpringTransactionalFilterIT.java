@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.retrysafe.RetrySafe;
 import io.retrysafe.micrometer.MicrometerRetrySafeListener;
 import io.retrysafe.servlet.HttpIdempotency;
 import io.retrysafe.servlet.RetrySafeFilter;
@@ -149,6 +150,8 @@ class SpringTransactionalFilterIT {
     JdbcTemplate jdbc;
     @Autowired
     MeterRegistry meters;
+    @Autowired
+    RetrySafe engine;
 
     private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(Duration.ofSeconds(10)).build();
@@ -337,8 +340,9 @@ class SpringTransactionalFilterIT {
 
     @Test
     void aDuplicateInFlightWaitsForTheFirstToCommitThenReplays() throws Exception {
-        // The first request holds its transaction open until the duplicate is seen waiting on the key.
-        probe.whileRunning.set(() -> await().atMost(Duration.ofSeconds(20)).until(() -> claimsWaitingOnALock() == 1));
+        // The first request holds its transaction open until the duplicate is seen waiting for it, on
+        // this instance and without a connection of its own.
+        probe.whileRunning.set(() -> await().atMost(Duration.ofSeconds(20)).until(() -> engine.inFlight().waiting() == 1));
         CompletableFuture<HttpResponse<String>> first = http.sendAsync(request(key, body(name))
                 .header("X-User", "alice").build(), BodyHandlers.ofString());
         await().atMost(Duration.ofSeconds(20)).until(() -> probe.runs.get() == runsBefore + 1);
@@ -396,8 +400,4 @@ class SpringTransactionalFilterIT {
         return jdbc.queryForObject(sql, String.class, arg);
     }
 
-    private int claimsWaitingOnALock() {
-        return jdbc.queryForObject("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                + " AND position(? in query) > 0", Integer.class, RECORDS);
-    }
 }

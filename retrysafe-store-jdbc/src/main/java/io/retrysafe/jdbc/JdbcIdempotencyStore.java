@@ -15,6 +15,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.concurrent.Semaphore;
 import java.util.Optional;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
@@ -34,6 +35,10 @@ import javax.sql.DataSource;
 public final class JdbcIdempotencyStore implements IdempotencyStore {
     public static final String DEFAULT_TABLE = "retrysafe_record";
     public static final Duration DEFAULT_LOCK_TIMEOUT = Duration.ofSeconds(5);
+    /** No bound: every claim may wait up to the lock timeout. */
+    public static final int DEFAULT_MAX_WAITING_CLAIMS = Integer.MAX_VALUE;
+    /** The wait of a claim past {@link #maxWaitingClaims()}: as good as none (MariaDB rounds it up to one second). */
+    static final Duration NO_WAIT = Duration.ofMillis(1);
 
     private static final Pattern TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,62}(\\.[A-Za-z_][A-Za-z0-9_]{0,62})?");
     private static final Duration RETRY_AFTER = Duration.ofSeconds(1);
@@ -43,6 +48,8 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
     private final Duration lockTimeout;
     private final JdbcLayout layout;
     private final String name;
+    private final int maxWaitingClaims;
+    private final Semaphore waitingClaims;
     private volatile SqlDialect sql;
     private volatile JdbcDialect dialect;
 
@@ -54,6 +61,8 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
         this.dialect = b.dialect;
         this.sql = b.dialect == null ? null : b.dialect.forTable(table, layout);
         this.name = b.name;
+        this.maxWaitingClaims = b.maxWaitingClaims == null ? DEFAULT_MAX_WAITING_CLAIMS : b.maxWaitingClaims;
+        this.waitingClaims = new Semaphore(maxWaitingClaims);
     }
 
     public static Builder builder(DataSource dataSource) {
@@ -71,6 +80,34 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
     /** How long a claim waits for a concurrent holder's transaction before answering in progress. */
     public Duration lockTimeout() {
         return lockTimeout;
+    }
+
+    /** How many claims on this store may wait up to the lock timeout at once; the others do not wait. */
+    public int maxWaitingClaims() {
+        return maxWaitingClaims;
+    }
+
+    /**
+     * Runs {@code claim} with the lock timeout it may wait: the store's, while fewer than
+     * {@link #maxWaitingClaims()} claims are running, else {@link #NO_WAIT}. A claim holds a pooled
+     * connection while it waits on a key another transaction holds: bounding how many may wait keeps
+     * duplicates arriving from other instances from holding more than that share of the pool; the
+     * rest answer in progress (409) at once.
+     */
+    <R> R boundedWait(ClaimCall<R> claim) throws java.sql.SQLException {
+        boolean permitted = waitingClaims.tryAcquire();
+        try {
+            return claim.run(permitted ? lockTimeout : NO_WAIT);
+        } finally {
+            if (permitted) {
+                waitingClaims.release();
+            }
+        }
+    }
+
+    @FunctionalInterface
+    interface ClaimCall<R> {
+        R run(Duration lockTimeout) throws java.sql.SQLException;
     }
 
     /** How the table is laid out: {@link JdbcLayout#STANDARD} unless the builder said otherwise. */
@@ -162,7 +199,7 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
 
     @Override
     public ClaimResult tryClaim(ClaimRequest request) {
-        return run(c -> sql().tryClaim(c, request, lockTimeout), "claim");
+        return run(c -> boundedWait(wait -> sql().tryClaim(c, request, wait, null)), "claim");
     }
 
     @Override
@@ -238,7 +275,7 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
     @Override
     public String toString() {
         return "JdbcIdempotencyStore[table=" + table + ", dialect=" + dialect + ", layout=" + layout + ", lockTimeout="
-                + lockTimeout + "]";
+                + lockTimeout + ", maxWaitingClaims=" + maxWaitingClaims + "]";
     }
 
     /** Builds a {@link JdbcIdempotencyStore}; each value may be set once. */
@@ -247,6 +284,7 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
         private JdbcDialect dialect;
         private String table;
         private Duration lockTimeout;
+        private Integer maxWaitingClaims;
         private JdbcLayout layout;
         private String name;
 
@@ -281,6 +319,18 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
         public Builder lockTimeout(Duration lockTimeout) {
             Require.unset(this.lockTimeout, "lockTimeout");
             this.lockTimeout = Require.atLeastOneMilli(lockTimeout, "lockTimeout");
+            return this;
+        }
+
+        /**
+         * How many claims of this store may wait on a key held by another transaction at once, each
+         * up to the lock timeout, holding a pooled connection; a claim beyond it does not wait and
+         * answers in progress. Unbounded by default; a share of the pool (a quarter, a half) keeps a
+         * burst of duplicates from other instances from taking the whole of it.
+         */
+        public Builder maxWaitingClaims(int maxWaitingClaims) {
+            Require.unset(this.maxWaitingClaims, "maxWaitingClaims");
+            this.maxWaitingClaims = Require.between(maxWaitingClaims, 1, Integer.MAX_VALUE, "maxWaitingClaims");
             return this;
         }
 

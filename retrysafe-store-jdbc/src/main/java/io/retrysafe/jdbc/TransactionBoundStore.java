@@ -12,6 +12,7 @@ import io.retrysafe.spi.OwnerToken;
 import java.lang.System.Logger.Level;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.sql.Savepoint;
 import java.time.Duration;
 import java.util.Optional;
 
@@ -71,10 +72,37 @@ final class TransactionBoundStore implements IdempotencyStore {
                     return found;
                 }
             }
-            return sql.tryClaim(connection, request, store.lockTimeout());
+            return store.boundedWait(wait -> ownsTransaction ? sql.tryClaim(connection, request, wait, null)
+                    : claimJoined(request, wait));
         } catch (SQLException e) {
             throw store.failure("claim", e);
         }
+    }
+
+    /**
+     * The claim inside the caller's transaction, behind a savepoint: whatever does not claim (a lock
+     * timeout that aborted the transaction, a replay, a refusal, a failure) is undone back to it, row
+     * locks included, and the caller's earlier writes stay, for it to commit or roll back.
+     */
+    private ClaimResult claimJoined(ClaimRequest request, Duration lockTimeout) throws SQLException {
+        Savepoint undo = connection.setSavepoint();
+        ClaimResult result;
+        try {
+            result = sql.tryClaim(connection, request, lockTimeout, undo);
+        } catch (SQLException | RuntimeException e) {
+            try {
+                connection.rollback(undo);
+            } catch (SQLException rollback) {
+                e.addSuppressed(rollback); // gone with the transaction (a deadlock): the caller must roll back
+            }
+            throw e;
+        }
+        if (result instanceof ClaimResult.Claimed) {
+            connection.releaseSavepoint(undo);
+        } else {
+            connection.rollback(undo);
+        }
+        return result;
     }
 
     @Override

@@ -15,6 +15,7 @@ import java.lang.System.Logger.Level;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
 
 /**
  * Transactional mode: the key, the operation's writes on the same connection, and the stored
@@ -88,6 +89,15 @@ public final class TransactionalRetrySafe {
     }
 
     /**
+     * {@link RetrySafe#oncePerInstance} with this mode's wait, the lock timeout a duplicate would
+     * otherwise spend on the key in the database: call it before taking the connection, so that a
+     * duplicate of a request in flight on this instance holds none while it waits.
+     */
+    public <T> Outcome<T> oncePerInstance(IdempotencyKey key, Fingerprint fingerprint, Supplier<Outcome<T>> work) {
+        return engine.oncePerInstance(key, fingerprint, store.lockTimeout(), work);
+    }
+
+    /**
      * Runs {@code operation} in a transaction on {@code connection} that begins with the claim and
      * commits with the response. The connection must not be inside a transaction with earlier
      * writes: anything but a completion rolls the transaction back. Its auto-commit setting is
@@ -128,8 +138,9 @@ public final class TransactionalRetrySafe {
     /**
      * Runs {@code operation} inside a transaction the caller manages (a Spring
      * {@code @Transactional} method, a transaction template): the claim is written on
-     * {@code connection}, which must be the transaction's own and have no earlier writes, and the
-     * response is written into it, but nothing is committed or rolled back here. The caller must
+     * {@code connection}, the transaction's own, and the response is written into it, but nothing is
+     * committed or rolled back here. The claim runs behind a savepoint: a claim that does not claim
+     * (a replay, a refusal, a lock timeout) is rolled back to it, so the caller's earlier writes stay. The caller must
      * commit only when {@link Joined#commit()} is true, and roll back otherwise; a failing commit
      * means the outcome must not be reported as a success.
      *
@@ -138,8 +149,9 @@ public final class TransactionalRetrySafe {
      * {@link Joined#rolledBack()}, {@link Joined#commitFailed}): a result that never committed is
      * not counted as stored.
      *
-     * <p>The claim may block up to the lock timeout on a concurrent duplicate; on PostgreSQL a
-     * lock timeout aborts the transaction, which the caller then rolls back. With
+     * <p>The claim may block up to the lock timeout on a concurrent duplicate; past it the outcome is
+     * in progress and only the claim was undone (a MariaDB deadlock, which takes the whole
+     * transaction, is a store failure instead). With
      * {@link KeyOrder#LAST}, the record is inserted into the transaction after the operation; if a
      * concurrent attempt's record committed first, the insert aborts the transaction, the outcome is
      * that attempt's response (or 409), and {@link Joined#commit()} is false.

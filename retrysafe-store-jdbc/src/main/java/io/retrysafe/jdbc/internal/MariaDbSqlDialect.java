@@ -14,6 +14,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Savepoint;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.LocalDateTime;
@@ -139,7 +140,8 @@ public final class MariaDbSqlDialect extends SqlDialect {
     }
 
     @Override
-    public ClaimResult tryClaim(Connection c, ClaimRequest request, Duration lockTimeout) throws SQLException {
+    public ClaimResult tryClaim(Connection c, ClaimRequest request, Duration lockTimeout, Savepoint undo)
+            throws SQLException {
         long waitSeconds = lockWaitSeconds(lockTimeout);
         String claim = bounded(waitSeconds, claimSql);
         String readBack = bounded(waitSeconds, readBackSql);
@@ -158,11 +160,13 @@ public final class MariaDbSqlDialect extends SqlDialect {
                     // The holder's transaction outlived the bound. Only this statement was rolled back.
                     return new ClaimResult.InProgress(lockTimeout);
                 }
-                if (e.getErrorCode() != DEADLOCK || ++deadlocks > DEADLOCK_RETRIES) {
+                if (e.getErrorCode() != DEADLOCK || undo != null || ++deadlocks > DEADLOCK_RETRIES) {
+                    // A joined transaction's earlier writes went with the deadlock: its owner must
+                    // see the failure and roll back, never commit what is left of it.
                     throw e;
                 }
-                // InnoDB rolled the whole transaction back. The claim is its first statement (in
-                // transactional mode too), so nothing else was lost: claim again.
+                // InnoDB rolled the whole transaction back. The claim was its first statement, so
+                // nothing else was lost: claim again.
             }
         }
         return new ClaimResult.InProgress(Duration.ZERO);

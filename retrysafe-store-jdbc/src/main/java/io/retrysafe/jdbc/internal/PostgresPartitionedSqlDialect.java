@@ -12,6 +12,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Savepoint;
 import java.sql.Statement;
 import java.sql.Types;
 import java.time.Duration;
@@ -83,7 +84,8 @@ public final class PostgresPartitionedSqlDialect extends PostgresSqlDialect {
     }
 
     @Override
-    public ClaimResult tryClaim(Connection c, ClaimRequest request, Duration lockTimeout) throws SQLException {
+    public ClaimResult tryClaim(Connection c, ClaimRequest request, Duration lockTimeout, Savepoint undo)
+            throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(claimSql)) {
             ps.setString(1, Long.toString(Math.max(1, lockTimeout.toMillis())));
             ps.setString(2, request.key().scope());
@@ -120,10 +122,8 @@ public final class PostgresPartitionedSqlDialect extends PostgresSqlDialect {
             if (!LOCK_NOT_AVAILABLE.equals(e.getSQLState())) {
                 throw e;
             }
-            // The key's holder kept its transaction open past the bound. PostgreSQL aborted ours: end it.
-            if (!c.getAutoCommit()) {
-                c.rollback();
-            }
+            // The key's holder kept its transaction open past the bound. PostgreSQL aborted ours: undo the claim.
+            undoAbortedClaim(c, undo);
             return new ClaimResult.InProgress(lockTimeout);
         }
     }

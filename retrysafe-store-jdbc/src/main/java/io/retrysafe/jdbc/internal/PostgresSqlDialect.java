@@ -13,6 +13,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Savepoint;
 import java.sql.Statement;
 import java.sql.Timestamp;
 import java.time.Duration;
@@ -164,7 +165,8 @@ public class PostgresSqlDialect extends SqlDialect {
     }
 
     @Override
-    public ClaimResult tryClaim(Connection c, ClaimRequest request, Duration lockTimeout) throws SQLException {
+    public ClaimResult tryClaim(Connection c, ClaimRequest request, Duration lockTimeout, Savepoint undo)
+            throws SQLException {
         IdempotencyKey key = request.key();
         for (int round = 0; round < CLAIM_ROUNDS; round++) {
             Integer attempt;
@@ -174,10 +176,8 @@ public class PostgresSqlDialect extends SqlDialect {
                 if (!LOCK_NOT_AVAILABLE.equals(e.getSQLState())) {
                     throw e;
                 }
-                // The holder's transaction outlived the bound. PostgreSQL aborted ours: end it.
-                if (!c.getAutoCommit()) {
-                    c.rollback();
-                }
+                // The holder's transaction outlived the bound. PostgreSQL aborted ours: undo the claim.
+                undoAbortedClaim(c, undo);
                 return new ClaimResult.InProgress(lockTimeout);
             }
             if (attempt != null) {

@@ -13,6 +13,7 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.sql.Savepoint;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -39,9 +40,21 @@ public abstract class SqlDialect {
     /**
      * The atomic insert-if-absent or takeover, then, if it did not claim, the decision from the
      * record as committed. Waits at most {@code lockTimeout} for a concurrent holder's transaction;
-     * past it answers in progress, rolling back the connection's transaction if the database aborted it.
+     * past it answers in progress. If the database aborted the transaction, it is rolled back to
+     * {@code undo} when given (the claim joined a transaction with earlier writes, which must stay),
+     * otherwise whole (the claim was its first statement).
      */
-    public abstract ClaimResult tryClaim(Connection c, ClaimRequest request, Duration lockTimeout) throws SQLException;
+    public abstract ClaimResult tryClaim(Connection c, ClaimRequest request, Duration lockTimeout, Savepoint undo)
+            throws SQLException;
+
+    /** After the database aborted the claim's transaction: undo only the claim when it joined one, else all of it. */
+    protected static void undoAbortedClaim(Connection c, Savepoint undo) throws SQLException {
+        if (undo != null) {
+            c.rollback(undo);
+        } else if (!c.getAutoCommit()) {
+            c.rollback();
+        }
+    }
 
     /**
      * Stores the response if {@code token} holds the key. With {@code commit}, also commits the

@@ -1,0 +1,121 @@
+package io.retrysafe.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.retrysafe.Fingerprint;
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.Outcome;
+import io.retrysafe.ResponseCodec;
+import io.retrysafe.RetrySafe;
+import io.retrysafe.testservices.TestDatabases;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Duplicates from other instances (each its own engine, so nothing in memory stops them) claim a key
+ * another transaction holds: at most {@code maxWaitingClaims} of them wait on the database, each
+ * holding a connection; the others answer in progress at once, long before the lock timeout.
+ */
+class PostgresWaitingClaimsIT {
+    private static final String TABLE = "rs_pg_waiting_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+    private static final int MAX_WAITING = 2;
+    private static final int DUPLICATES = 6;
+    private static DataSource ds;
+    private static JdbcIdempotencyStore store;
+    /** Threads of their own: the common pool may have one thread on a small machine, and these block. */
+    private static ExecutorService threads;
+
+    @BeforeAll
+    static void setUp() {
+        ds = TestDatabases.postgres();
+        // Far longer than the test: a duplicate that answers before the holder ends did not wait for it.
+        store = JdbcIdempotencyStore.builder(ds).table(TABLE).lockTimeout(Duration.ofSeconds(60))
+                .maxWaitingClaims(MAX_WAITING).build();
+        store.createSchema();
+        threads = Executors.newCachedThreadPool();
+    }
+
+    @AfterAll
+    static void dropTable() throws SQLException {
+        threads.shutdownNow();
+        try (Connection c = ds.getConnection(); Statement s = c.createStatement()) {
+            s.execute("DROP TABLE IF EXISTS " + TABLE);
+        }
+    }
+
+    @Test
+    void claimsBeyondTheBoundDoNotWaitOnTheKey() throws Exception {
+        IdempotencyKey key = IdempotencyKey.of("waiting", UUID.randomUUID().toString());
+        Fingerprint fp = Fingerprint.sha256("transfer 10".getBytes(StandardCharsets.UTF_8));
+        CountDownLatch holding = new CountDownLatch(1);
+        CountDownLatch finish = new CountDownLatch(1);
+        CompletableFuture<Outcome<String>> first = CompletableFuture.supplyAsync(() -> instance().execute(key, fp,
+                attempt -> {
+                    holding.countDown();
+                    assertThat(finish.await(60, TimeUnit.SECONDS)).isTrue();
+                    return "first";
+                }), threads);
+        assertThat(holding.await(30, TimeUnit.SECONDS)).isTrue();
+
+        List<CompletableFuture<Outcome<String>>> duplicates = new ArrayList<>();
+        try {
+            for (int i = 0; i < DUPLICATES; i++) {
+                duplicates.add(CompletableFuture.supplyAsync(() -> instance().execute(key, fp, attempt -> "duplicate"),
+                        threads));
+            }
+            await().atMost(Duration.ofSeconds(30)).until(() -> duplicates.stream().filter(CompletableFuture::isDone)
+                    .count() == DUPLICATES - MAX_WAITING && claimsWaitingOnALock() == MAX_WAITING);
+            assertThat(duplicates.stream().filter(CompletableFuture::isDone).map(CompletableFuture::join))
+                    .as("beyond the bound: in progress while the holder still runs").hasSize(DUPLICATES - MAX_WAITING)
+                    .allSatisfy(o -> assertThat(o).isInstanceOf(Outcome.InProgress.class));
+        } finally {
+            finish.countDown();
+        }
+
+        assertThat(first.get(30, TimeUnit.SECONDS)).isInstanceOf(Outcome.Executed.class);
+        List<Outcome<String>> all = duplicates.stream().map(CompletableFuture::join).toList();
+        assertThat(all).filteredOn(o -> o instanceof Outcome.Replayed).as("the waiting ones replay").hasSize(MAX_WAITING);
+        assertThat(all).filteredOn(o -> o instanceof Outcome.Executed).isEmpty();
+    }
+
+    /** A transactional engine of its own, as another instance has, running on a connection of its own. */
+    private static Instance instance() {
+        return new Instance(TransactionalRetrySafe.of(RetrySafe.builder(store).build()));
+    }
+
+    private record Instance(TransactionalRetrySafe tx) {
+        Outcome<String> execute(IdempotencyKey key, Fingerprint fp, io.retrysafe.Operation<String> operation) {
+            try (Connection c = ds.getConnection()) {
+                return tx.execute(c, key, fp, ResponseCodec.utf8(), operation);
+            } catch (SQLException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
+    private static int claimsWaitingOnALock() throws SQLException {
+        try (Connection c = ds.getConnection(); Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                        + " AND position('" + TABLE + "' in query) > 0")) {
+            rs.next();
+            return rs.getInt(1);
+        }
+    }
+}
