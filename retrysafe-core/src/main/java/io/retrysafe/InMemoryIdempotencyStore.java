@@ -22,8 +22,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>At {@link #maxEntries()} it first drops expired records; if every record is still live, a claim
  * of a new key fails with {@link StoreUnavailableException} (the engine refuses the request, fail
- * closed). It never evicts a live record: that would silently let a retry run twice. Keys already
- * stored keep replaying at the bound.
+ * closed, even with fail-open: a full store was reached, and answered). It never evicts a live
+ * record: that would silently let a retry run twice. Keys already stored keep replaying at the bound.
  */
 public final class InMemoryIdempotencyStore implements IdempotencyStore {
     public static final int DEFAULT_MAX_ENTRIES = 100_000;
@@ -76,7 +76,8 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
         }
         if (result == null) {
             throw new StoreUnavailableException(name(), FULL_RETRY_AFTER,
-                    "in-memory idempotency store is full: maxEntries=" + maxEntries + ", live=" + size.get(), null);
+                    "in-memory idempotency store is full: maxEntries=" + maxEntries + ", live=" + size.get(), null,
+                    false);
         }
         return result;
     }

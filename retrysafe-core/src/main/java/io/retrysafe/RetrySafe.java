@@ -357,7 +357,9 @@ public final class RetrySafe {
     }
 
     private <T, R> R storeFailedBeforeRun(IdempotencyKey key, RuntimeException e, Verdict<T, R> verdict) {
-        if (failOpen) {
+        // Fail-open covers a store that cannot be reached, nothing else: a full store, a record it
+        // cannot read, or a misconfiguration would otherwise run every request unprotected for good.
+        if (failOpen && e instanceof StoreUnavailableException sue && sue.isUnreachable()) {
             LOG.log(Level.WARNING, () -> "[" + name + "] store " + store.name() + " failed; running key " + key.digest()
                     + " unprotected (fail-open): " + e);
             return verdict.unprotected(e);
@@ -445,8 +447,10 @@ public final class RetrySafe {
         }
 
         /**
-         * When the store fails before the operation runs: {@code false} (the default) refuses with
-         * {@link Outcome.StoreUnavailable}; {@code true} runs the operation unprotected. Fail open
+         * When the store cannot be reached before the operation runs: {@code false} (the default)
+         * refuses with {@link Outcome.StoreUnavailable}; {@code true} runs the operation unprotected.
+         * Only an unreachable store ({@link StoreUnavailableException#isUnreachable()}) fails open: a
+         * full store, a record that cannot be read, or any other failure is still refused. Fail open
          * only where a duplicate effect is cheaper than an outage.
          */
         public Builder failOpen(boolean failOpen) {

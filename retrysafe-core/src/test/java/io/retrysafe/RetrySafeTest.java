@@ -499,6 +499,7 @@ class RetrySafeTest {
         @Test
         void failOpenRunsTheOperationUnprotected() {
             RetrySafe retrySafe = RetrySafe.builder(store).failOpen(true).build();
+            StoreUnavailableException down = new StoreUnavailableException("faulty", null, "connection refused", null);
             store.failClaims(down);
 
             Outcome<Reply> first = retrySafe.execute(key, REQUEST, REPLY, answering(new Reply(200, "unprotected")));
@@ -509,6 +510,34 @@ class RetrySafeTest {
             assertThat(second).isInstanceOf(Outcome.Unprotected.class);
             assertThat(runs).as("runs without protection: nothing was recorded").hasValue(2);
             assertThat(memory.inspect(key)).isEmpty();
+        }
+
+        @Test
+        void failOpenNeverRunsUnprotectedOnAFullStore() {
+            RetrySafe retrySafe = RetrySafe.builder(new InMemoryIdempotencyStore(java.time.Clock.systemUTC(), 1))
+                    .failOpen(true).build();
+            retrySafe.execute(key, REQUEST, REPLY, answering(new Reply(200, "first")));
+
+            Outcome<Reply> refused = retrySafe.execute(IdempotencyKey.of(key.scope(), "other"), REQUEST, REPLY,
+                    answering(new Reply(200, "second")));
+
+            assertThat(refused).isInstanceOfSatisfying(Outcome.StoreUnavailable.class,
+                    s -> assertThat(s.failure().isUnreachable()).as("the store answered: it is full").isFalse());
+            assertThat(runs).as("a full store is no outage: nothing ran unprotected").hasValue(1);
+        }
+
+        @Test
+        void failOpenNeverRunsUnprotectedWhenTheStoreFailsOtherwise() {
+            RetrySafe retrySafe = RetrySafe.builder(store).failOpen(true).build();
+            // What a store throws on a record it cannot read, or on a misconfiguration: it was reached.
+            store.failClaims(new IllegalArgumentException("stored headers are not valid: unterminated name"));
+            Outcome<Reply> corrupt = retrySafe.execute(key, REQUEST, REPLY, answering(new Reply(200, "ran")));
+            store.failClaims(new StoreUnavailableException("faulty", null, "relation does not exist", null, false));
+            Outcome<Reply> misconfigured = retrySafe.execute(key, REQUEST, REPLY, answering(new Reply(200, "ran")));
+
+            assertThat(corrupt).isInstanceOf(Outcome.StoreUnavailable.class);
+            assertThat(misconfigured).isInstanceOf(Outcome.StoreUnavailable.class);
+            assertThat(runs).hasValue(0);
         }
 
         @Test

@@ -367,7 +367,7 @@ class MicrometerRetrySafeListenerTest {
         @Test
         void failOpenRunsUnprotected() {
             RetrySafe failOpen = RetrySafe.builder(store).name(ENGINE).listener(metrics).failOpen(true).build();
-            store.failClaims(new IllegalStateException("connection refused"));
+            store.failClaims(new StoreUnavailableException("faulty", null, "connection refused", null));
 
             Outcome<Reply> outcome = execute(failOpen, newKey(), REQUEST, new Reply(201, "created"));
 

@@ -15,6 +15,7 @@ import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.redis.RedisIdempotencyStore;
 import io.retrysafe.spi.IdempotencyStore;
 import io.retrysafe.spi.RetrySafeListener;
+import java.lang.System.Logger.Level;
 import java.time.Clock;
 import java.util.List;
 import javax.sql.DataSource;
@@ -44,6 +45,7 @@ import org.springframework.context.annotation.Configuration;
 @ConditionalOnProperty(prefix = "retrysafe", name = "enabled", havingValue = "true", matchIfMissing = true)
 @EnableConfigurationProperties(RetrySafeProperties.class)
 public class RetrySafeAutoConfiguration {
+    private static final System.Logger LOG = System.getLogger(RetrySafeAutoConfiguration.class.getName());
 
     /** The JDBC store on the application's one DataSource; registered before the in-memory fallback below. */
     @Configuration(proxyBeanMethods = false)
@@ -121,6 +123,9 @@ public class RetrySafeAutoConfiguration {
             throw new IllegalStateException("retrysafe.store.type=redis needs io.retrysafe:retrysafe-store-redis "
                     + "(with Lettuce) on the class path");
         }
+        LOG.log(Level.WARNING, () -> "[" + properties.name() + "] no DataSource: keys are kept in this process's "
+                + "memory, which protects one instance only (a retry that reaches another instance, or this one "
+                + "after a restart, runs again); use the JDBC or Redis store for more than one instance");
         return new InMemoryIdempotencyStore(Clock.systemUTC(), properties.store().maxEntries());
     }
 

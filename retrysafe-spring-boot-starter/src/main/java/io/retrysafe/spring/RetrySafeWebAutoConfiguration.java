@@ -11,6 +11,7 @@ import io.retrysafe.servlet.IdempotentRoute;
 import io.retrysafe.servlet.RetrySafeFilter;
 import io.retrysafe.servlet.ScopeResolver;
 import jakarta.servlet.DispatcherType;
+import java.lang.System.Logger.Level;
 import java.util.Locale;
 import javax.sql.DataSource;
 import org.springframework.beans.factory.ObjectProvider;
@@ -38,6 +39,8 @@ import org.springframework.web.servlet.config.annotation.WebMvcConfigurer;
 @ConditionalOnProperty(prefix = "retrysafe", name = {"enabled", "http.enabled"}, havingValue = "true",
         matchIfMissing = true)
 public class RetrySafeWebAutoConfiguration {
+    private static final System.Logger LOG = System.getLogger(RetrySafeWebAutoConfiguration.class.getName());
+
     /** After Spring Security's filter chain (order -100) so the principal is known, before the dispatcher. */
     public static final int FILTER_ORDER = Ordered.LOWEST_PRECEDENCE - 100;
 
@@ -60,9 +63,21 @@ public class RetrySafeWebAutoConfiguration {
                 }
                 yield ScopeResolver.principal();
             }
-            case "header" -> ScopeResolver.header(requireHeader(http));
+            case "header" -> {
+                String header = requireHeader(http);
+                LOG.log(Level.WARNING, () -> "[" + properties.name() + "] retrysafe.http.scope=header: keys are scoped "
+                        + "to the value of " + header + " as the request carries it; safe only behind a gateway that "
+                        + "sets it and drops the client's own, else a caller can name another's scope and get its "
+                        + "answers (hashed-header, or the principal, do not depend on that)");
+                yield ScopeResolver.header(header);
+            }
             case "hashed-header" -> ScopeResolver.hashedHeader(requireHeader(http));
-            case "global" -> ScopeResolver.global(properties.name());
+            case "global" -> {
+                LOG.log(Level.WARNING, () -> "[" + properties.name() + "] retrysafe.http.scope=global: every caller "
+                        + "shares one key space, so a caller that reuses another's key gets that caller's answer; "
+                        + "only for a single trusted caller");
+                yield ScopeResolver.global(properties.name());
+            }
             default -> throw new IllegalArgumentException("retrysafe.http.scope must be principal, header, hashed-header "
                     + "or global, but was " + http.scope());
         };

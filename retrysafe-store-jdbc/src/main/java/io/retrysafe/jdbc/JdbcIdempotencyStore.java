@@ -269,7 +269,30 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
     StoreUnavailableException failure(String what, SQLException e) {
         return new StoreUnavailableException(name(), RETRY_AFTER,
                 "idempotency store " + name() + " failed to " + what + ": " + e.getMessage() + " (SQLState "
-                        + e.getSQLState() + ")", e);
+                        + e.getSQLState() + ")", e, isUnreachable(e));
+    }
+
+    /**
+     * Whether the database could not be reached, as opposed to answering with an error (a missing
+     * table, no permission, bad data): no connection from the pool, a connection exception (SQLState
+     * class 08), a server shutting down or not accepting connections yet (57P01–57P03), a timeout.
+     */
+    static boolean isUnreachable(SQLException e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof java.sql.SQLTransientConnectionException || t instanceof java.sql.SQLRecoverableException
+                    || t instanceof java.sql.SQLNonTransientConnectionException
+                    || t instanceof java.sql.SQLTimeoutException || t instanceof java.io.IOException) {
+                return true;
+            }
+            if (t instanceof SQLException sql && sql.getSQLState() != null
+                    && (sql.getSQLState().startsWith("08") || sql.getSQLState().startsWith("57P0"))) {
+                return true;
+            }
+            if (t.getCause() == t) {
+                break;
+            }
+        }
+        return false;
     }
 
     @Override
