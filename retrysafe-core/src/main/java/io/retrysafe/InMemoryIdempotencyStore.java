@@ -143,6 +143,18 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
                 e.createdAt(), e.leaseExpiresAt(), null, e.expiresAt(), null));
     }
 
+    @Override
+    public boolean canRenewLease() {
+        return true;
+    }
+
+    @Override
+    public FencedWrite renewLease(IdempotencyKey key, OwnerToken token, Duration leaseTtl) {
+        Require.positive(leaseTtl, "leaseTtl");
+        return fenced(key, token, (e, now) -> new Entry(e.fingerprint(), e.status(), e.token(), e.attempt(),
+                e.createdAt(), now.plus(leaseTtl), e.completedAt(), e.expiresAt(), e.response()));
+    }
+
     private FencedWrite fenced(IdempotencyKey key, OwnerToken token, java.util.function.BiFunction<Entry, Instant, Entry> change) {
         FencedWrite[] result = {FencedWrite.LEASE_LOST};
         entries.computeIfPresent(key, (k, existing) -> {

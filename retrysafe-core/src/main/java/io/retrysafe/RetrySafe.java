@@ -39,6 +39,10 @@ import java.util.function.Supplier;
 public final class RetrySafe {
     public static final String DEFAULT_NAME = "retrysafe";
     public static final boolean DEFAULT_FAIL_OPEN = false;
+    /** Writes of an outcome in standalone mode, the first included, before it is answered as unknown. */
+    public static final int DEFAULT_COMPLETION_ATTEMPTS = 4;
+    /** The first pause between those writes; doubled after each (so at most 0.7 s of pauses by default). */
+    public static final Duration DEFAULT_COMPLETION_BACKOFF = Duration.ofMillis(100);
 
     private static final System.Logger LOG = System.getLogger(RetrySafe.class.getName());
     private static final long FIRST_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
@@ -50,15 +54,19 @@ public final class RetrySafe {
     private final RetrySafeListener listener;
     private final boolean failOpen;
     private final InFlightKeys inFlight;
+    private final int completionAttempts;
+    private final Duration completionBackoff;
 
     private RetrySafe(String name, IdempotencyStore store, OperationPolicy policy, RetrySafeListener listener,
-            boolean failOpen, InFlightKeys inFlight) {
+            boolean failOpen, InFlightKeys inFlight, int completionAttempts, Duration completionBackoff) {
         this.name = name;
         this.store = store;
         this.policy = policy;
         this.listener = listener;
         this.failOpen = failOpen;
         this.inFlight = inFlight;
+        this.completionAttempts = completionAttempts;
+        this.completionBackoff = completionBackoff;
     }
 
     public static Builder builder(IdempotencyStore store) {
@@ -67,12 +75,14 @@ public final class RetrySafe {
 
     /** The same engine with another policy, for an operation that needs its own retention or outcome policy. */
     public RetrySafe with(OperationPolicy policy) {
-        return new RetrySafe(name, store, Require.notNull(policy, "policy"), listener, failOpen, inFlight);
+        return new RetrySafe(name, store, Require.notNull(policy, "policy"), listener, failOpen, inFlight,
+                completionAttempts, completionBackoff);
     }
 
     /** The same engine on another store; transactional stores bind one per transaction. */
     public RetrySafe withStore(IdempotencyStore store) {
-        return new RetrySafe(name, Require.notNull(store, "store"), policy, listener, failOpen, inFlight);
+        return new RetrySafe(name, Require.notNull(store, "store"), policy, listener, failOpen, inFlight,
+                completionAttempts, completionBackoff);
     }
 
     /**
@@ -81,7 +91,7 @@ public final class RetrySafe {
      */
     public RetrySafe withListener(RetrySafeListener listener) {
         return new RetrySafe(name, store, policy, new GuardedListener(name, Require.notNull(listener, "listener")),
-                failOpen, inFlight);
+                failOpen, inFlight, completionAttempts, completionBackoff);
     }
 
     public String name() {
@@ -138,7 +148,9 @@ public final class RetrySafe {
      * ({@link ClaimResult.Unclaimed}), concurrent duplicates may each run it inside their
      * transactions, and all but the first to commit are rolled back and answered as replays.
      *
-     * @throws StoreUnavailableException if the operation ran but its outcome could not be recorded
+     * @throws StoreUnavailableException if the operation ran but its outcome could not be recorded: in a
+     *     transaction (its writes were rolled back with it), or, as {@link OutcomeUnknownException}, in
+     *     standalone mode after the engine tried again (its effects may have happened)
      * @throws StoredResponseUnreadableException if the key completed earlier, but the policy's
      *     {@link StoredResponseProtection} cannot open its stored response (the operation is not run again)
      */
@@ -152,14 +164,16 @@ public final class RetrySafe {
             @Override
             public Outcome<T> run(ClaimResult.Claimed claimed) {
                 Attempt attempt = begin(key, claimed);
-                T value;
-                try {
-                    value = operation.run(attempt);
-                } catch (Throwable t) {
-                    releaseQuietly(key, claimed.token());
-                    throw propagate(t);
+                try (LeaseRenewal renewal = renewLease(key, claimed)) {
+                    T value;
+                    try {
+                        value = operation.run(attempt);
+                    } catch (Throwable t) {
+                        releaseQuietly(key, claimed.token());
+                        throw propagate(t);
+                    }
+                    return record(key, claimed, attempt, codec, value);
                 }
-                return record(key, claimed, attempt, codec, value);
             }
 
             @Override
@@ -198,19 +212,24 @@ public final class RetrySafe {
             @Override
             public CompletionStage<Outcome<T>> run(ClaimResult.Claimed claimed) {
                 Attempt attempt = begin(key, claimed);
+                // Renewed until the outcome is written, on whichever thread completes the stage.
+                LeaseRenewal renewal = renewLease(key, claimed);
                 CompletionStage<T> stage;
                 try {
                     stage = Require.notNull(operation.run(attempt), "the operation's stage");
                 } catch (Throwable t) {
+                    renewal.close();
                     releaseQuietly(key, claimed.token());
                     return CompletableFuture.failedFuture(propagate(t));
                 }
                 return stage.handle((value, failure) -> {
-                    if (failure != null) {
-                        releaseQuietly(key, claimed.token());
-                        throw propagate(unwrap(failure));
+                    try (renewal) {
+                        if (failure != null) {
+                            releaseQuietly(key, claimed.token());
+                            throw propagate(unwrap(failure));
+                        }
+                        return record(key, claimed, attempt, codec, value);
                     }
-                    return record(key, claimed, attempt, codec, value);
                 });
             }
 
@@ -295,6 +314,16 @@ public final class RetrySafe {
         return attempt;
     }
 
+    /**
+     * Standalone: renews the lease while the operation runs and its outcome is written, so that a slow
+     * operation is not taken over. Bound to a transaction, nobody can take the key over.
+     */
+    private LeaseRenewal renewLease(IdempotencyKey key, ClaimResult.Claimed claimed) {
+        return LeaseRenewal.start(store.isStandalone() && store.canRenewLease(), name, key, claimed.token(),
+                policy.leaseTtl(), () -> timed("renew lease", () -> store.renewLease(key, claimed.token(),
+                        policy.leaseTtl())));
+    }
+
     /** Stores the operation's result, or releases the key, per the outcome policy, fenced by the claim's token. */
     private <T> Outcome<T> record(IdempotencyKey key, ClaimResult.Claimed claimed, Attempt attempt,
             ResponseCodec<T> codec, T value) {
@@ -315,15 +344,7 @@ public final class RetrySafe {
             releaseQuietly(key, claimed.token());
             throw e;
         }
-        FencedWrite write;
-        try {
-            write = decision == OutcomePolicy.Decision.STORE
-                    ? timed("complete", () -> store.complete(key, claimed.token(), sealed, policy.retention()))
-                    : timed("release", () -> store.release(key, claimed.token()));
-        } catch (RuntimeException e) {
-            throw new StoreUnavailableException(store.name(), policy.retryAfter(), "[" + name + "] the operation for key "
-                    + key.digest() + " ran, but the store failed to record its outcome: " + e.getMessage(), e);
-        }
+        FencedWrite write = writeOutcome(key, claimed.token(), decision == OutcomePolicy.Decision.STORE, sealed);
         if (write instanceof FencedWrite.Superseded superseded) {
             // This attempt's writes were rolled back: the caller gets what the key holds, as a duplicate would.
             LOG.log(Level.DEBUG, () -> "[" + name + "] attempt of key " + key.digest() + " was superseded by another's"
@@ -344,6 +365,54 @@ public final class RetrySafe {
         }
         return new Outcome.Executed<>(value, attempt,
                 decision == OutcomePolicy.Decision.STORE ? Completion.STORED : Completion.RELEASED);
+    }
+
+    /**
+     * Completes (or releases) the key. In standalone mode a failed write is tried again, up to
+     * {@code completionAttempts} in all with a doubling pause from {@code completionBackoff}: the
+     * operation's effects are out, and a lost completion would let a retry run it again. Still failing,
+     * the outcome is unknown ({@link OutcomeUnknownException}). Bound to a transaction, the first failure
+     * is final: the completion is the transaction's, and the operation's writes were rolled back with it.
+     */
+    private FencedWrite writeOutcome(IdempotencyKey key, OwnerToken token, boolean store, StoredResponse sealed) {
+        boolean standalone = this.store.isStandalone();
+        int attempts = standalone ? completionAttempts : 1;
+        long pause = completionBackoff.toNanos();
+        for (int n = 1; ; n++) {
+            try {
+                return store
+                        ? timed("complete", () -> this.store.complete(key, token, sealed, policy.retention()))
+                        : timed("release", () -> this.store.release(key, token));
+            } catch (RuntimeException e) {
+                if (!standalone) {
+                    throw new StoreUnavailableException(this.store.name(), policy.retryAfter(), "[" + name + "] the "
+                            + "operation for key " + key.digest() + " ran, but the store failed to record its outcome: "
+                            + e.getMessage(), e);
+                }
+                boolean interrupted = false;
+                if (n < attempts) {
+                    int failed = n;
+                    LOG.log(Level.WARNING, () -> "[" + name + "] recording the outcome of key " + key.digest()
+                            + " failed (" + failed + " of " + attempts + "); trying again: " + e);
+                    try {
+                        TimeUnit.NANOSECONDS.sleep(pause);
+                        pause *= 2;
+                        continue;
+                    } catch (InterruptedException ie) {
+                        Thread.currentThread().interrupt();
+                        interrupted = true;
+                    }
+                }
+                int tried = n;
+                LOG.log(Level.ERROR, () -> "[" + name + "] the operation for key " + key.digest() + " ran, but its "
+                        + "outcome could not be recorded after " + tried + " attempt(s); it may run again once its "
+                        + "lease expires: " + e);
+                throw new OutcomeUnknownException(this.store.name(), policy.retryAfter(), "[" + name + "] the "
+                        + "operation for key " + key.digest() + " ran, but the store failed to record its outcome "
+                        + (interrupted ? "(interrupted while trying again)" : "in " + tried + " attempts") + ": "
+                        + e.getMessage(), e);
+            }
+        }
     }
 
     /** The stored response as it was before {@link StoredResponseProtection#seal}; never what is stored, if it cannot be opened. */
@@ -421,6 +490,8 @@ public final class RetrySafe {
         private OperationPolicy policy;
         private RetrySafeListener listener;
         private Boolean failOpen;
+        private Integer completionAttempts;
+        private Duration completionBackoff;
 
         private Builder(IdempotencyStore store) {
             this.store = Require.notNull(store, "store");
@@ -459,11 +530,34 @@ public final class RetrySafe {
             return this;
         }
 
+        /**
+         * Standalone mode: how many times, the first included, the outcome of an operation that ran is
+         * written before the caller is told it is unknown ({@link OutcomeUnknownException}); 1 to 10.
+         */
+        public Builder completionAttempts(int completionAttempts) {
+            Require.unset(this.completionAttempts, "completionAttempts");
+            this.completionAttempts = Require.between(completionAttempts, 1, 10, "completionAttempts");
+            return this;
+        }
+
+        /** The first pause between two writes of an outcome, doubled after each; at most 10 s. */
+        public Builder completionBackoff(Duration completionBackoff) {
+            Require.unset(this.completionBackoff, "completionBackoff");
+            Require.atLeastOneMilli(completionBackoff, "completionBackoff");
+            if (completionBackoff.compareTo(Duration.ofSeconds(10)) > 0) {
+                throw new IllegalArgumentException("completionBackoff must be at most 10s, but was " + completionBackoff);
+            }
+            this.completionBackoff = completionBackoff;
+            return this;
+        }
+
         public RetrySafe build() {
             String n = name == null ? DEFAULT_NAME : name;
             return new RetrySafe(n, store, policy == null ? OperationPolicy.ofDefaults() : policy,
                     new GuardedListener(n, listener == null ? RetrySafeListener.NONE : listener),
-                    failOpen == null ? DEFAULT_FAIL_OPEN : failOpen, new InFlightKeys());
+                    failOpen == null ? DEFAULT_FAIL_OPEN : failOpen, new InFlightKeys(),
+                    completionAttempts == null ? DEFAULT_COMPLETION_ATTEMPTS : completionAttempts,
+                    completionBackoff == null ? DEFAULT_COMPLETION_BACKOFF : completionBackoff);
         }
     }
 }

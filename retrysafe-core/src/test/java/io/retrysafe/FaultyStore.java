@@ -22,6 +22,9 @@ final class FaultyStore implements IdempotencyStore {
     private final AtomicReference<RuntimeException> completeFailure = new AtomicReference<>();
     private final AtomicReference<RuntimeException> releaseFailure = new AtomicReference<>();
     private final AtomicInteger claims = new AtomicInteger();
+    /** How many more completions fail, when {@link #failCompletions(RuntimeException, int)} set a number. */
+    private final AtomicInteger completionsToFail = new AtomicInteger(-1);
+    private volatile boolean standalone = true;
 
     FaultyStore(IdempotencyStore delegate) {
         this.delegate = delegate;
@@ -33,6 +36,22 @@ final class FaultyStore implements IdempotencyStore {
 
     void failCompletions(RuntimeException failure) {
         completeFailure.set(failure);
+    }
+
+    /** The next {@code times} completions fail, the ones after them reach the store. */
+    void failCompletions(RuntimeException failure, int times) {
+        completionsToFail.set(times);
+        completeFailure.set(failure);
+    }
+
+    /** Answers as a store bound to the operation's transaction does. */
+    void bindToTransaction() {
+        standalone = false;
+    }
+
+    @Override
+    public boolean isStandalone() {
+        return standalone;
     }
 
     void failReleases(RuntimeException failure) {
@@ -59,6 +78,9 @@ final class FaultyStore implements IdempotencyStore {
 
     @Override
     public FencedWrite complete(IdempotencyKey key, OwnerToken token, StoredResponse response, Duration retention) {
+        if (completionsToFail.get() >= 0 && completionsToFail.getAndDecrement() <= 0) {
+            completeFailure.set(null);
+        }
         throwIfSet(completeFailure);
         return delegate.complete(key, token, response, retention);
     }

@@ -541,25 +541,63 @@ class RetrySafeTest {
         }
 
         @Test
-        void storeFailingAtCompletionThrowsAndTheKeyStaysHeld() {
-            RetrySafe retrySafe = engine();
+        void storeFailingAtEveryCompletionIsAnUnknownOutcomeAndTheKeyStaysHeld() {
+            RetrySafe retrySafe = RetrySafe.builder(store).listener(events).completionAttempts(3)
+                    .completionBackoff(Duration.ofMillis(1)).build();
             store.failCompletions(down);
 
             assertThatThrownBy(() -> retrySafe.execute(key, REQUEST, REPLY, answering(new Reply(200, "ran"))))
-                    .isInstanceOfSatisfying(StoreUnavailableException.class, e -> {
+                    .isInstanceOfSatisfying(OutcomeUnknownException.class, e -> {
                         assertThat(e.storeName()).isEqualTo("faulty");
                         assertThat(e.httpStatus()).isEqualTo(503);
                     })
                     .hasCauseReference(down)
-                    .hasMessageContaining("ran, but the store failed to record its outcome");
+                    .hasMessageContaining("ran, but the store failed to record its outcome in 3 attempts");
             assertThat(runs).hasValue(1);
-            assertThat(events.storeErrors).containsExactly("faulty:complete:connection refused");
+            assertThat(events.storeErrors).containsExactly("faulty:complete:connection refused",
+                    "faulty:complete:connection refused", "faulty:complete:connection refused");
 
             store.heal();
             assertThat(retrySafe.execute(key, REQUEST, REPLY, answering(new Reply(200, "again"))))
                     .as("a retry while the unrecorded attempt's lease lasts is refused, not run twice")
                     .isInstanceOf(Outcome.InProgress.class);
             assertThat(runs).hasValue(1);
+        }
+
+        @Test
+        void aCompletionThatFailsTransientlyIsWrittenAgainAndStored() {
+            RetrySafe retrySafe = RetrySafe.builder(store).listener(events).completionBackoff(Duration.ofMillis(1))
+                    .build();
+            store.failCompletions(down, 2);
+
+            Outcome<Reply> outcome = retrySafe.execute(key, REQUEST, REPLY, answering(new Reply(201, "ran")));
+
+            assertThat(outcome).isEqualTo(new Outcome.Executed<>(new Reply(201, "ran"), new Attempt(key, 1),
+                    Completion.STORED));
+            assertThat(events.storeErrors).hasSize(2);
+            assertThat(memory.inspect(key).orElseThrow().status()).isEqualTo(RecordStatus.COMPLETED);
+        }
+
+        @Test
+        void aCompletionInTheOperationsTransactionIsNotWrittenAgain() {
+            RetrySafe retrySafe = engine();
+            store.bindToTransaction();
+            store.failCompletions(down);
+
+            assertThatThrownBy(() -> retrySafe.execute(key, REQUEST, REPLY, answering(new Reply(200, "ran"))))
+                    .isInstanceOf(StoreUnavailableException.class).isNotInstanceOf(OutcomeUnknownException.class)
+                    .hasCauseReference(down);
+            assertThat(events.storeErrors).containsExactly("faulty:complete:connection refused");
+        }
+
+        @Test
+        void completionSettingsAreChecked() {
+            assertThatThrownBy(() -> RetrySafe.builder(store).completionAttempts(0))
+                    .hasMessage("completionAttempts must be between 1 and 10, but was 0");
+            assertThatThrownBy(() -> RetrySafe.builder(store).completionBackoff(Duration.ofSeconds(11)))
+                    .hasMessage("completionBackoff must be at most 10s, but was PT11S");
+            assertThatThrownBy(() -> RetrySafe.builder(store).completionAttempts(2).completionAttempts(3))
+                    .isInstanceOf(IllegalStateException.class);
         }
 
         @Test

@@ -30,6 +30,34 @@ public interface IdempotencyStore {
     /** Marks the record {@code FAILED} (retryable) if {@code token} still holds the key. */
     FencedWrite release(IdempotencyKey key, OwnerToken token);
 
+    /**
+     * Whether {@link #renewLease} works on this store. Stores that cannot renew leave it false, and
+     * the engine then lets a long operation's lease run out (another attempt may take it over).
+     */
+    default boolean canRenewLease() {
+        return false;
+    }
+
+    /**
+     * Extends the lease of the attempt holding the key to {@code leaseTtl} from now, if {@code token}
+     * still holds it ({@code IN_PROGRESS}, not taken over, not expired): the heartbeat of an operation
+     * that runs longer than its lease. {@link FencedWrite.LeaseLost} otherwise; nothing changed then.
+     *
+     * @throws UnsupportedOperationException if {@link #canRenewLease()} is false
+     */
+    default FencedWrite renewLease(IdempotencyKey key, OwnerToken token, Duration leaseTtl) {
+        throw new UnsupportedOperationException(name() + " cannot renew a lease");
+    }
+
+    /**
+     * Whether each write commits on its own, so that the operation's effects stay whatever becomes of
+     * its completion. False for a store bound to the operation's own transaction, where a failed
+     * completion rolls the operation's writes back with it: the engine then does not retry it.
+     */
+    default boolean isStandalone() {
+        return true;
+    }
+
     /** The record as it is now, if present and not expired; for inspection only. */
     Optional<IdempotencyRecord> inspect(IdempotencyKey key);
 

@@ -24,7 +24,8 @@ public enum Problem {
     STORED_RESPONSE_UNREADABLE(500, "stored-response-unreadable", "Stored response cannot be read"),
     ASYNC_HANDLER_REFUSED(500, "async-handler-refused", "Asynchronous handler on a transactional route"),
     STREAMING_REFUSED(500, "streaming-refused", "Streaming response on an idempotent route"),
-    STORE_UNAVAILABLE(503, "store-unavailable", "Idempotency store unavailable");
+    STORE_UNAVAILABLE(503, "store-unavailable", "Idempotency store unavailable"),
+    OUTCOME_UNKNOWN(503, "outcome-unknown", "Outcome unknown");
 
     /** Where the types live; relative so that a service can serve its own pages for them. */
     public static final String TYPE_BASE = "/problems/";

@@ -7,6 +7,7 @@ import io.retrysafe.InvalidKeyException;
 import io.retrysafe.MalformedJsonException;
 import io.retrysafe.OperationFailedException;
 import io.retrysafe.Outcome;
+import io.retrysafe.OutcomeUnknownException;
 import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.StoredResponseUnreadableException;
@@ -47,6 +48,7 @@ import java.util.function.Supplier;
  * <li>retry → the stored response, with {@code Idempotent-Replayed: true};
  * <li>retry while the first is in flight → {@code 409} + {@code Retry-After};
  * <li>same key, another request → {@code 422}; store unreachable → {@code 503} + {@code Retry-After};
+ * <li>standalone mode, the handler ran but its outcome could not be stored → {@code 503} {@code outcome-unknown};
  * <li>completed earlier, but its stored response cannot be opened (encryption key gone, tampered) → {@code 500}.
  * </ul>
  *
@@ -193,7 +195,15 @@ public final class RetrySafeFilter implements Filter {
     /** The executor threw: the handler's own failure propagates; a failed record or a refused handler is a problem. */
     private void answerFailure(HttpServletRequest request, HttpServletResponse response, IdempotencyKey key,
             Throwable failure) throws IOException, ServletException {
-        if (failure instanceof StoreUnavailableException e) {
+        if (failure instanceof OutcomeUnknownException e) {
+            // Standalone: the handler ran and its effects are out, but its outcome could not be stored, also
+            // after the engine tried again. Neither its response nor a promise that it did not run.
+            LOG.log(Level.WARNING, () -> "key " + key.digest() + ": outcome unknown, answering 503: " + e.getMessage());
+            response.reset();
+            Problem.OUTCOME_UNKNOWN.send(response, "the request was processed, but its outcome could not be recorded: "
+                    + "it may have taken effect. A retry with the same key after Retry-After may process it again",
+                    null, e.retryAfter() == null ? STORE_RETRY_AFTER : e.retryAfter());
+        } else if (failure instanceof StoreUnavailableException e) {
             // The handler ran, but its outcome was not made durable (a failed commit rolled it back):
             // its held-back response must not reach the client as a success.
             LOG.log(Level.WARNING, () -> "key " + key.digest() + ": outcome not recorded, answering 503: " + e.getMessage());

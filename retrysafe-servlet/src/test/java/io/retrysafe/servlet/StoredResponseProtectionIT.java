@@ -3,6 +3,8 @@ package io.retrysafe.servlet;
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static io.retrysafe.servlet.HttpAnswers.assertProblem;
 import static io.retrysafe.servlet.HttpAnswers.assertReplayOf;
+import static io.retrysafe.servlet.HttpAnswers.post;
+import static io.retrysafe.servlet.HttpAnswers.send;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.lettuce.core.KeyScanCursor;
@@ -27,11 +29,8 @@ import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
-import java.net.http.HttpRequest.BodyPublishers;
 import java.net.http.HttpResponse;
-import java.net.http.HttpResponse.BodyHandlers;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -63,7 +62,6 @@ class StoredResponseProtectionIT {
     private static final byte[] OCTOBER = bytes(32, 7);
     private static final byte[] NOVEMBER = bytes(16, 9);
 
-    private static HttpClient http;
 
     @TempDir
     Path dir;
@@ -90,8 +88,6 @@ class StoredResponseProtectionIT {
     static void database() {
         postgres = TestDatabases.postgres();
         JdbcIdempotencyStore.builder(postgres).table(RECORDS).build().createSchema();
-        http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(10))
-                .build();
     }
 
     @BeforeEach
@@ -253,13 +249,7 @@ class StoredResponseProtectionIT {
     // ------------------------------------------------------------------ helpers
 
     private HttpRequest.Builder issue(String idempotencyKey) {
-        return HttpRequest.newBuilder(tomcat.uri("/cards")).header("Content-Type", "application/json")
-                .header("X-User", user).header(HttpIdempotency.HEADER, idempotencyKey)
-                .POST(BodyPublishers.ofString("{\"holder\":\"alice\"}"));
-    }
-
-    private static HttpResponse<byte[]> send(HttpRequest.Builder request) throws Exception {
-        return http.send(request.timeout(Duration.ofSeconds(30)).build(), BodyHandlers.ofByteArray());
+        return post(tomcat.uri("/cards"), user, idempotencyKey, "{\"holder\":\"alice\"}");
     }
 
     private static String hex(String s) {

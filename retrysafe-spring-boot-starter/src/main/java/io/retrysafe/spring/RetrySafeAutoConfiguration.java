@@ -160,7 +160,8 @@ public class RetrySafeAutoConfiguration {
                 .waitForResult(p.waitForResult()).retryAfter(p.retryAfter())
                 .protection(properties.atRest().enabled() ? protection : StoredResponseProtection.NONE).build();
         RetrySafe.Builder builder = RetrySafe.builder(store).name(properties.name()).policy(policy)
-                .failOpen(properties.failOpen());
+                .failOpen(properties.failOpen()).completionAttempts(properties.completion().attempts())
+                .completionBackoff(properties.completion().backoff());
         List<RetrySafeListener> all = listeners.orderedStream().toList();
         if (!all.isEmpty()) {
             builder.listener(all.size() == 1 ? all.get(0) : new CompositeListener(all));

@@ -4,6 +4,7 @@ import io.retrysafe.FingerprintMismatchException;
 import io.retrysafe.InProgressException;
 import io.retrysafe.InvalidKeyException;
 import io.retrysafe.RetrySafeException;
+import io.retrysafe.OutcomeUnknownException;
 import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponseUnreadableException;
 import io.retrysafe.servlet.Problem;
@@ -37,7 +38,7 @@ public class RetrySafeExceptionHandler {
         } else if (e instanceof FingerprintMismatchException) {
             problem = Problem.KEY_REUSED;
         } else if (e instanceof StoreUnavailableException s) {
-            problem = Problem.STORE_UNAVAILABLE;
+            problem = e instanceof OutcomeUnknownException ? Problem.OUTCOME_UNKNOWN : Problem.STORE_UNAVAILABLE;
             retryAfter = s.retryAfter();
         } else if (e instanceof StoredResponseUnreadableException) {
             problem = Problem.STORED_RESPONSE_UNREADABLE;

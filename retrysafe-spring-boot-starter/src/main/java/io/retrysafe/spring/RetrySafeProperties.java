@@ -21,12 +21,14 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param fastFilter Redis in front of the store: cached replays and early 409s without the database
  * @param kafka exactly-once {@code @KafkaListener} record listeners (Spring Kafka)
  * @param atRest encryption of stored responses (AES-GCM) with rotatable keys
+ * @param completion standalone mode: how a failed write of an outcome is tried again
  */
 @ConfigurationProperties("retrysafe")
 public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @DefaultValue("retrysafe") String name,
         Mode mode, @DefaultValue("false") boolean failOpen, @DefaultValue Store store,
         @DefaultValue Policy policy, @DefaultValue Key key, @DefaultValue Http http, @DefaultValue Purge purge,
-        @DefaultValue FastFilter fastFilter, @DefaultValue Kafka kafka, @DefaultValue AtRest atRest) {
+        @DefaultValue FastFilter fastFilter, @DefaultValue Kafka kafka, @DefaultValue AtRest atRest,
+        @DefaultValue Completion completion) {
 
     public enum Mode {
         TRANSACTIONAL, STANDALONE
@@ -140,6 +142,16 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
      */
     public record AtRest(Map<String, String> keys, String currentKey, @DefaultValue("true") boolean enabled,
             @DefaultValue("false") boolean readsUnsealed) {
+    }
+
+    /**
+     * Standalone mode: the handler ran, and writing its outcome failed. It is written again before the
+     * request is answered {@code 503 /problems/outcome-unknown}.
+     *
+     * @param attempts writes in all, the first included (1 to 10)
+     * @param backoff the first pause between two writes, doubled after each (at most 10s)
+     */
+    public record Completion(@DefaultValue("4") int attempts, @DefaultValue("100ms") Duration backoff) {
     }
 
     /**

@@ -12,7 +12,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
-import org.springframework.boot.jackson.autoconfigure.JacksonAutoConfiguration;
 import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
 
 /**
@@ -21,7 +20,7 @@ import org.springframework.boot.test.context.runner.WebApplicationContextRunner;
  */
 class RetrySafeStartupWarningsTest {
     private final WebApplicationContextRunner runner = new WebApplicationContextRunner()
-            .withConfiguration(AutoConfigurations.of(JacksonAutoConfiguration.class, RetrySafeAutoConfiguration.class,
+            .withConfiguration(AutoConfigurations.of(BootLine.JACKSON, RetrySafeAutoConfiguration.class,
                     RetrySafeWebAutoConfiguration.class));
     /** The starter logs through System.Logger, which is java.util.logging unless the application says otherwise. */
     private final Logger starterLogger = Logger.getLogger("io.retrysafe.spring");

@@ -214,6 +214,18 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
     }
 
     @Override
+    public boolean canRenewLease() {
+        return true;
+    }
+
+    @Override
+    public FencedWrite renewLease(IdempotencyKey key, OwnerToken token, Duration leaseTtl) {
+        Require.positive(leaseTtl, "leaseTtl");
+        return run(c -> sql().renewLease(c, key, token, leaseTtl), "renew lease")
+                ? FencedWrite.COMMITTED : FencedWrite.LEASE_LOST;
+    }
+
+    @Override
     public Optional<IdempotencyRecord> inspect(IdempotencyKey key) {
         return run(c -> sql().inspect(c, key), "inspect");
     }

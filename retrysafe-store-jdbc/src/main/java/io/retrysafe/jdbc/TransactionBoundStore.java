@@ -59,6 +59,12 @@ final class TransactionBoundStore implements IdempotencyStore {
         return completed;
     }
 
+    /** False: the completion is the transaction's commit, and a failed one rolls the operation's writes back. */
+    @Override
+    public boolean isStandalone() {
+        return false;
+    }
+
     @Override
     public ClaimResult tryClaim(ClaimRequest request) {
         try {

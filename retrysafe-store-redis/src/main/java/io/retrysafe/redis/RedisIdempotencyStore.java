@@ -46,7 +46,7 @@ import java.util.function.Supplier;
  *
  * <p>Each record is one hash at {@code keyPrefix + "{" + hex(sha256(scope \0 key)) + "}"}: the key
  * the client sent never reaches a Redis key name, and the hash tag would keep any further keys of
- * the record in its cluster slot. Claim, complete and release are each one script, loaded once per
+ * the record in its cluster slot. Claim, complete, release and renew are each one script, loaded once per
  * connection with {@code SCRIPT LOAD} and called with {@code EVALSHA} (loaded again when a server
  * answers {@code NOSCRIPT}). Leases and expiry are judged by the server's {@code TIME}; every write
  * sets the record's expiry ({@code PEXPIREAT}) in the same script, so an expired record is absent
@@ -169,6 +169,18 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     @Override
     public FencedWrite release(IdempotencyKey key, OwnerToken token) {
         Long written = run(Script.RELEASE, "release", recordKey(key), token.toString().getBytes(US_ASCII));
+        return written == 1L ? FencedWrite.COMMITTED : FencedWrite.LEASE_LOST;
+    }
+
+    @Override
+    public boolean canRenewLease() {
+        return true;
+    }
+
+    @Override
+    public FencedWrite renewLease(IdempotencyKey key, OwnerToken token, Duration leaseTtl) {
+        Long written = run(Script.RENEW, "renew lease", recordKey(key), token.toString().getBytes(US_ASCII),
+                number(millis(leaseTtl, "leaseTtl")));
         return written == 1L ? FencedWrite.COMMITTED : FencedWrite.LEASE_LOST;
     }
 

@@ -9,6 +9,7 @@ import io.retrysafe.spi.ClaimResult.Claimed;
 import io.retrysafe.spi.ClaimResult.FingerprintMismatch;
 import io.retrysafe.spi.ClaimResult.InProgress;
 import io.retrysafe.spi.IdempotencyRecord;
+import io.retrysafe.spi.OwnerToken;
 import io.retrysafe.spi.RecordStatus;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicReference;
@@ -99,6 +100,53 @@ public abstract non-sealed class StandaloneStoreContract extends IdempotencyStor
         Claimed fresh = expect(Claimed.class, claim(key, fingerprint), "claim of an expired in-progress key");
         assertThat(fresh.attempt()).as("attempt of a claim of an expired key").isEqualTo(1);
         complete(key, fresh.token(), response("fresh"));
+    }
+
+    @Test
+    void aRenewedLeaseOutlivesItsFirstTtlAndKeepsDuplicatesOut() {
+        assertThat(store().canRenewLease()).as("a standalone store renews leases").isTrue();
+        assertThat(store().isStandalone()).as("a standalone store's writes commit on their own").isTrue();
+        IdempotencyKey key = newKey();
+        Claimed holder = claimFirst(key, SHORT, LONG_RETENTION);
+
+        assertCommitted(store().renewLease(key, holder.token(), LONG_LEASE), "renewal by the holder");
+        awaitLeaseExpiredAfter(SHORT);
+
+        expect(InProgress.class, claim(key, fingerprint), "claim after the first lease ran out, but not the renewed one");
+        IdempotencyRecord record = inspectPresent(key, "renewed record");
+        assertThat(record.status()).as("status of a renewed record").isEqualTo(RecordStatus.IN_PROGRESS);
+        assertThat(record.attempt()).as("attempt of a renewed record").isEqualTo(1);
+        assertThat(Duration.between(record.createdAt(), record.leaseExpiresAt()))
+                .as("lease of a record renewed for %s", LONG_LEASE).isGreaterThan(LONG_LEASE.minus(TIMESTAMP_TOLERANCE));
+        complete(key, holder.token(), response("renewed"));
+    }
+
+    @Test
+    void onlyTheHolderRenewsAndNothingElseChanges() {
+        IdempotencyKey key = newKey();
+        Claimed old = claimFirst(key, SHORT, LONG_RETENTION);
+        AtomicReference<ClaimResult> takeover = new AtomicReference<>();
+        waiting("a takeover of key " + key.value()).until(() -> {
+            takeover.set(claim(key, fingerprint));
+            return takeover.get();
+        }, r -> !(r instanceof InProgress));
+        Claimed current = expect(Claimed.class, takeover.get(), "claim after the holder's lease expired");
+
+        assertLeaseLost(store().renewLease(key, old.token(), LONG_LEASE), "renewal by a holder that was taken over");
+        assertLeaseLost(store().renewLease(key, OwnerToken.random(), LONG_LEASE), "renewal with a stranger's token");
+        assertLeaseLost(store().renewLease(newKey(), current.token(), LONG_LEASE), "renewal of a key never claimed");
+        assertThat(inspectPresent(key, "record after refused renewals").attempt()).isEqualTo(2);
+
+        assertCommitted(store().complete(key, current.token(), response("done"), LONG_RETENTION), "complete");
+        assertLeaseLost(store().renewLease(key, current.token(), LONG_LEASE), "renewal of a completed key");
+        assertReplays(key, response("done"), "after a refused renewal of a completed key");
+
+        IdempotencyKey released = newKey();
+        Claimed r = claimFirst(released, LONG_LEASE, LONG_RETENTION);
+        assertCommitted(store().release(released, r.token()), "release");
+        assertLeaseLost(store().renewLease(released, r.token(), LONG_LEASE), "renewal of a released key");
+        assertThat(inspectPresent(released, "released record after a refused renewal").status())
+                .isEqualTo(RecordStatus.FAILED);
     }
 
     @Test

@@ -67,6 +67,7 @@ public final class MariaDbSqlDialect extends SqlDialect {
     private final String completeSql;
     private final String completeInTransactionSql;
     private final String releaseSql;
+    private final String renewSql;
     private final String holdsSql;
     private final String inspectSql;
     private final String purgeSql;
@@ -106,6 +107,9 @@ public final class MariaDbSqlDialect extends SqlDialect {
         completeSql = bounded(WRITE_LOCK_WAIT_SECONDS, complete + " AND status = 'IN_PROGRESS' AND expires_at > " + T);
         // In the claim's own transaction the row is locked since the claim, so the token alone fences it.
         completeInTransactionSql = bounded(WRITE_LOCK_WAIT_SECONDS, complete);
+        renewSql = bounded(WRITE_LOCK_WAIT_SECONDS, "UPDATE " + table + " SET lease_expires_at = " + T
+                + " + INTERVAL ? MICROSECOND WHERE scope = ? AND idem_key = ? AND owner_token = ? AND status = 'IN_PROGRESS'"
+                + " AND expires_at > " + T);
         releaseSql = bounded(WRITE_LOCK_WAIT_SECONDS, "UPDATE " + table + " SET status = 'FAILED'"
                 + " WHERE scope = ? AND idem_key = ? AND owner_token = ? AND status = 'IN_PROGRESS' AND expires_at > " + T);
         // A plain (consistent) read: what is committed, without waiting for the transaction holding the row.
@@ -245,6 +249,21 @@ public final class MariaDbSqlDialect extends SqlDialect {
             ps.setBytes(7, owner);
             return ps.executeUpdate() == 1;
         }
+    }
+
+    @Override
+    public boolean renewLease(Connection c, IdempotencyKey key, OwnerToken token, Duration leaseTtl)
+            throws SQLException {
+        byte[] owner = bytes(token);
+        return fencedWrite(c, key, owner, () -> {
+            try (PreparedStatement ps = c.prepareStatement(renewSql)) {
+                ps.setLong(1, micros(leaseTtl));
+                ps.setString(2, key.scope());
+                ps.setString(3, key.value());
+                ps.setBytes(4, owner);
+                return ps.executeUpdate() == 1;
+            }
+        });
     }
 
     @Override

@@ -41,6 +41,7 @@ public class PostgresSqlDialect extends SqlDialect {
     private final String completeSql;
     private final String completeAndCommitSql;
     private final String releaseSql;
+    private final String renewSql;
     private final String inspectSql;
     private final String purgeSql;
     private final String insertCompletedSql;
@@ -82,6 +83,8 @@ public class PostgresSqlDialect extends SqlDialect {
         // it. One round trip for the response and the commit: the mode's whole overhead over the bare
         // transaction is then the claim.
         completeAndCommitSql = complete + ";COMMIT";
+        renewSql = "UPDATE " + table + " SET lease_expires_at = " + T + " + ? * interval '1 millisecond'"
+                + " WHERE scope = ? AND idem_key = ? AND owner_token = ? AND status = 'IN_PROGRESS' AND expires_at > " + T;
         releaseSql = "UPDATE " + table + " SET status = 'FAILED'"
                 + " WHERE scope = ? AND idem_key = ? AND owner_token = ? AND status = 'IN_PROGRESS' AND expires_at > " + T;
         inspectSql = "SELECT fingerprint, status, attempt, created_at, lease_expires_at, completed_at, expires_at,"
@@ -241,6 +244,18 @@ public class PostgresSqlDialect extends SqlDialect {
             ps.setObject(7, token.value());
             ps.execute();
             return ps.getUpdateCount() == 1;
+        }
+    }
+
+    @Override
+    public boolean renewLease(Connection c, IdempotencyKey key, OwnerToken token, Duration leaseTtl)
+            throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(renewSql)) {
+            ps.setLong(1, leaseTtl.toMillis());
+            ps.setString(2, key.scope());
+            ps.setString(3, key.value());
+            ps.setObject(4, token.value());
+            return ps.executeUpdate() == 1;
         }
     }
 

@@ -101,6 +101,10 @@ public abstract class SqlDialect {
                 : new ClaimResult.InProgress(Duration.ZERO);
     }
 
+    /** Sets the lease to {@code leaseTtl} from now if {@code token} holds the key, in progress and not expired. */
+    public abstract boolean renewLease(Connection c, IdempotencyKey key, OwnerToken token, Duration leaseTtl)
+            throws SQLException;
+
     /** Marks the record FAILED if {@code token} holds the key. */
     public abstract boolean release(Connection c, IdempotencyKey key, OwnerToken token) throws SQLException;
 

@@ -18,11 +18,12 @@ public enum Script {
     CLAIM("claim.lua", ScriptOutputType.MULTI),
     COMPLETE("complete.lua", ScriptOutputType.INTEGER),
     RELEASE("release.lua", ScriptOutputType.INTEGER),
+    RENEW("renew.lua", ScriptOutputType.INTEGER),
     /** The fast filter's: removes an in-flight marker, never a cached response. */
     FAST_FILTER_CLEAR("fast-filter-clear.lua", ScriptOutputType.INTEGER);
 
     /** The store's scripts, which it loads on every new connection; the fast filter's are not among them. */
-    public static final List<Script> STORE = List.of(CLAIM, COMPLETE, RELEASE);
+    public static final List<Script> STORE = List.of(CLAIM, COMPLETE, RELEASE, RENEW);
 
     private final String resource;
     private final ScriptOutputType output;
