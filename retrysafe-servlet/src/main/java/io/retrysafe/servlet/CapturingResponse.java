@@ -22,16 +22,72 @@ import java.util.Set;
  * so that a transactional commit can still fail and be answered with {@code 503} instead, and so
  * that the response can be stored. Headers go to the real response as usual (it stays
  * uncommitted) and are read back from it.
+ *
+ * <p>The buffer is bounded by the largest body stored for replay: a body that grows past it is never
+ * held whole. The status, the buffered bytes and everything written after them go straight to the
+ * client, and the response is stored without its body ({@value #BODY_OMITTED_HEADER}).
  */
 final class CapturingResponse extends HttpServletResponseWrapper {
     static final String BODY_OMITTED_HEADER = "Idempotent-Replay-Body-Omitted";
 
-    private final ByteArrayOutputStream body = new ByteArrayOutputStream();
-    private ServletOutputStream stream;
+    private final int maxBody;
+    private ByteArrayOutputStream body = new ByteArrayOutputStream();
+    /** Bytes the handler wrote, buffered or sent. */
+    private long length;
+    /** Past the bound: the body goes to the client as it is written. */
+    private ServletOutputStream passThrough;
+    /** What getOutputStream() returns, and what getWriter() encodes into. */
+    private final ServletOutputStream sink = new ServletOutputStream() {
+        @Override
+        public void write(int b) throws IOException {
+            append(new byte[] {(byte) b}, 0, 1);
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) throws IOException {
+            append(b, off, len);
+        }
+
+        @Override
+        public void flush() throws IOException {
+            if (passThrough != null) {
+                passThrough.flush();
+            }
+        }
+
+        @Override
+        public boolean isReady() {
+            return true;
+        }
+
+        @Override
+        public void setWriteListener(WriteListener listener) {
+            throw new IllegalStateException("asynchronous writes are not supported on an idempotent route");
+        }
+    };
+    private boolean streamUsed;
     private PrintWriter writer;
 
-    CapturingResponse(HttpServletResponse response) {
+    CapturingResponse(HttpServletResponse response, int maxBody) {
         super(response);
+        this.maxBody = maxBody;
+    }
+
+    private void append(byte[] b, int off, int len) throws IOException {
+        length += len;
+        if (passThrough == null && body.size() + (long) len <= maxBody) {
+            body.write(b, off, len);
+            return;
+        }
+        if (passThrough == null) {
+            // Over the bound: send what is held, and stop holding. The real response commits here.
+            HttpServletResponse real = (HttpServletResponse) getResponse();
+            real.setStatus(getStatus());
+            passThrough = real.getOutputStream();
+            body.writeTo(passThrough);
+            body = null;
+        }
+        passThrough.write(b, off, len);
     }
 
     @Override
@@ -39,35 +95,13 @@ final class CapturingResponse extends HttpServletResponseWrapper {
         if (writer != null) {
             throw new IllegalStateException("getWriter() was already called");
         }
-        if (stream == null) {
-            stream = new ServletOutputStream() {
-                @Override
-                public void write(int b) {
-                    body.write(b);
-                }
-
-                @Override
-                public void write(byte[] b, int off, int len) {
-                    body.write(b, off, len);
-                }
-
-                @Override
-                public boolean isReady() {
-                    return true;
-                }
-
-                @Override
-                public void setWriteListener(WriteListener listener) {
-                    throw new IllegalStateException("asynchronous writes are not supported on an idempotent route");
-                }
-            };
-        }
-        return stream;
+        streamUsed = true;
+        return sink;
     }
 
     @Override
     public PrintWriter getWriter() {
-        if (stream != null) {
+        if (streamUsed) {
             throw new IllegalStateException("getOutputStream() was already called");
         }
         if (writer == null) {
@@ -75,33 +109,47 @@ final class CapturingResponse extends HttpServletResponseWrapper {
             Charset cs = enc == null ? StandardCharsets.ISO_8859_1 : Charset.forName(enc);
             // As the container's own getWriter() does: the Content-Type names the charset the bytes are in.
             setCharacterEncoding(cs.name());
-            writer = new PrintWriter(new OutputStreamWriter(body, cs));
+            writer = new PrintWriter(new OutputStreamWriter(sink, cs));
         }
         return writer;
     }
 
-    /** Nothing reaches the client before the outcome is durable. */
+    /** Nothing reaches the client before the outcome is durable, unless the body outgrew the bound. */
     @Override
-    public void flushBuffer() {
+    public void flushBuffer() throws IOException {
         if (writer != null) {
             writer.flush();
+        }
+        if (passThrough != null) {
+            passThrough.flush();
         }
     }
 
     @Override
     public boolean isCommitted() {
-        return false;
+        return passThrough != null;
     }
 
     @Override
     public void resetBuffer() {
+        requireHeldBack();
         body.reset();
+        length = 0;
     }
 
     @Override
     public void reset() {
+        requireHeldBack();
         super.reset();
         body.reset();
+        length = 0;
+    }
+
+    private void requireHeldBack() {
+        if (passThrough != null) {
+            throw new IllegalStateException("the response is committed: its body outgrew the bound of " + maxBody
+                    + " bytes held for replay, and was sent");
+        }
     }
 
     /** Recorded as a problem document rather than the container's error page, which would commit the response. */
@@ -115,7 +163,9 @@ final class CapturingResponse extends HttpServletResponseWrapper {
             json.append(",\"detail\":");
             Problem.quote(msg, json);
         }
-        body.writeBytes(json.append('}').toString().getBytes(StandardCharsets.UTF_8));
+        byte[] problem = json.append('}').toString().getBytes(StandardCharsets.UTF_8);
+        body.writeBytes(problem);
+        length = problem.length;
     }
 
     @Override
@@ -132,6 +182,10 @@ final class CapturingResponse extends HttpServletResponseWrapper {
 
     /** Sends the held-back status and body (the headers are on the real response already). */
     void sendHeldBack() throws IOException {
+        if (passThrough != null) {
+            flushBuffer();
+            return;
+        }
         byte[] b = body();
         HttpServletResponse real = (HttpServletResponse) getResponse();
         real.setStatus(getStatus());
@@ -149,12 +203,14 @@ final class CapturingResponse extends HttpServletResponseWrapper {
     }
 
     /**
-     * The response as stored: status, the allow-listed headers, the body. A body over {@code maxBody}
+     * The response as stored: status, the allow-listed headers, the body. A body over the bound
      * is never stored truncated: it is left out, and {@value #BODY_OMITTED_HEADER} tells a replay's
      * client its original length, so that it fetches the resource (its {@code Location}) instead.
      */
-    StoredResponse toStored(Set<String> replayedHeaders, int maxBody) {
-        byte[] b = body();
+    StoredResponse toStored(Set<String> replayedHeaders) {
+        if (writer != null) {
+            writer.flush();
+        }
         Map<String, List<String>> headers = new LinkedHashMap<>();
         HttpServletResponse real = (HttpServletResponse) getResponse();
         for (String name : real.getHeaderNames()) {
@@ -168,11 +224,11 @@ final class CapturingResponse extends HttpServletResponseWrapper {
             headers.keySet().removeIf(n -> n.equalsIgnoreCase("Content-Type"));
             headers.put("Content-Type", List.of(real.getContentType()));
         }
-        if (b.length > maxBody) {
+        if (passThrough != null) {
             headers.remove("Content-Type");
-            headers.put(BODY_OMITTED_HEADER, List.of(Integer.toString(b.length)));
+            headers.put(BODY_OMITTED_HEADER, List.of(Long.toString(length)));
             return StoredResponse.of(getStatus(), headers, new byte[0]);
         }
-        return StoredResponse.of(getStatus(), headers, b);
+        return StoredResponse.of(getStatus(), headers, body.toByteArray());
     }
 }

@@ -140,8 +140,8 @@ public final class RetrySafeFilter implements Filter {
             return;
         }
         HttpServletRequest handlerRequest = fingerprinted.request;
-        CapturingResponse capture = new CapturingResponse(response);
-        Supplier<StoredResponse> stored = () -> capture.toStored(config.replayedHeaders(), config.maxResponseBytes());
+        CapturingResponse capture = new CapturingResponse(response, config.maxResponseBytes());
+        Supplier<StoredResponse> stored = () -> capture.toStored(config.replayedHeaders());
         request.setAttribute(ASYNC_SUPPORTED_ATTRIBUTE, executor.isAsyncSupported());
         CompletableFuture<Outcome<StoredResponse>> outcome;
         try {
@@ -206,6 +206,11 @@ public final class RetrySafeFilter implements Filter {
         } else if (failure instanceof StoreUnavailableException e) {
             // The handler ran, but its outcome was not made durable (a failed commit rolled it back):
             // its held-back response must not reach the client as a success.
+            if (response.isCommitted()) {
+                // A body over the bound went out as it was written: too late for a 503; the connection is cut.
+                throw new IOException("key " + key.digest() + ": the response was sent, but its outcome was not "
+                        + "recorded: " + e.getMessage(), e);
+            }
             LOG.log(Level.WARNING, () -> "key " + key.digest() + ": outcome not recorded, answering 503: " + e.getMessage());
             response.reset();
             Problem.STORE_UNAVAILABLE.send(response, "the request could not be recorded; retry with the same key",
