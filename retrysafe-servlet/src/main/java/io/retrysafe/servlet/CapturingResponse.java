@@ -67,10 +67,12 @@ final class CapturingResponse extends HttpServletResponseWrapper {
     };
     private boolean streamUsed;
     private PrintWriter writer;
+    private final boolean includeErrorMessages;
 
-    CapturingResponse(HttpServletResponse response, int maxBody) {
+    CapturingResponse(HttpServletResponse response, int maxBody, boolean includeErrorMessages) {
         super(response);
         this.maxBody = maxBody;
+        this.includeErrorMessages = includeErrorMessages;
     }
 
     private void append(byte[] b, int off, int len) throws IOException {
@@ -133,6 +135,9 @@ final class CapturingResponse extends HttpServletResponseWrapper {
     @Override
     public void resetBuffer() {
         requireHeldBack();
+        if (writer != null) {
+            writer.flush(); // what the writer still holds is part of the buffer being dropped
+        }
         body.reset();
         length = 0;
     }
@@ -141,8 +146,7 @@ final class CapturingResponse extends HttpServletResponseWrapper {
     public void reset() {
         requireHeldBack();
         super.reset();
-        body.reset();
-        length = 0;
+        resetBuffer();
     }
 
     private void requireHeldBack() {
@@ -152,14 +156,24 @@ final class CapturingResponse extends HttpServletResponseWrapper {
         }
     }
 
-    /** Recorded as a problem document rather than the container's error page, which would commit the response. */
+    /**
+     * Recorded as a problem document ({@code about:blank}, the status's reason as title) rather than the
+     * container's error page, which would commit the response. The message is left out unless the
+     * application shows error messages ({@link HttpIdempotency#includeErrorMessages()}): it is stored and
+     * replayed with the rest, and it often says what a client should not read (a host, a query).
+     */
     @Override
     public void sendError(int sc, String msg) {
         resetBuffer();
         setStatus(sc);
         setContentType(Problem.CONTENT_TYPE);
-        StringBuilder json = new StringBuilder("{\"status\":").append(sc);
-        if (msg != null) {
+        StringBuilder json = new StringBuilder("{\"type\":\"about:blank\"");
+        String reason = reasonPhrase(sc);
+        if (reason != null) {
+            json.append(",\"title\":\"").append(reason).append('"');
+        }
+        json.append(",\"status\":").append(sc);
+        if (msg != null && includeErrorMessages) {
             json.append(",\"detail\":");
             Problem.quote(msg, json);
         }
@@ -175,8 +189,26 @@ final class CapturingResponse extends HttpServletResponseWrapper {
 
     @Override
     public void sendRedirect(String location) {
-        resetBuffer();
-        setStatus(302);
+        sendRedirect(location, SC_FOUND, true);
+    }
+
+    // The Servlet 6.1 forms. Not marked @Override: on Servlet 6.0 (Tomcat 10.1) they do not exist, and the
+    // class must compile there too. On 6.1 they override the wrapper's, which would commit the real response.
+
+    public void sendRedirect(String location, int sc) {
+        sendRedirect(location, sc, true);
+    }
+
+    public void sendRedirect(String location, boolean clearBuffer) {
+        sendRedirect(location, SC_FOUND, clearBuffer);
+    }
+
+    /** Recorded, not sent: status and {@code Location}; the body so far is dropped when {@code clearBuffer}. */
+    public void sendRedirect(String location, int sc, boolean clearBuffer) {
+        if (clearBuffer) {
+            resetBuffer();
+        }
+        setStatus(sc);
         setHeader("Location", location);
     }
 
@@ -193,6 +225,32 @@ final class CapturingResponse extends HttpServletResponseWrapper {
             real.setContentLength(b.length);
             real.getOutputStream().write(b);
         }
+    }
+
+    private static String reasonPhrase(int status) {
+        return switch (status) {
+            case 400 -> "Bad Request";
+            case 401 -> "Unauthorized";
+            case 402 -> "Payment Required";
+            case 403 -> "Forbidden";
+            case 404 -> "Not Found";
+            case 405 -> "Method Not Allowed";
+            case 406 -> "Not Acceptable";
+            case 409 -> "Conflict";
+            case 410 -> "Gone";
+            case 412 -> "Precondition Failed";
+            case 413 -> "Content Too Large";
+            case 415 -> "Unsupported Media Type";
+            case 422 -> "Unprocessable Content";
+            case 428 -> "Precondition Required";
+            case 429 -> "Too Many Requests";
+            case 500 -> "Internal Server Error";
+            case 501 -> "Not Implemented";
+            case 502 -> "Bad Gateway";
+            case 503 -> "Service Unavailable";
+            case 504 -> "Gateway Timeout";
+            default -> null;
+        };
     }
 
     byte[] body() {

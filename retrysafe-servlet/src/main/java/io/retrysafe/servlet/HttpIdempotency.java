@@ -29,6 +29,8 @@ public final class HttpIdempotency {
     public static final Set<String> FORBIDDEN_HEADERS = Set.of("set-cookie", "set-cookie2", "authorization",
             "proxy-authorization", "www-authenticate", "proxy-authenticate", "cookie");
     public static final String HEADER = "Idempotency-Key";
+    /** A handler's {@code sendError} message is not shown (nor stored) unless the application shows such messages. */
+    public static final boolean DEFAULT_INCLUDE_ERROR_MESSAGES = false;
 
     private final List<IdempotentRoute> routes;
     private final ScopeResolver scope;
@@ -36,6 +38,7 @@ public final class HttpIdempotency {
     private final int maxRequestBytes;
     private final int maxResponseBytes;
     private final Set<String> replayedHeaders;
+    private final boolean includeErrorMessages;
 
     private HttpIdempotency(Builder b) {
         this.routes = b.routes.isEmpty()
@@ -47,6 +50,8 @@ public final class HttpIdempotency {
         this.maxRequestBytes = b.maxRequestBytes == null ? DEFAULT_MAX_REQUEST_BYTES : b.maxRequestBytes;
         this.maxResponseBytes = b.maxResponseBytes == null ? DEFAULT_MAX_RESPONSE_BYTES : b.maxResponseBytes;
         this.replayedHeaders = b.replayedHeaders == null ? DEFAULT_REPLAYED_HEADERS : b.replayedHeaders;
+        this.includeErrorMessages = b.includeErrorMessages == null ? DEFAULT_INCLUDE_ERROR_MESSAGES
+                : b.includeErrorMessages;
     }
 
     public static Builder custom() {
@@ -78,6 +83,11 @@ public final class HttpIdempotency {
         return replayedHeaders;
     }
 
+    /** Whether the message of a handler's {@code sendError(status, message)} is in the problem the client gets. */
+    public boolean includeErrorMessages() {
+        return includeErrorMessages;
+    }
+
     /** The first route matching, in the order configured; null when none does. */
     IdempotentRoute route(String method, String path) {
         for (IdempotentRoute r : routes) {
@@ -95,6 +105,7 @@ public final class HttpIdempotency {
         private Integer maxRequestBytes;
         private Integer maxResponseBytes;
         private Set<String> replayedHeaders;
+        private Boolean includeErrorMessages;
 
         private Builder() {
         }
@@ -148,6 +159,17 @@ public final class HttpIdempotency {
                 lower.add(l);
             }
             this.replayedHeaders = Collections.unmodifiableSet(lower);
+            return this;
+        }
+
+        /**
+         * Whether a handler's {@code sendError(status, message)} message reaches the client (and is stored
+         * for replays) as the problem's {@code detail}; off by default, as Spring Boot's
+         * {@code server.error.include-message} is.
+         */
+        public Builder includeErrorMessages(boolean includeErrorMessages) {
+            Require.unset(this.includeErrorMessages, "includeErrorMessages");
+            this.includeErrorMessages = includeErrorMessages;
             return this;
         }
 

@@ -9,8 +9,9 @@ import java.util.regex.Pattern;
 
 /**
  * A method and path pattern the filter protects, with its own rules. Patterns match the path
- * inside the application (without the context path): literal segments, {@code {name}} for one
- * segment, and a final {@code **} for any rest.
+ * inside the application (without the context path), percent-decoded and normalised (no path
+ * parameters, dot or empty segments), as the container dispatches it: literal segments,
+ * {@code {name}} for one segment, and a final {@code **} for any rest.
  *
  * <pre>{@code
  * IdempotentRoute.of("POST", "/payments").keyRequired(true).jsonMembers("/amount", "/account").build()

@@ -15,6 +15,7 @@ public enum Problem {
     MALFORMED_JSON(400, "malformed-json", "Malformed JSON body"),
     INCOMPLETE_BODY(400, "incomplete-body", "Request body incomplete"),
     MALFORMED_FORM(400, "malformed-form", "Malformed form body"),
+    REQUEST_REJECTED(400, "request-rejected", "Request rejected before it was processed"),
     UNAUTHENTICATED(401, "unauthenticated", "No caller to scope the key to"),
     IN_PROGRESS(409, "request-in-progress", "A request with this key is in progress"),
     PRECONDITION_FAILED(412, "stale-version", "The resource has changed"),

@@ -54,6 +54,8 @@ import java.util.function.Supplier;
  *
  * Every refusal is an RFC 9457 {@code application/problem+json} document of a stable {@link Problem} type.
  * Requests on other routes, or without a key on a route where it is optional, pass through untouched.
+ * Routes are matched on the normalised path, so no other spelling of a protected path walks around it;
+ * requests refused before the filter runs are answered by {@link RejectedRequests}.
  */
 public final class RetrySafeFilter implements Filter {
     public static final String REPLAYED_HEADER = "Idempotent-Replayed";
@@ -70,6 +72,7 @@ public final class RetrySafeFilter implements Filter {
     private final HttpIdempotency config;
     private final IdempotentExecutor executor;
     private final RetrySafeListener listener;
+    private final RejectedRequests rejected;
     private final Map<IdempotentRoute, Fingerprinter> fingerprinters = new IdentityHashMap<>();
 
     /**
@@ -79,6 +82,7 @@ public final class RetrySafeFilter implements Filter {
         this.config = Require.notNull(config, "config");
         this.executor = Require.notNull(executor, "executor");
         this.listener = Require.notNull(listener, "listener");
+        this.rejected = new RejectedRequests(config, listener);
         for (IdempotentRoute route : config.routes()) {
             fingerprinters.put(route, route.jsonMembers().isEmpty() ? Fingerprinter.canonicalJson()
                     : Fingerprinter.canonicalJson(route.jsonMembers()));
@@ -101,7 +105,7 @@ public final class RetrySafeFilter implements Filter {
             chain.doFilter(req, res);
             return;
         }
-        String path = request.getRequestURI().substring(request.getContextPath().length());
+        String path = RequestPath.of(request);
         IdempotentRoute route = config.route(request.getMethod(), path);
         if (route == null) {
             chain.doFilter(request, response);
@@ -116,9 +120,7 @@ public final class RetrySafeFilter implements Filter {
         try {
             keyValue = config.keyRules().parseHeader(keyHeaders);
         } catch (InvalidKeyException e) {
-            listener.onInvalidKey(e);
-            Problem problem = e.rule() == InvalidKeyException.Rule.MISSING ? Problem.MISSING_KEY : Problem.INVALID_KEY;
-            problem.send(response, e.getMessage(), "\"rule\":\"" + e.rule().name().toLowerCase(Locale.ROOT) + "\"", null);
+            rejected.refuseKey(response, e);
             return;
         }
         String principal = config.scope().resolve(request);
@@ -134,13 +136,14 @@ public final class RetrySafeFilter implements Filter {
             Problem.UNAUTHENTICATED.send(response, "the caller's identity cannot scope a key: " + e.getMessage(), null, null);
             return;
         }
-        FingerprintedRequest fingerprinted = fingerprint(request, route);
+        FingerprintedRequest fingerprinted = fingerprint(request, path, route);
         if (fingerprinted.refusal != null) {
             fingerprinted.refusal.send(response, fingerprinted.detail, null, null);
             return;
         }
         HttpServletRequest handlerRequest = fingerprinted.request;
-        CapturingResponse capture = new CapturingResponse(response, config.maxResponseBytes());
+        CapturingResponse capture = new CapturingResponse(response, config.maxResponseBytes(),
+                config.includeErrorMessages());
         Supplier<StoredResponse> stored = () -> capture.toStored(config.replayedHeaders());
         request.setAttribute(ASYNC_SUPPORTED_ATTRIBUTE, executor.isAsyncSupported());
         CompletableFuture<Outcome<StoredResponse>> outcome;
@@ -287,7 +290,8 @@ public final class RetrySafeFilter implements Filter {
         }
     }
 
-    private FingerprintedRequest fingerprint(HttpServletRequest request, IdempotentRoute route) throws IOException {
+    private FingerprintedRequest fingerprint(HttpServletRequest request, String path, IdempotentRoute route)
+            throws IOException {
         int max = config.maxRequestBytes();
         long declared = request.getContentLengthLong();
         if (declared > max) {
@@ -295,8 +299,8 @@ public final class RetrySafeFilter implements Filter {
                     "the body must have at most " + max + " bytes, but had " + declared);
         }
         String contentType = request.getContentType();
-        String target = request.getRequestURI().substring(request.getContextPath().length())
-                + (request.getQueryString() == null ? "" : "?" + request.getQueryString());
+        // The normalised path: the same request spelled /p%61yments or /payments;x is the same intent.
+        String target = path + (request.getQueryString() == null ? "" : "?" + request.getQueryString());
         Fingerprinter fingerprinter = fingerprinters.get(route);
         if (contentType != null && contentType.toLowerCase(Locale.ROOT).startsWith("application/x-www-form-urlencoded")) {
             // The container parses form bodies itself from the stream: fingerprint the parsed form
@@ -317,6 +321,20 @@ public final class RetrySafeFilter implements Filter {
             }
             return new FingerprintedRequest(request, fingerprinter.fingerprint(request.getMethod(), target, contentType,
                     formBytes(form)), null, null);
+        }
+        if (MultipartBody.isMultipart(contentType)) {
+            MultipartBody.Read read = MultipartBody.read(request, max);
+            if (read instanceof MultipartBody.Parts parts) {
+                // The container keeps the parts for the handler; the boundary is left out of the content type.
+                return new FingerprintedRequest(request, fingerprinter.fingerprint(request.getMethod(), target,
+                        MultipartBody.MEDIA_TYPE, parts.canonical()), null, null);
+            } else if (read instanceof MultipartBody.TooLarge) {
+                return FingerprintedRequest.refused(Problem.PAYLOAD_TOO_LARGE, "the multipart body must have at most "
+                        + max + " bytes, and stay within the server's limits for parts");
+            } else if (read instanceof MultipartBody.Malformed) {
+                return FingerprintedRequest.refused(Problem.MALFORMED_FORM, "the multipart body could not be parsed");
+            }
+            // NotParsed: the handler reads the raw body itself; fingerprint it as it is.
         }
         byte[] body;
         try (InputStream in = request.getInputStream()) {

@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.util.function.Consumer;
 import org.apache.catalina.Context;
 import org.apache.catalina.LifecycleException;
+import org.apache.catalina.Wrapper;
 import org.apache.catalina.connector.Connector;
 import org.apache.catalina.startup.Tomcat;
 import org.apache.tomcat.util.descriptor.web.FilterDef;
@@ -49,9 +50,10 @@ final class EmbeddedTomcat implements AutoCloseable {
         context.addFilterMap(map);
     }
 
-    static void servlet(Context context, String name, Servlet servlet, String urlPattern) {
-        Tomcat.addServlet(context, name, servlet);
+    static Wrapper servlet(Context context, String name, Servlet servlet, String urlPattern) {
+        Wrapper wrapper = Tomcat.addServlet(context, name, servlet);
         context.addServletMappingDecoded(urlPattern, name);
+        return wrapper;
     }
 
     URI uri(String pathAndQuery) {

@@ -8,6 +8,7 @@ import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.servlet.HttpIdempotency;
 import io.retrysafe.servlet.IdempotentExecutor;
 import io.retrysafe.servlet.IdempotentRoute;
+import io.retrysafe.servlet.RejectedRequests;
 import io.retrysafe.servlet.RetrySafeFilter;
 import io.retrysafe.servlet.ScopeResolver;
 import jakarta.servlet.DispatcherType;
@@ -23,7 +24,10 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplicat
 import org.springframework.boot.web.servlet.FilterRegistrationBean;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
 import org.springframework.core.Ordered;
+import org.springframework.core.env.Environment;
+import org.springframework.security.web.firewall.RequestRejectedHandler;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.util.ClassUtils;
 import org.springframework.web.servlet.config.annotation.InterceptorRegistry;
@@ -38,6 +42,7 @@ import org.springframework.web.servlet.config.annotation.WebMvcConfigurer;
 @ConditionalOnClass(RetrySafeFilter.class)
 @ConditionalOnProperty(prefix = "retrysafe", name = {"enabled", "http.enabled"}, havingValue = "true",
         matchIfMissing = true)
+@Import(TomcatRejectionsConfiguration.class)
 public class RetrySafeWebAutoConfiguration {
     private static final System.Logger LOG = System.getLogger(RetrySafeWebAutoConfiguration.class.getName());
 
@@ -94,10 +99,14 @@ public class RetrySafeWebAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     HttpIdempotency retrySafeHttpIdempotency(RetrySafeProperties properties, ScopeResolver scope, KeyRules keyRules,
-            RetrySafe retrySafe, StoredResponseProtection protection) {
+            RetrySafe retrySafe, StoredResponseProtection protection, Environment environment) {
         RetrySafeProperties.Http http = properties.http();
         HttpIdempotency.Builder b = HttpIdempotency.custom().scope(scope).keyRules(keyRules)
-                .maxRequestBytes(http.maxRequestBytes()).maxResponseBytes(http.maxResponseBytes());
+                .maxRequestBytes(http.maxRequestBytes()).maxResponseBytes(http.maxResponseBytes())
+                // As Boot's error pages do: a sendError message is shown only with include-message=always
+                // (on-param cannot apply: the answer is stored and replayed to requests without the parameter).
+                .includeErrorMessages("always".equalsIgnoreCase(
+                        environment.getProperty("server.error.include-message", "never")));
         if (http.replayedHeaders() != null) {
             b.replayedHeaders(http.replayedHeaders());
         }
@@ -145,6 +154,23 @@ public class RetrySafeWebAutoConfiguration {
     @ConditionalOnClass(name = "org.springframework.web.bind.annotation.RestControllerAdvice")
     RetrySafeExceptionHandler retrySafeExceptionHandler() {
         return new RetrySafeExceptionHandler();
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    RejectedRequests retrySafeRejectedRequests(HttpIdempotency config, RetrySafe retrySafe) {
+        return new RejectedRequests(config, retrySafe.listener());
+    }
+
+    /** Spring Security's firewall: its refusals on protected routes are the filter's problems. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "org.springframework.security.web.firewall.RequestRejectedHandler")
+    static class FirewallRejections {
+        @Bean
+        @ConditionalOnMissingBean(RequestRejectedHandler.class)
+        RequestRejectedHandler retrySafeRequestRejectedHandler(RejectedRequests rejected) {
+            return new FirewallRejectionHandler(rejected);
+        }
     }
 
     @Bean

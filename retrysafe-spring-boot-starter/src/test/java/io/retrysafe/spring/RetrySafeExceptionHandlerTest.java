@@ -25,7 +25,7 @@ class RetrySafeExceptionHandlerTest {
 
         assertProblem(response, Problem.IN_PROGRESS);
         assertThat(response.getHeaders().getFirst("Retry-After")).isEqualTo("2");
-        assertThat(response.getBody().getDetail()).isEqualTo("busy");
+        assertThat(response.getBody().getDetail()).contains("retry after the time in Retry-After");
     }
 
     @Test
@@ -39,10 +39,13 @@ class RetrySafeExceptionHandlerTest {
     @Test
     void storeUnavailableIs503WithRetryAfter() {
         ResponseEntity<ProblemDetail> response = handler.handle(
-                new StoreUnavailableException("jdbc:x", Duration.ofSeconds(3), "down", null));
+                new StoreUnavailableException("jdbc:x", Duration.ofSeconds(3),
+                        "failed to claim: ERROR: relation \"orders_keys\" does not exist (SQLState 42P01)", null));
 
         assertProblem(response, Problem.STORE_UNAVAILABLE);
         assertThat(response.getHeaders().getFirst("Retry-After")).isEqualTo("3");
+        assertThat(response.getBody().getDetail()).as("the store's message names its table and quotes the driver")
+                .doesNotContain("orders_keys", "SQLState", "jdbc").contains("retry with the same key");
     }
 
     @Test
