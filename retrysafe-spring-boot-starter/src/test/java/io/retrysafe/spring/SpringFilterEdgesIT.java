@@ -21,6 +21,7 @@ import java.util.Random;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -61,6 +62,7 @@ import org.springframework.web.multipart.MultipartFile;
                 "retrysafe.http.routes[2].pattern=/uploads",
                 "retrysafe.store.initialize-schema=true",
         })
+@Tag("spring-security")
 class SpringFilterEdgesIT {
     private static final String SUFFIX = UUID.randomUUID().toString().replace("-", "").substring(0, 12);
     static final String RECORDS = "rs_refusals_records_" + SUFFIX;
