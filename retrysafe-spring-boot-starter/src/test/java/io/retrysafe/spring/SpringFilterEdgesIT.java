@@ -71,7 +71,7 @@ class SpringFilterEdgesIT {
 
     @DynamicPropertySource
     static void postgres(DynamicPropertyRegistry registry) {
-        PostgresProperties.register(registry, RECORDS);
+        TestPostgres.register(registry, RECORDS);
     }
 
     @Configuration(proxyBeanMethods = false)
