@@ -28,7 +28,7 @@ import javax.sql.DataSource;
  *
  * <pre>{@code
  * JdbcIdempotencyStore store = JdbcIdempotencyStore.builder(dataSource).build();
- * store.createSchema();
+ * store.createSchema(); // or the shipped Flyway / Liquibase migration (docs/schema.md)
  * RetrySafe retrySafe = RetrySafe.builder(store).build();
  * }</pre>
  */
@@ -127,7 +127,8 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
 
     /**
      * The DDL for this store's table and index, as shipped in {@code schema-<dialect>.sql}
-     * ({@code schema-postgresql-partitioned.sql}: also the functions every write goes through).
+     * ({@code schema-postgresql-partitioned.sql}: also the functions every write goes through). The
+     * shipped migrations ({@code db/retrysafe/...}) are these scripts for the default table.
      */
     public String schema() {
         return sql().schema();

@@ -1,7 +1,6 @@
 package io.retrysafe.jdbc;
 
 import java.sql.Connection;
-import java.sql.SQLException;
 import javax.sql.DataSource;
 import liquibase.Scope;
 import liquibase.command.CommandScope;
@@ -42,8 +41,6 @@ enum MigrationTool {
                             .addArgumentValue(DbUrlConnectionArgumentsCommandStep.DATABASE_ARG, database)
                             .addArgumentValue(UpdateCommandStep.CHANGELOG_FILE_ARG, changelog)
                             .execute());
-        } catch (SQLException e) {
-            throw new IllegalStateException("Liquibase update of " + changelog + " failed: " + e.getMessage(), e);
         } catch (Exception e) {
             throw new IllegalStateException("Liquibase update of " + changelog + " failed: " + e, e);
         }
