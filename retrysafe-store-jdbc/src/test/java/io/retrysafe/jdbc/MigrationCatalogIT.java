@@ -51,6 +51,31 @@ class MigrationCatalogIT {
         }
     }
 
+    /** The comparison above would see a table that differs in a default, a nullability or an index. */
+    @ParameterizedTest
+    @EnumSource(ShippedMigration.class)
+    void theCatalogTellsApartTablesThatDifferInADefaultANullabilityOrAnIndex(ShippedMigration migration)
+            throws SQLException {
+        try (HikariDataSource ds = migration.freshSchema("catalog_changed")) {
+            migration.store(ds).createSchema();
+            List<String> made = TableCatalog.describe(ds, TABLE);
+            for (String change : new String[] {
+                    "ALTER TABLE retrysafe_record ALTER COLUMN attempt SET DEFAULT 1",
+                    migration.dialect == JdbcDialect.POSTGRESQL
+                            ? "ALTER TABLE retrysafe_record ALTER COLUMN response_status SET NOT NULL"
+                            : "ALTER TABLE retrysafe_record MODIFY response_status SMALLINT NOT NULL",
+                    migration.dialect == JdbcDialect.POSTGRESQL ? "DROP INDEX retrysafe_record_expires_at_idx"
+                            : "DROP INDEX retrysafe_record_expires_at_idx ON retrysafe_record"}) {
+                try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
+                    st.execute(change);
+                }
+                List<String> changed = TableCatalog.describe(ds, TABLE);
+                assertThat(changed).as("catalog after " + change).isNotEqualTo(made);
+                made = changed;
+            }
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(ShippedMigration.class)
     void theDocumentedFlywayLocationsRunTheApplicationsMigrationsAndTheRecordTable(ShippedMigration migration) {
