@@ -15,43 +15,117 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The reference store: thread-safe, expiring, bounded, in one JVM. For tests, for single-instance
  * tools, and as the implementation the store contract is checked against first.
  *
- * <p>At {@link #maxEntries()} it first drops expired records; if every record is still live, a claim
- * of a new key fails with {@link StoreUnavailableException} (the engine refuses the request, fail
- * closed, even with fail-open: a full store was reached, and answered). It never evicts a live
- * record: that would silently let a retry run twice. Keys already stored keep replaying at the bound.
+ * <p>Bounded by entries ({@link #maxEntries()}) and by bytes ({@link #maxBytes()}: keys, fingerprints
+ * and stored responses, estimated), and one scope may hold at most {@link #scopeSharePercent()} of
+ * either, so that one caller (or one route) cannot fill it for everybody. At a bound it first drops
+ * expired records; if that frees nothing, a claim of a new key fails with
+ * {@link StoreUnavailableException} (the engine refuses the request, fail closed, even with
+ * fail-open: a full store was reached, and answered). It never evicts a live record: that would
+ * silently let a retry run twice. Keys already stored keep replaying at the bound. A completion is
+ * never refused (its operation already ran): the byte bound can be passed by the responses of the
+ * claims in flight when it was reached.
  */
 public final class InMemoryIdempotencyStore implements IdempotencyStore {
     public static final int DEFAULT_MAX_ENTRIES = 100_000;
+    public static final long DEFAULT_MAX_BYTES = 64L * 1024 * 1024;
+    public static final int DEFAULT_SCOPE_SHARE_PERCENT = 50;
 
     private static final Duration FULL_RETRY_AFTER = Duration.ofSeconds(1);
+    /** What an entry costs beyond its key, fingerprint and response: the record, its map node, timestamps. */
+    private static final int ENTRY_OVERHEAD_BYTES = 256;
 
     private final Map<IdempotencyKey, Entry> entries = new ConcurrentHashMap<>();
-    private final AtomicInteger size = new AtomicInteger();
+    private final Map<String, Usage> scopes = new ConcurrentHashMap<>();
+    private final Usage total = new Usage();
     private final Clock clock;
     private final int maxEntries;
+    private final long maxBytes;
+    private final int scopeSharePercent;
+    private final int maxScopeEntries;
+    private final long maxScopeBytes;
 
     public InMemoryIdempotencyStore() {
-        this(Clock.systemUTC(), DEFAULT_MAX_ENTRIES);
+        this(builder());
     }
 
     /** @param clock the store's clock: leases and expiry are judged by it, so tests can move time */
     public InMemoryIdempotencyStore(Clock clock, int maxEntries) {
-        this.clock = Require.notNull(clock, "clock");
-        this.maxEntries = Require.between(maxEntries, 1, Integer.MAX_VALUE, "maxEntries");
+        this(builder().clock(clock).maxEntries(maxEntries));
+    }
+
+    private InMemoryIdempotencyStore(Builder b) {
+        this.clock = b.clock == null ? Clock.systemUTC() : b.clock;
+        this.maxEntries = b.maxEntries == null ? DEFAULT_MAX_ENTRIES : b.maxEntries;
+        this.maxBytes = b.maxBytes == null ? DEFAULT_MAX_BYTES : b.maxBytes;
+        this.scopeSharePercent = b.scopeSharePercent == null ? DEFAULT_SCOPE_SHARE_PERCENT : b.scopeSharePercent;
+        this.maxScopeEntries = (int) Math.max(1, (long) maxEntries * scopeSharePercent / 100);
+        this.maxScopeBytes = Math.max(1, maxBytes / 100 * scopeSharePercent);
+    }
+
+    public static Builder builder() {
+        return new Builder();
     }
 
     public int maxEntries() {
         return maxEntries;
     }
 
+    public long maxBytes() {
+        return maxBytes;
+    }
+
+    /** The share of {@link #maxEntries()} and of {@link #maxBytes()} one scope may hold, in percent. */
+    public int scopeSharePercent() {
+        return scopeSharePercent;
+    }
+
+    /** Estimated bytes held now, expired records not yet purged included. */
+    public long bytes() {
+        return total.bytes.get();
+    }
+
     /** Records held now, expired ones not yet purged included. */
     public int size() {
-        return size.get();
+        return total.entries.get();
+    }
+
+    /** Entries and bytes held, in all or in one scope. */
+    private static final class Usage {
+        final AtomicInteger entries = new AtomicInteger();
+        final AtomicLong bytes = new AtomicLong();
+    }
+
+    private static long bytesOf(IdempotencyKey key, Entry e) {
+        long bytes = ENTRY_OVERHEAD_BYTES + 2L * (key.scope().length() + key.value().length()) + Fingerprint.LENGTH;
+        StoredResponse r = e.response();
+        if (r != null) {
+            bytes += r.body().length;
+            for (Map.Entry<String, java.util.List<String>> h : r.headers().entrySet()) {
+                for (String v : h.getValue()) {
+                    bytes += 2L * (h.getKey().length() + v.length());
+                }
+            }
+        }
+        return bytes;
+    }
+
+    /** Accounts for {@code after} replacing {@code before} (either null: added or removed). */
+    private void account(IdempotencyKey key, Entry before, Entry after) {
+        long delta = (after == null ? 0 : bytesOf(key, after)) - (before == null ? 0 : bytesOf(key, before));
+        int count = (after == null ? 0 : 1) - (before == null ? 0 : 1);
+        total.bytes.addAndGet(delta);
+        total.entries.addAndGet(count);
+        scopes.compute(key.scope(), (scope, usage) -> {
+            Usage u = usage == null ? new Usage() : usage;
+            u.bytes.addAndGet(delta);
+            return u.entries.addAndGet(count) == 0 ? null : u;
+        });
     }
 
     private record Entry(Fingerprint fingerprint, RecordStatus status, OwnerToken token, int attempt, Instant createdAt,
@@ -75,9 +149,13 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
             result = claimOnce(request);
         }
         if (result == null) {
+            Usage scope = scopes.get(request.key().scope());
             throw new StoreUnavailableException(name(), FULL_RETRY_AFTER,
-                    "in-memory idempotency store is full: maxEntries=" + maxEntries + ", live=" + size.get(), null,
-                    false);
+                    "in-memory idempotency store is full: maxEntries=" + maxEntries + ", entries=" + size()
+                            + ", maxBytes=" + maxBytes + ", bytes=" + bytes() + "; this key's scope holds "
+                            + (scope == null ? 0 : scope.entries.get()) + " entries and "
+                            + (scope == null ? 0 : scope.bytes.get()) + " bytes of at most " + maxScopeEntries
+                            + " and " + maxScopeBytes + " (" + scopeSharePercent + "%)", null, false);
         }
         return result;
     }
@@ -88,11 +166,16 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
         entries.compute(request.key(), (key, existing) -> {
             Instant now = clock.instant();
             if (existing == null || existing.expired(now)) {
-                if (existing == null && !reserveSlot()) {
-                    return null;
+                Entry claimed = claimed(request, 1, now, now);
+                if (existing == null) {
+                    if (!reserve(key, claimed)) {
+                        return null;
+                    }
+                } else {
+                    account(key, existing, claimed);
                 }
                 result[0] = new ClaimResult.Claimed(request.token(), 1);
-                return claimed(request, 1, now, now);
+                return claimed;
             }
             if (!existing.fingerprint().matches(request.fingerprint())) {
                 result[0] = new ClaimResult.FingerprintMismatch();
@@ -108,7 +191,9 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
             }
             int attempt = existing.attempt() + 1;
             result[0] = new ClaimResult.Claimed(request.token(), attempt);
-            return claimed(request, attempt, existing.createdAt(), now);
+            Entry claimed = claimed(request, attempt, existing.createdAt(), now);
+            account(key, existing, claimed);
+            return claimed;
         });
         return result[0];
     }
@@ -118,13 +203,56 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
                 now.plus(request.leaseTtl()), null, now.plus(request.retention()), null);
     }
 
-    private boolean reserveSlot() {
+    /**
+     * Reserves room for a new entry within every bound, of the whole store and of its scope, or
+     * reserves nothing: each bound is taken by compare-and-set (or in the scope's compute), and the
+     * ones taken are given back when a later one is full, so no bound is ever passed by a claim.
+     */
+    private boolean reserve(IdempotencyKey key, Entry entry) {
+        long bytes = bytesOf(key, entry);
+        if (!take(total.entries, maxEntries)) {
+            return false;
+        }
+        if (!take(total.bytes, bytes, maxBytes)) {
+            total.entries.decrementAndGet();
+            return false;
+        }
+        boolean[] taken = {false};
+        scopes.compute(key.scope(), (scope, usage) -> {
+            Usage u = usage == null ? new Usage() : usage;
+            if (u.entries.get() < maxScopeEntries && u.bytes.get() + bytes <= maxScopeBytes) {
+                u.entries.incrementAndGet();
+                u.bytes.addAndGet(bytes);
+                taken[0] = true;
+            }
+            return u.entries.get() == 0 ? null : u;
+        });
+        if (!taken[0]) {
+            total.entries.decrementAndGet();
+            total.bytes.addAndGet(-bytes);
+        }
+        return taken[0];
+    }
+
+    private static boolean take(AtomicInteger used, int max) {
         while (true) {
-            int current = size.get();
-            if (current >= maxEntries) {
+            int current = used.get();
+            if (current >= max) {
                 return false;
             }
-            if (size.compareAndSet(current, current + 1)) {
+            if (used.compareAndSet(current, current + 1)) {
+                return true;
+            }
+        }
+    }
+
+    private static boolean take(AtomicLong used, long amount, long max) {
+        while (true) {
+            long current = used.get();
+            if (current + amount > max) {
+                return false;
+            }
+            if (used.compareAndSet(current, current + amount)) {
                 return true;
             }
         }
@@ -163,7 +291,9 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
                 return existing;
             }
             result[0] = FencedWrite.COMMITTED;
-            return change.apply(existing, now);
+            Entry changed = change.apply(existing, now);
+            account(key, existing, changed);
+            return changed;
         });
         return result[0];
     }
@@ -188,7 +318,7 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
                 break;
             }
             if (e.getValue().expired(now) && entries.remove(e.getKey(), e.getValue())) {
-                size.decrementAndGet();
+                account(e.getKey(), e.getValue(), null);
                 deleted++;
             }
         }
@@ -198,5 +328,50 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
     @Override
     public String name() {
         return "memory";
+    }
+
+    /** Builds an {@link InMemoryIdempotencyStore}; each value may be set once. */
+    public static final class Builder {
+        private Clock clock;
+        private Integer maxEntries;
+        private Long maxBytes;
+        private Integer scopeSharePercent;
+
+        private Builder() {
+        }
+
+        /** The store's clock: leases and expiry are judged by it, so tests can move time. */
+        public Builder clock(Clock clock) {
+            Require.unset(this.clock, "clock");
+            this.clock = Require.notNull(clock, "clock");
+            return this;
+        }
+
+        public Builder maxEntries(int maxEntries) {
+            Require.unset(this.maxEntries, "maxEntries");
+            this.maxEntries = Require.between(maxEntries, 1, Integer.MAX_VALUE, "maxEntries");
+            return this;
+        }
+
+        /** The bound of keys, fingerprints and stored responses together, estimated in bytes. */
+        public Builder maxBytes(long maxBytes) {
+            Require.unset(this.maxBytes, "maxBytes");
+            if (maxBytes < 1024) {
+                throw new IllegalArgumentException("maxBytes must be at least 1024, but was " + maxBytes);
+            }
+            this.maxBytes = maxBytes;
+            return this;
+        }
+
+        /** The share of the entries and of the bytes one scope may hold, in percent (100: no share of its own). */
+        public Builder scopeSharePercent(int scopeSharePercent) {
+            Require.unset(this.scopeSharePercent, "scopeSharePercent");
+            this.scopeSharePercent = Require.between(scopeSharePercent, 1, 100, "scopeSharePercent");
+            return this;
+        }
+
+        public InMemoryIdempotencyStore build() {
+            return new InMemoryIdempotencyStore(this);
+        }
     }
 }

@@ -43,6 +43,11 @@ class InMemoryIdempotencyStoreTest {
         }
     }
 
+    /** A store whose bound one scope may take whole, as these tests use one scope. */
+    private InMemoryIdempotencyStore wholeTo(int maxEntries) {
+        return InMemoryIdempotencyStore.builder().clock(clock).maxEntries(maxEntries).scopeSharePercent(100).build();
+    }
+
     private IdempotencyKey key(String value) {
         return IdempotencyKey.of(scope, value);
     }
@@ -62,7 +67,7 @@ class InMemoryIdempotencyStoreTest {
 
     @Nested
     class Bound {
-        private final InMemoryIdempotencyStore store = new InMemoryIdempotencyStore(clock, 3);
+        private final InMemoryIdempotencyStore store = wholeTo(3);
 
         @Test
         void claimOfNewKeyAtTheBoundFailsNamingTheBound() {
@@ -116,7 +121,7 @@ class InMemoryIdempotencyStoreTest {
 
         @Test
         void expiredKeyIsClaimedAgainInPlaceAtTheBound() {
-            InMemoryIdempotencyStore one = new InMemoryIdempotencyStore(clock, 1);
+            InMemoryIdempotencyStore one = wholeTo(1);
             ClaimResult.Claimed c = claimed(one.tryClaim(request(key("only"))));
             one.complete(key("only"), c.token(), response("old"), RETENTION);
             clock.advance(RETENTION);
@@ -127,7 +132,7 @@ class InMemoryIdempotencyStoreTest {
 
         @Test
         void boundIsExactUnderSixteenConcurrentThreads() throws Exception {
-            InMemoryIdempotencyStore bounded = new InMemoryIdempotencyStore(clock, 100);
+            InMemoryIdempotencyStore bounded = wholeTo(100);
 
             List<ClaimResult> claims = new ArrayList<>();
             int refused = claimConcurrently(bounded, 16, 20, claims);
@@ -139,7 +144,7 @@ class InMemoryIdempotencyStoreTest {
 
         @Test
         void boundHoldsWhileExpiredRecordsArePurgedConcurrently() throws Exception {
-            InMemoryIdempotencyStore bounded = new InMemoryIdempotencyStore(clock, 100);
+            InMemoryIdempotencyStore bounded = wholeTo(100);
             for (int i = 0; i < 100; i++) {
                 ClaimResult.Claimed c = claimed(bounded.tryClaim(request(key("expired" + i))));
                 bounded.complete(key("expired" + i), c.token(), response("old"), RETENTION);
@@ -192,7 +197,7 @@ class InMemoryIdempotencyStoreTest {
 
     @Nested
     class Expiry {
-        private final InMemoryIdempotencyStore store = new InMemoryIdempotencyStore(clock, 1000);
+        private final InMemoryIdempotencyStore store = wholeTo(1000);
 
         @Test
         void leaseCanBeTakenOverExactlyWhenItEnds() {
@@ -307,7 +312,7 @@ class InMemoryIdempotencyStoreTest {
 
     @Test
     void constructorChecksItsArguments() {
-        assertThatThrownBy(() -> new InMemoryIdempotencyStore(clock, 0)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> wholeTo(0)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("maxEntries must be between 1 and 2147483647, but was 0");
         assertThatThrownBy(() -> new InMemoryIdempotencyStore(null, 10)).isInstanceOf(NullPointerException.class)
                 .hasMessage("clock must not be null");
@@ -319,5 +324,63 @@ class InMemoryIdempotencyStoreTest {
         assertThat(store.maxEntries()).isEqualTo(InMemoryIdempotencyStore.DEFAULT_MAX_ENTRIES);
         assertThat(store.name()).isEqualTo("memory");
         assertThat(store.size()).isZero();
+    }
+
+    @Nested
+    class BoundedByBytesAndByScope {
+
+        @Test
+        void atTheByteBoundANewKeyIsRefusedAndStoredKeysStillReplay() {
+            InMemoryIdempotencyStore store = InMemoryIdempotencyStore.builder().clock(clock).maxBytes(4096)
+                    .scopeSharePercent(100).build();
+            IdempotencyKey big = key("big");
+            ClaimRequest first = request(big);
+            store.tryClaim(first);
+            StoredResponse large = StoredResponse.of(200, new byte[3500]);
+            assertThat(store.complete(big, first.token(), large, RETENTION)).isEqualTo(FencedWrite.COMMITTED);
+
+            assertThatThrownBy(() -> store.tryClaim(request(key("next"))))
+                    .isInstanceOfSatisfying(StoreUnavailableException.class,
+                            e -> assertThat(e.isUnreachable()).as("full, not unreachable").isFalse())
+                    .hasMessageContaining("maxBytes=4096");
+            assertThat(store.tryClaim(request(big))).isEqualTo(new ClaimResult.Replay(large));
+        }
+
+        @Test
+        void oneScopeCannotTakeTheWholeStore() {
+            InMemoryIdempotencyStore store = InMemoryIdempotencyStore.builder().clock(clock).maxEntries(4)
+                    .scopeSharePercent(50).build();
+            claimed(store.tryClaim(request(key("a"))));
+            claimed(store.tryClaim(request(key("b"))));
+
+            assertThatThrownBy(() -> store.tryClaim(request(key("c")))).isInstanceOf(StoreUnavailableException.class)
+                    .hasMessageContaining("(50%)");
+            claimed(store.tryClaim(request(IdempotencyKey.of("another-" + scope, "c"))));
+            assertThat(store.size()).isEqualTo(3);
+        }
+
+        @Test
+        void purgingExpiredRecordsGivesTheirBytesAndTheirScopesShareBack() {
+            InMemoryIdempotencyStore store = InMemoryIdempotencyStore.builder().clock(clock).maxEntries(2)
+                    .scopeSharePercent(50).build();
+            claimed(store.tryClaim(request(key("a"))));
+            assertThatThrownBy(() -> store.tryClaim(request(key("b")))).isInstanceOf(StoreUnavailableException.class);
+
+            clock.advance(RETENTION);
+
+            claimed(store.tryClaim(request(key("b"))));
+            assertThat(store.size()).isEqualTo(1);
+            assertThat(store.bytes()).isPositive();
+        }
+
+        @Test
+        void theBuilderChecksItsArguments() {
+            assertThatThrownBy(() -> InMemoryIdempotencyStore.builder().maxBytes(10))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessage("maxBytes must be at least 1024, but was 10");
+            assertThatThrownBy(() -> InMemoryIdempotencyStore.builder().scopeSharePercent(0))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("but was 0");
+            assertThatThrownBy(() -> InMemoryIdempotencyStore.builder().maxEntries(3).maxEntries(4))
+                    .isInstanceOf(IllegalStateException.class);
+        }
     }
 }

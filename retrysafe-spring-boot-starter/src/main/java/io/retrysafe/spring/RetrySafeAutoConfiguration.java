@@ -126,7 +126,9 @@ public class RetrySafeAutoConfiguration {
         LOG.log(Level.WARNING, () -> "[" + properties.name() + "] no DataSource: keys are kept in this process's "
                 + "memory, which protects one instance only (a retry that reaches another instance, or this one "
                 + "after a restart, runs again); use the JDBC or Redis store for more than one instance");
-        return new InMemoryIdempotencyStore(Clock.systemUTC(), properties.store().maxEntries());
+        RetrySafeProperties.Store s = properties.store();
+        return InMemoryIdempotencyStore.builder().clock(Clock.systemUTC()).maxEntries(s.maxEntries())
+                .maxBytes(s.maxBytes().toBytes()).scopeSharePercent(s.scopeSharePercent()).build();
     }
 
     @Bean

@@ -6,6 +6,7 @@ import java.util.Map;
 import java.util.Set;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.util.unit.DataSize;
 
 /**
  * {@code retrysafe.*}: every setting of the starter, immutable once bound. Defaults are the
@@ -78,12 +79,15 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
      * @param maxWaitingClaims how many claims may wait on a key held by another transaction at once (each
      *     holding a pooled connection); the others answer 409 at once. Not set: half the pool's maximum size
      *     when the DataSource tells it (HikariCP), else unbounded
+     * @param maxBytes bound of the in-memory store in bytes (keys and stored responses, estimated)
+     * @param scopeSharePercent the share of the in-memory store's entries and bytes one scope may hold
      */
     public record Store(StoreType type, @DefaultValue("retrysafe_record") String table,
             @DefaultValue("5s") Duration lockTimeout, @DefaultValue("false") boolean initializeSchema,
             @DefaultValue("100000") int maxEntries, @DefaultValue Redis redis,
             @DefaultValue("standard") StoreLayout layout, @DefaultValue("7") int partitionDaysAhead,
-            @DefaultValue("first") StoreKeyOrder keyOrder, Integer maxWaitingClaims) {
+            @DefaultValue("first") StoreKeyOrder keyOrder, Integer maxWaitingClaims,
+            @DefaultValue("64MB") DataSize maxBytes, @DefaultValue("50") int scopeSharePercent) {
     }
 
     /**

@@ -347,7 +347,8 @@ class RetrySafeAutoConfigurationTest {
             runner.withPropertyValues("retrysafe.name=orders", "retrysafe.policy.retention=7d",
                     "retrysafe.policy.lease-ttl=45s", "retrysafe.policy.wait-for-result=250ms",
                     "retrysafe.policy.retry-after=3s", "retrysafe.key.min-length=16", "retrysafe.key.max-length=64",
-                    "retrysafe.fail-open=true", "retrysafe.store.max-entries=10").run(context -> {
+                    "retrysafe.fail-open=true", "retrysafe.store.max-entries=10", "retrysafe.store.max-bytes=2MB",
+                    "retrysafe.store.scope-share-percent=25").run(context -> {
                         assertThat(context).hasNotFailed();
                         RetrySafe retrySafe = context.getBean(RetrySafe.class);
                         assertThat(retrySafe.name()).isEqualTo("orders");
@@ -359,7 +360,10 @@ class RetrySafeAutoConfigurationTest {
                         KeyRules rules = context.getBean(KeyRules.class);
                         assertThat(rules.minLength()).isEqualTo(16);
                         assertThat(rules.maxLength()).isEqualTo(64);
-                        assertThat(context.getBean(InMemoryIdempotencyStore.class).maxEntries()).isEqualTo(10);
+                        InMemoryIdempotencyStore memory = context.getBean(InMemoryIdempotencyStore.class);
+                        assertThat(memory.maxEntries()).isEqualTo(10);
+                        assertThat(memory.maxBytes()).isEqualTo(2L * 1024 * 1024);
+                        assertThat(memory.scopeSharePercent()).isEqualTo(25);
                     });
         }
 
