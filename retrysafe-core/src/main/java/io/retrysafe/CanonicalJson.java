@@ -3,7 +3,6 @@ package io.retrysafe;
 import io.retrysafe.internal.Require;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -35,8 +34,10 @@ import java.util.function.UnaryOperator;
  * UTF-8 byte order mark is ignored, as RFC 8259 allows.
  *
  * <p>The work is linear in the input apart from sorting each object's members, and the parser's
- * recursion is bounded by {@link #MAX_DEPTH}. The input size is not bounded here: the caller bounds
- * what it reads.
+ * recursion is bounded by {@link #MAX_DEPTH}. No tree is built: the canonical form is written while
+ * parsing, and each object's members are put in order in place, so the memory needed is a small
+ * multiple of the input (the output, one scratch copy, three ints per member), whatever its shape.
+ * The input size is not bounded here: the caller bounds what it reads.
  */
 public final class CanonicalJson {
     /** The deepest nesting of arrays and objects accepted; deeper input is refused rather than risking the stack. */
@@ -55,10 +56,7 @@ public final class CanonicalJson {
      */
     public static byte[] canonicalize(byte[] utf8Json) {
         Require.notNull(utf8Json, "utf8Json");
-        Node root = new Parser(utf8Json).document();
-        Out out = new Out(utf8Json.length);
-        write(root, out);
-        return out.toByteArray();
+        return new Parser(utf8Json).document().toByteArray();
     }
 
     /**
@@ -101,13 +99,13 @@ public final class CanonicalJson {
         }
         return utf8Json -> {
             Require.notNull(utf8Json, "utf8Json");
-            Node root = new Parser(utf8Json).document();
+            Out canonical = new Parser(utf8Json).document();
             Out out = new Out(64);
             out.write('{');
             boolean first = true;
             for (int i = 0; i < pointers.length; i++) {
-                Node value = resolve(root, tokens.get(i));
-                if (value == null) {
+                int value = resolve(canonical, tokens.get(i));
+                if (value < 0) {
                     continue;
                 }
                 if (!first) {
@@ -116,7 +114,7 @@ public final class CanonicalJson {
                 first = false;
                 writeString(pointers[i], out);
                 out.write(':');
-                write(value, out);
+                out.write(canonical.bytes, value, skip(canonical, value) - value);
             }
             out.write('}');
             return out.toByteArray();
@@ -164,23 +162,99 @@ public final class CanonicalJson {
         return List.copyOf(tokens);
     }
 
-    /** The value a pointer refers to, or null when it refers to nothing in this document. */
-    private static Node resolve(Node root, List<String> tokens) {
-        Node current = root;
+    /**
+     * Where the value a pointer refers to starts in the canonical form, or -1 when it refers to nothing in this
+     * document. The canonical form has no white space and one spelling per name, so names compare as bytes.
+     */
+    private static int resolve(Out canonical, List<String> tokens) {
+        byte[] c = canonical.bytes;
+        int at = 0;
         for (String token : tokens) {
-            if (current instanceof Obj object) {
-                current = object.get(token);
-            } else if (current instanceof Arr array) {
-                int index = arrayIndex(token);
-                current = index >= 0 && index < array.items().size() ? array.items().get(index) : null;
+            if (c[at] == '{') {
+                Out name = new Out(token.length() + 2);
+                writeString(token, name);
+                at = member(c, at, name);
+            } else if (c[at] == '[') {
+                at = element(c, at, arrayIndex(token));
             } else {
-                return null;
+                return -1;
             }
-            if (current == null) {
-                return null;
+            if (at < 0) {
+                return -1;
             }
         }
-        return current;
+        return at;
+    }
+
+    /** The start of the value of the member named {@code name} (canonical, quoted) of the object at {@code at}, or -1. */
+    private static int member(byte[] c, int at, Out name) {
+        int p = at + 1;
+        while (c[p] != '}') {
+            int nameEnd = skip(c, p);
+            if (Arrays.equals(c, p, nameEnd, name.bytes, 0, name.size)) {
+                return nameEnd + 1;
+            }
+            p = skip(c, nameEnd + 1);
+            if (c[p] == ',') {
+                p++;
+            }
+        }
+        return -1;
+    }
+
+    /** The start of element {@code index} of the array at {@code at}, or -1. */
+    private static int element(byte[] c, int at, int index) {
+        if (index < 0) {
+            return -1;
+        }
+        int p = at + 1;
+        for (int i = 0; c[p] != ']'; i++) {
+            if (i == index) {
+                return p;
+            }
+            p = skip(c, p);
+            if (c[p] == ',') {
+                p++;
+            }
+        }
+        return -1;
+    }
+
+    /** The end of the canonical value starting at {@code at}. */
+    private static int skip(Out canonical, int at) {
+        return skip(canonical.bytes, at, canonical.size);
+    }
+
+    private static int skip(byte[] c, int at) {
+        return skip(c, at, c.length);
+    }
+
+    private static int skip(byte[] c, int at, int size) {
+        int depth = 0;
+        int p = at;
+        do {
+            byte b = c[p];
+            if (b == '"') {
+                p++;
+                while (c[p] != '"') {
+                    p += c[p] == '\\' ? 2 : 1;
+                }
+                p++;
+            } else if (b == '{' || b == '[') {
+                depth++;
+                p++;
+            } else if (b == '}' || b == ']') {
+                depth--;
+                p++;
+            } else if (b == ',' || b == ':') {
+                p++;
+            } else {
+                while (p < size && c[p] != ',' && c[p] != ':' && c[p] != '}' && c[p] != ']') {
+                    p++;
+                }
+            }
+        } while (depth > 0);
+        return p;
     }
 
     /** RFC 6901 array index: "0" or digits without a leading zero; anything else (including "-") is -1. */
@@ -199,110 +273,59 @@ public final class CanonicalJson {
         return index > Integer.MAX_VALUE ? -1 : (int) index;
     }
 
-    // ---- the tree ----
-
-    private sealed interface Node permits Text, Raw, Arr, Obj {
-    }
-
-    /** A string value. */
-    private record Text(String value) implements Node {
-    }
-
-    /** A number or literal, already in canonical ASCII spelling. */
-    private record Raw(String text) implements Node {
-    }
-
-    private record Arr(List<Node> items) implements Node {
-    }
-
-    /** Members sorted by name as UTF-16 code units, names unique. */
-    private record Obj(String[] names, Node[] values) implements Node {
-        Node get(String name) {
-            int index = Arrays.binarySearch(names, name);
-            return index >= 0 ? values[index] : null;
-        }
-    }
-
-    private record Member(String name, Node value) {
-    }
-
-    private static final Raw TRUE = new Raw("true");
-    private static final Raw FALSE = new Raw("false");
-    private static final Raw NULL = new Raw("null");
-    private static final Raw ZERO = new Raw("0");
-    private static final Comparator<Member> BY_NAME = Comparator.comparing(Member::name);
+    private static final byte[] TRUE = {'t', 'r', 'u', 'e'};
+    private static final byte[] FALSE = {'f', 'a', 'l', 's', 'e'};
+    private static final byte[] NULL = {'n', 'u', 'l', 'l'};
 
     // ---- writing ----
-
-    private static void write(Node node, Out out) {
-        if (node instanceof Raw raw) {
-            out.writeAscii(raw.text());
-        } else if (node instanceof Text text) {
-            writeString(text.value(), out);
-        } else if (node instanceof Arr array) {
-            out.write('[');
-            for (int i = 0; i < array.items().size(); i++) {
-                if (i > 0) {
-                    out.write(',');
-                }
-                write(array.items().get(i), out);
-            }
-            out.write(']');
-        } else {
-            Obj object = (Obj) node;
-            out.write('{');
-            for (int i = 0; i < object.names().length; i++) {
-                if (i > 0) {
-                    out.write(',');
-                }
-                writeString(object.names()[i], out);
-                out.write(':');
-                write(object.values()[i], out);
-            }
-            out.write('}');
-        }
-    }
 
     /** Minimal, deterministic escaping; the string holds no unpaired surrogate (the parser and pointer check refuse them). */
     private static void writeString(String s, Out out) {
         out.write('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            if (c == '"' || c == '\\') {
-                out.write('\\');
-                out.write(c);
-            } else if (c < 0x20) {
-                out.write('\\');
-                switch (c) {
-                    case '\b' -> out.write('b');
-                    case '\f' -> out.write('f');
-                    case '\n' -> out.write('n');
-                    case '\r' -> out.write('r');
-                    case '\t' -> out.write('t');
-                    default -> {
-                        out.writeAscii("u00");
-                        out.write(HEX[c >> 4]);
-                        out.write(HEX[c & 0xf]);
-                    }
-                }
-            } else if (c < 0x80) {
-                out.write(c);
-            } else if (c < 0x800) {
-                out.write(0xC0 | (c >> 6));
-                out.write(0x80 | (c & 0x3F));
-            } else if (Character.isHighSurrogate(c)) {
-                int cp = Character.toCodePoint(c, s.charAt(++i));
-                out.write(0xF0 | (cp >> 18));
-                out.write(0x80 | ((cp >> 12) & 0x3F));
-                out.write(0x80 | ((cp >> 6) & 0x3F));
-                out.write(0x80 | (cp & 0x3F));
-            } else {
-                out.write(0xE0 | (c >> 12));
-                out.write(0x80 | ((c >> 6) & 0x3F));
-                out.write(0x80 | (c & 0x3F));
-            }
+        for (int i = 0; i < s.length(); ) {
+            int cp = s.codePointAt(i);
+            writeChar(cp, out);
+            i += Character.charCount(cp);
         }
         out.write('"');
+    }
+
+    /** One character of a string, in its one canonical spelling: literal UTF-8, or the minimal escape. */
+    private static void writeChar(int c, Out out) {
+        if (c == '"' || c == '\\') {
+            out.write('\\');
+            out.write(c);
+        } else if (c < 0x20) {
+            out.write('\\');
+            switch (c) {
+                case '\b' -> out.write('b');
+                case '\f' -> out.write('f');
+                case '\n' -> out.write('n');
+                case '\r' -> out.write('r');
+                case '\t' -> out.write('t');
+                default -> {
+                    out.write('u');
+                    out.write('0');
+                    out.write('0');
+                    out.write(HEX[c >> 4]);
+                    out.write(HEX[c & 0xf]);
+                }
+            }
+        } else if (c < 0x80) {
+            out.write(c);
+        } else if (c < 0x800) {
+            out.write(0xC0 | (c >> 6));
+            out.write(0x80 | (c & 0x3F));
+        } else if (c < 0x10000) {
+            out.write(0xE0 | (c >> 12));
+            out.write(0x80 | ((c >> 6) & 0x3F));
+            out.write(0x80 | (c & 0x3F));
+        } else {
+            out.write(0xF0 | (c >> 18));
+            out.write(0x80 | ((c >> 12) & 0x3F));
+            out.write(0x80 | ((c >> 6) & 0x3F));
+            out.write(0x80 | (c & 0x3F));
+        }
     }
 
     private static String quote(String s) {
@@ -325,10 +348,41 @@ public final class CanonicalJson {
             bytes[size++] = (byte) b;
         }
 
+        void write(byte[] b, int off, int len) {
+            if (size + len > bytes.length) {
+                bytes = Arrays.copyOf(bytes, Math.max(bytes.length * 2, size + len));
+            }
+            System.arraycopy(b, off, bytes, size, len);
+            size += len;
+        }
+
         void writeAscii(String s) {
             for (int i = 0; i < s.length(); i++) {
                 write(s.charAt(i));
             }
+        }
+
+        /** A long in decimal, without a String. */
+        void writeLong(long v) {
+            if (v < 0) {
+                write('-');
+            } else {
+                v = -v;
+            }
+            // Negative throughout, so that Long.MIN_VALUE needs no special case.
+            int digits = 1;
+            for (long rest = v / 10; rest != 0; rest /= 10) {
+                digits++;
+            }
+            int end = size + digits;
+            if (end > bytes.length) {
+                bytes = Arrays.copyOf(bytes, Math.max(bytes.length * 2, end));
+            }
+            for (int i = end - 1; i >= size; i--) {
+                bytes[i] = (byte) ('0' - (v % 10));
+                v /= 10;
+            }
+            size = end;
         }
 
         byte[] toByteArray() {
@@ -338,80 +392,126 @@ public final class CanonicalJson {
 
     // ---- parsing ----
 
-    /** Recursive descent over the bytes; recursion is bounded by MAX_DEPTH, every byte is read a constant number of times. */
+    /**
+     * The character at {@code p} of a canonical string's content: its code point in the low 32 bits, the
+     * number of bytes it takes in the high ones. Canonical escapes are {@code \" \\ \b \f \n \r \t}
+     * and <code>&#92;u00XX</code>; everything else is literal, well-formed UTF-8.
+     */
+    private static long codePointAt(byte[] b, int p) {
+        int lead = b[p] & 0xFF;
+        if (lead == '\\') {
+            int c = b[p + 1];
+            return switch (c) {
+                case 'b' -> 2L << 32 | '\b';
+                case 'f' -> 2L << 32 | '\f';
+                case 'n' -> 2L << 32 | '\n';
+                case 'r' -> 2L << 32 | '\r';
+                case 't' -> 2L << 32 | '\t';
+                case 'u' -> 6L << 32 | (Character.digit(b[p + 4], 16) << 4 | Character.digit(b[p + 5], 16));
+                default -> 2L << 32 | c;
+            };
+        }
+        if (lead < 0x80) {
+            return 1L << 32 | lead;
+        }
+        if (lead < 0xE0) {
+            return 2L << 32 | (lead & 0x1F) << 6 | (b[p + 1] & 0x3F);
+        }
+        if (lead < 0xF0) {
+            return 3L << 32 | (lead & 0x0F) << 12 | (b[p + 1] & 0x3F) << 6 | (b[p + 2] & 0x3F);
+        }
+        return 4L << 32 | (lead & 0x07) << 18 | (b[p + 1] & 0x3F) << 12 | (b[p + 2] & 0x3F) << 6 | (b[p + 3] & 0x3F);
+    }
+
+    /**
+     * A code point's rank in UTF-16 code unit order: a character above U+FFFF starts with a high surrogate
+     * (U+D800..U+DBFF), so it sorts after U+D7FF and before U+E000..U+FFFF, and among its own kind by value.
+     */
+    private static int utf16Rank(int codePoint) {
+        return codePoint >= 0xE000 && codePoint <= 0xFFFF ? codePoint + 0x110000 : codePoint;
+    }
+
+    /**
+     * Recursive descent over the bytes, writing the canonical form as it goes: no tree. Each object's members
+     * are written in input order, then put in order in place (the only copy, through one reused scratch buffer).
+     * Recursion is bounded by MAX_DEPTH, every byte is read a constant number of times.
+     */
     private static final class Parser {
         private final byte[] in;
-        private final StringBuilder chars = new StringBuilder();
+        private final Out out;
+        /** For each member of the objects being parsed: where it starts in out, where its name ends, where it was in the input. */
+        private int[] members = new int[48];
+        private int memberInts;
+        private byte[] scratch;
         private int pos;
 
         Parser(byte[] in) {
             this.in = in;
+            this.out = new Out(in.length);
         }
 
-        Node document() {
+        Out document() {
             if (in.length >= 3 && in[0] == UTF8_BOM[0] && in[1] == UTF8_BOM[1] && in[2] == UTF8_BOM[2]) {
                 pos = 3;
             }
             skipWhiteSpace();
-            Node value = value(0);
+            value(0);
             skipWhiteSpace();
             if (pos < in.length) {
                 throw error("expected the end of input after the value");
             }
-            return value;
+            return out;
         }
 
-        private Node value(int depth) {
+        private void value(int depth) {
             if (pos >= in.length) {
                 throw error("expected a value");
             }
             switch (in[pos]) {
-                case '{':
-                    return object(depth + 1);
-                case '[':
-                    return array(depth + 1);
-                case '"':
-                    return new Text(string());
-                case 't':
-                    return literal("true", TRUE);
-                case 'f':
-                    return literal("false", FALSE);
-                case 'n':
-                    return literal("null", NULL);
-                default:
+                case '{' -> object(depth + 1);
+                case '[' -> array(depth + 1);
+                case '"' -> string();
+                case 't' -> literal(TRUE);
+                case 'f' -> literal(FALSE);
+                case 'n' -> literal(NULL);
+                default -> {
                     if (in[pos] == '-' || isDigit(in[pos])) {
-                        return number();
+                        number();
+                    } else {
+                        throw error("expected a value");
                     }
-                    throw error("expected a value");
+                }
             }
         }
 
-        private Node object(int depth) {
+        private void object(int depth) {
             checkDepth(depth);
             pos++;
+            out.write('{');
             skipWhiteSpace();
             if (peek() == '}') {
                 pos++;
-                return new Obj(new String[0], new Node[0]);
+                out.write('}');
+                return;
             }
-            List<Member> members = new ArrayList<>();
-            Set<String> names = new HashSet<>();
+            int first = memberInts;
             while (true) {
                 if (peek() != '"') {
-                    throw error(members.isEmpty() ? "expected a member name or '}'" : "expected a member name");
+                    throw error(memberInts == first ? "expected a member name or '}'" : "expected a member name");
                 }
                 int nameAt = pos;
-                String name = string();
-                if (!names.add(name)) {
-                    throw new MalformedJsonException(nameAt, "duplicate member name; names must be unique within an object");
-                }
+                int start = out.size;
+                string();
+                int nameEnd = out.size;
                 skipWhiteSpace();
                 if (peek() != ':') {
                     throw error("expected ':' after a member name");
                 }
                 pos++;
+                out.write(':');
                 skipWhiteSpace();
-                members.add(new Member(name, value(depth)));
+                pushMember(start, nameEnd, nameAt);
+                value(depth);
                 skipWhiteSpace();
                 int next = peek();
                 pos++;
@@ -422,29 +522,129 @@ public final class CanonicalJson {
                     pos--;
                     throw error("expected ',' or '}' after a member value");
                 }
+                out.write(',');
                 skipWhiteSpace();
             }
-            members.sort(BY_NAME);
-            String[] sortedNames = new String[members.size()];
-            Node[] values = new Node[members.size()];
-            for (int i = 0; i < sortedNames.length; i++) {
-                sortedNames[i] = members.get(i).name();
-                values[i] = members.get(i).value();
-            }
-            return new Obj(sortedNames, values);
+            sortMembers(first);
+            memberInts = first;
+            out.write('}');
         }
 
-        private Node array(int depth) {
+        private void pushMember(int start, int nameEnd, int nameAt) {
+            if (memberInts + 3 > members.length) {
+                members = Arrays.copyOf(members, members.length * 2);
+            }
+            members[memberInts++] = start;
+            members[memberInts++] = nameEnd;
+            members[memberInts++] = nameAt;
+        }
+
+        /**
+         * Puts the members of the object just written (from member {@code first} on) in order of their names,
+         * and refuses a name given twice, at the later of its first repeated pair in the input.
+         */
+        private void sortMembers(int first) {
+            int count = (memberInts - first) / 3;
+            if (count < 2) {
+                return;
+            }
+            int[] order = new int[count];
+            for (int i = 0; i < count; i++) {
+                order[i] = i;
+            }
+            mergeSort(order, new int[count], 0, count, first);
+            int duplicateAt = -1;
+            boolean sorted = order[0] == 0;
+            for (int i = 1; i < count; i++) {
+                sorted &= order[i] == i;
+                if (compareNames(first, order[i - 1], order[i]) == 0) {
+                    // The sort is stable: the later of the two is the repeated one.
+                    int at = members[first + 3 * order[i] + 2];
+                    duplicateAt = duplicateAt < 0 ? at : Math.min(duplicateAt, at);
+                }
+            }
+            if (duplicateAt >= 0) {
+                throw new MalformedJsonException(duplicateAt, "duplicate member name; names must be unique within an object");
+            }
+            if (sorted) {
+                return;
+            }
+            int regionStart = members[first];
+            int regionEnd = out.size;
+            int length = regionEnd - regionStart;
+            if (scratch == null || scratch.length < length) {
+                scratch = new byte[Math.min(out.size, Math.max(length, scratch == null ? 0 : scratch.length * 2))];
+            }
+            System.arraycopy(out.bytes, regionStart, scratch, 0, length);
+            int to = regionStart;
+            for (int i = 0; i < count; i++) {
+                int m = order[i];
+                int from = members[first + 3 * m] - regionStart;
+                // A member ends where the next one's comma is, or at the end of the region.
+                int end = m + 1 < count ? members[first + 3 * (m + 1)] - regionStart - 1 : length;
+                if (i > 0) {
+                    out.bytes[to++] = ',';
+                }
+                System.arraycopy(scratch, from, out.bytes, to, end - from);
+                to += end - from;
+            }
+        }
+
+        private void mergeSort(int[] a, int[] tmp, int from, int to, int first) {
+            if (to - from < 2) {
+                return;
+            }
+            int mid = (from + to) >>> 1;
+            mergeSort(a, tmp, from, mid, first);
+            mergeSort(a, tmp, mid, to, first);
+            if (compareNames(first, a[mid - 1], a[mid]) <= 0) {
+                return;
+            }
+            System.arraycopy(a, from, tmp, from, to - from);
+            int i = from;
+            int j = mid;
+            for (int k = from; k < to; k++) {
+                if (j >= to || (i < mid && compareNames(first, tmp[i], tmp[j]) <= 0)) {
+                    a[k] = tmp[i++];
+                } else {
+                    a[k] = tmp[j++];
+                }
+            }
+        }
+
+        /** Member names in their canonical spelling, compared as UTF-16 code units. */
+        private int compareNames(int first, int x, int y) {
+            byte[] b = out.bytes;
+            int p = members[first + 3 * x] + 1;
+            int pEnd = members[first + 3 * x + 1] - 1;
+            int q = members[first + 3 * y] + 1;
+            int qEnd = members[first + 3 * y + 1] - 1;
+            while (p < pEnd && q < qEnd) {
+                long cp = codePointAt(b, p);
+                long cq = codePointAt(b, q);
+                int kp = utf16Rank((int) cp);
+                int kq = utf16Rank((int) cq);
+                if (kp != kq) {
+                    return Integer.compare(kp, kq);
+                }
+                p += (int) (cp >>> 32);
+                q += (int) (cq >>> 32);
+            }
+            return Boolean.compare(p < pEnd, q < qEnd);
+        }
+
+        private void array(int depth) {
             checkDepth(depth);
             pos++;
+            out.write('[');
             skipWhiteSpace();
             if (peek() == ']') {
                 pos++;
-                return new Arr(List.of());
+                out.write(']');
+                return;
             }
-            List<Node> items = new ArrayList<>();
             while (true) {
-                items.add(value(depth));
+                value(depth);
                 skipWhiteSpace();
                 int next = peek();
                 pos++;
@@ -455,9 +655,10 @@ public final class CanonicalJson {
                     pos--;
                     throw error("expected ',' or ']' after an array element");
                 }
+                out.write(',');
                 skipWhiteSpace();
             }
-            return new Arr(items);
+            out.write(']');
         }
 
         private void checkDepth(int depth) {
@@ -467,19 +668,19 @@ public final class CanonicalJson {
             }
         }
 
-        private Node literal(String word, Raw node) {
-            for (int i = 0; i < word.length(); i++) {
-                if (pos >= in.length || in[pos] != word.charAt(i)) {
-                    throw error("expected '" + word + "'");
+        private void literal(byte[] word) {
+            for (byte c : word) {
+                if (pos >= in.length || in[pos] != c) {
+                    throw error("expected '" + new String(word, java.nio.charset.StandardCharsets.US_ASCII) + "'");
                 }
                 pos++;
             }
-            return node;
+            out.write(word, 0, word.length);
         }
 
-        private String string() {
+        private void string() {
             pos++;
-            chars.setLength(0);
+            out.write('"');
             while (true) {
                 if (pos >= in.length) {
                     throw error("expected '\"' to end the string");
@@ -487,13 +688,14 @@ public final class CanonicalJson {
                 int b = in[pos] & 0xFF;
                 if (b == '"') {
                     pos++;
-                    return chars.toString();
+                    out.write('"');
+                    return;
                 } else if (b == '\\') {
                     escape();
                 } else if (b < 0x20) {
                     throw error("expected an escape for a control character in a string");
                 } else if (b < 0x80) {
-                    chars.append((char) b);
+                    out.write(b);
                     pos++;
                 } else {
                     utf8(b);
@@ -507,14 +709,14 @@ public final class CanonicalJson {
             int c = peek();
             pos++;
             switch (c) {
-                case '"' -> chars.append('"');
-                case '\\' -> chars.append('\\');
-                case '/' -> chars.append('/');
-                case 'b' -> chars.append('\b');
-                case 'f' -> chars.append('\f');
-                case 'n' -> chars.append('\n');
-                case 'r' -> chars.append('\r');
-                case 't' -> chars.append('\t');
+                case '"' -> writeChar('"', out);
+                case '\\' -> writeChar('\\', out);
+                case '/' -> writeChar('/', out);
+                case 'b' -> writeChar('\b', out);
+                case 'f' -> writeChar('\f', out);
+                case 'n' -> writeChar('\n', out);
+                case 'r' -> writeChar('\r', out);
+                case 't' -> writeChar('\t', out);
                 case 'u' -> {
                     char unit = hex4();
                     if (Character.isLowSurrogate(unit)) {
@@ -533,9 +735,9 @@ public final class CanonicalJson {
                             throw new MalformedJsonException(lowAt, "expected a \\u escape of a low surrogate after the high surrogate \\u"
                                     + Integer.toHexString(unit) + ", but was \\u" + String.format("%04x", (int) low));
                         }
-                        chars.append(unit).append(low);
+                        writeChar(Character.toCodePoint(unit, low), out);
                     } else {
-                        chars.append(unit);
+                        writeChar(unit, out);
                     }
                 }
                 default -> {
@@ -561,20 +763,16 @@ public final class CanonicalJson {
         /** Well-formed UTF-8 only (Unicode table 3-7): no overlong forms, no surrogates, nothing above U+10FFFF. */
         private void utf8(int lead) {
             int continuations;
-            int codePoint;
             int min = 0x80;
             int max = 0xBF;
             if (lead >= 0xC2 && lead <= 0xDF) {
                 continuations = 1;
-                codePoint = lead & 0x1F;
             } else if (lead >= 0xE0 && lead <= 0xEF) {
                 continuations = 2;
-                codePoint = lead & 0x0F;
                 min = lead == 0xE0 ? 0xA0 : 0x80;
                 max = lead == 0xED ? 0x9F : 0xBF;
             } else if (lead >= 0xF0 && lead <= 0xF4) {
                 continuations = 3;
-                codePoint = lead & 0x07;
                 min = lead == 0xF0 ? 0x90 : 0x80;
                 max = lead == 0xF4 ? 0x8F : 0xBF;
             } else {
@@ -588,15 +786,15 @@ public final class CanonicalJson {
                     throw new MalformedJsonException(at, "expected a UTF-8 continuation byte in " + hexByte(min) + ".."
                             + hexByte(max) + " after lead byte " + hexByte(lead) + ", but was " + describe(at));
                 }
-                codePoint = (codePoint << 6) | (b & 0x3F);
                 min = 0x80;
                 max = 0xBF;
             }
+            // Well-formed UTF-8 is already the canonical spelling of its character.
+            out.write(in, pos, continuations + 1);
             pos += continuations + 1;
-            chars.appendCodePoint(codePoint);
         }
 
-        private Node number() {
+        private void number() {
             boolean negative = in[pos] == '-';
             if (negative) {
                 pos++;
@@ -638,7 +836,7 @@ public final class CanonicalJson {
                 }
                 skipDigits();
             }
-            return Numbers.canonical(in, negative, intStart, intEnd, fracStart, fracEnd, expNegative, expStart, pos);
+            Numbers.write(in, negative, intStart, intEnd, fracStart, fracEnd, expNegative, expStart, pos, out);
         }
 
         private void skipDigits() {
@@ -710,68 +908,88 @@ public final class CanonicalJson {
         private Numbers() {
         }
 
-        static Raw canonical(byte[] in, boolean negative, int intStart, int intEnd, int fracStart, int fracEnd,
-                boolean expNegative, int expStart, int expEnd) {
-            // The value is digits(int + frac) * 10^(exponent - fracLength).
-            StringBuilder all = new StringBuilder((intEnd - intStart) + (fracEnd - fracStart));
-            for (int i = intStart; i < intEnd; i++) {
-                all.append((char) in[i]);
-            }
-            for (int i = fracStart; i < fracEnd; i++) {
-                all.append((char) in[i]);
-            }
+        /** Writes the canonical spelling of the number whose parts are at the given places of {@code in}. */
+        static void write(byte[] in, boolean negative, int intStart, int intEnd, int fracStart, int fracEnd,
+                boolean expNegative, int expStart, int expEnd, Out out) {
+            // The value is digits(int + frac) * 10^(exponent - fracLength); digit i of int + frac is digit(i).
+            int intLength = intEnd - intStart;
+            int all = intLength + (fracEnd - fracStart);
             int first = 0;
-            while (first < all.length() && all.charAt(first) == '0') {
+            while (first < all && digit(in, intStart, intLength, fracStart, first) == '0') {
                 first++;
             }
-            if (first == all.length()) {
-                return ZERO;
+            if (first == all) {
+                out.write('0');
+                return;
             }
-            int last = all.length();
-            while (all.charAt(last - 1) == '0') {
+            int last = all;
+            while (digit(in, intStart, intLength, fracStart, last - 1) == '0') {
                 last--;
             }
-            String digits = all.substring(first, last);
-            // value = digits * 10^(exponent + shift)
-            long shift = (long) (all.length() - last) - (fracEnd - fracStart);
+            int length = last - first;
+            // value = digits[first, last) * 10^(exponent + shift)
+            long shift = (long) (all - last) - (fracEnd - fracStart);
             int expFirst = expStart;
             while (expFirst < expEnd && in[expFirst] == '0') {
                 expFirst++;
             }
-            StringBuilder out = new StringBuilder(digits.length() + 24);
             if (negative) {
-                out.append('-');
+                out.write('-');
             }
             if (expEnd - expFirst > LONG_EXPONENT_DIGITS) {
                 // |exponent| >= 10^18 dwarfs shift and the digit count (< 2^31 each): always the exponent form.
-                long delta = shift + digits.length() - 1;
-                return new Raw(scientific(out, digits, addToExponent(in, expFirst, expEnd, expNegative, delta)));
+                long delta = shift + length - 1;
+                writeDigits(in, intStart, intLength, fracStart, first, first + 1, out);
+                if (length > 1) {
+                    out.write('.');
+                    writeDigits(in, intStart, intLength, fracStart, first + 1, last, out);
+                }
+                out.write('e');
+                out.writeAscii(addToExponent(in, expFirst, expEnd, expNegative, delta));
+                return;
             }
             long exponent = 0;
             for (int i = expFirst; i < expEnd; i++) {
                 exponent = exponent * 10 + (in[i] - '0');
             }
             long e = (expNegative ? -exponent : exponent) + shift;
-            long k = e + digits.length() - 1; // the power of ten of the first digit
+            long k = e + length - 1; // the power of ten of the first digit
             if (e >= 0 && e <= 20) {
-                out.append(digits);
-                out.append("0".repeat((int) e));
+                writeDigits(in, intStart, intLength, fracStart, first, last, out);
+                for (long z = 0; z < e; z++) {
+                    out.write('0');
+                }
             } else if (e < 0 && k >= 0) {
-                out.append(digits, 0, (int) k + 1).append('.').append(digits, (int) k + 1, digits.length());
+                writeDigits(in, intStart, intLength, fracStart, first, first + (int) k + 1, out);
+                out.write('.');
+                writeDigits(in, intStart, intLength, fracStart, first + (int) k + 1, last, out);
             } else if (e < 0 && k >= -6) {
-                out.append("0.").append("0".repeat((int) (-k - 1))).append(digits);
+                out.write('0');
+                out.write('.');
+                for (long z = 0; z < -k - 1; z++) {
+                    out.write('0');
+                }
+                writeDigits(in, intStart, intLength, fracStart, first, last, out);
             } else {
-                return new Raw(scientific(out, digits, Long.toString(k)));
+                writeDigits(in, intStart, intLength, fracStart, first, first + 1, out);
+                if (length > 1) {
+                    out.write('.');
+                    writeDigits(in, intStart, intLength, fracStart, first + 1, last, out);
+                }
+                out.write('e');
+                out.writeLong(k);
             }
-            return new Raw(out.toString());
         }
 
-        private static String scientific(StringBuilder out, String digits, String exponent) {
-            out.append(digits.charAt(0));
-            if (digits.length() > 1) {
-                out.append('.').append(digits, 1, digits.length());
+        private static int digit(byte[] in, int intStart, int intLength, int fracStart, int i) {
+            return i < intLength ? in[intStart + i] : in[fracStart + i - intLength];
+        }
+
+        private static void writeDigits(byte[] in, int intStart, int intLength, int fracStart, int from, int to,
+                Out out) {
+            for (int i = from; i < to; i++) {
+                out.write(digit(in, intStart, intLength, fracStart, i));
             }
-            return out.append('e').append(exponent).toString();
         }
 
         /**
