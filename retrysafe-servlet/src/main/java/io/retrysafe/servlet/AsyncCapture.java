@@ -7,6 +7,7 @@ import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;
 import jakarta.servlet.ServletRequest;
 import jakarta.servlet.ServletResponse;
+import jakarta.servlet.ServletResponseWrapper;
 import jakarta.servlet.http.HttpServletRequest;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
@@ -63,8 +64,12 @@ final class AsyncCapture implements AsyncListener {
      */
     void dispatched(FilterChain chain, HttpServletRequest request, ServletResponse response)
             throws IOException, ServletException {
+        // A cycle started by startAsync() without arguments dispatches the container's own response: the
+        // handler's answer must still be held back here, not sent past the filter.
+        ServletResponse held = response == capture
+                || (response instanceof ServletResponseWrapper wrapper && wrapper.isWrapperFor(capture)) ? response : capture;
         try {
-            chain.doFilter(request, response);
+            chain.doFilter(request, held);
         } catch (IOException | ServletException | RuntimeException | Error e) {
             fail(e);
             throw e;
@@ -80,6 +85,15 @@ final class AsyncCapture implements AsyncListener {
     }
 
     private void finish() throws IOException {
+        finish(false);
+    }
+
+    /** @param unseen the cycle wrote to the container's response, past the capture: there is nothing to store */
+    private void finish(boolean unseen) throws IOException {
+        if (unseen) {
+            fail(new IllegalStateException("the asynchronous handler wrote its answer past the filter (startAsync() "
+                    + "without arguments, ended by complete()); its key is released"));
+        }
         boolean record;
         synchronized (this) {
             if (state == State.DONE) {
@@ -117,8 +131,10 @@ final class AsyncCapture implements AsyncListener {
 
     @Override
     public void onComplete(AsyncEvent event) throws IOException {
-        // A cycle ended by complete() without a dispatch through the filter.
-        finish();
+        // A cycle ended by complete() without a dispatch through the filter. If it was started without the
+        // filter's response, the handler wrote to the client directly: an empty capture must not be stored.
+        finish(event.getSuppliedResponse() != capture && !(event.getSuppliedResponse() instanceof ServletResponseWrapper w
+                && w.isWrapperFor(capture)));
     }
 
     @Override

@@ -50,10 +50,30 @@ final class EmbeddedTomcat implements AutoCloseable {
         context.addFilterMap(map);
     }
 
+    /** As an application registers the filter for asynchronous handlers: async supported, on REQUEST and ASYNC dispatches. */
+    static void asyncFilter(Context context, String name, Filter filter, String urlPattern) {
+        FilterDef def = new FilterDef();
+        def.setFilterName(name);
+        def.setFilter(filter);
+        def.setAsyncSupported("true");
+        context.addFilterDef(def);
+        FilterMap map = new FilterMap();
+        map.setFilterName(name);
+        map.addURLPattern(urlPattern);
+        map.setDispatcher("REQUEST");
+        map.setDispatcher("ASYNC");
+        context.addFilterMap(map);
+    }
+
     static Wrapper servlet(Context context, String name, Servlet servlet, String urlPattern) {
         Wrapper wrapper = Tomcat.addServlet(context, name, servlet);
         context.addServletMappingDecoded(urlPattern, name);
         return wrapper;
+    }
+
+    static void asyncServlet(Context context, String name, Servlet servlet, String urlPattern) {
+        Tomcat.addServlet(context, name, servlet).setAsyncSupported(true);
+        context.addServletMappingDecoded(urlPattern, name);
     }
 
     URI uri(String pathAndQuery) {
