@@ -69,7 +69,10 @@ public final class TestSchemas {
         config.setUsername(user);
         config.setPassword(password);
         config.setMaximumPoolSize(POOL_SIZE);
-        config.setMinimumIdle(1);
+        config.setMinimumIdle(0);
+        // Connect on demand, and wait for a connection (30 s) rather than fail at once when the shared
+        // server is at its connection limit for a moment.
+        config.setInitializationFailTimeout(-1);
         return config;
     }
 
