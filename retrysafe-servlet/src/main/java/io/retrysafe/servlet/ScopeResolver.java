@@ -15,11 +15,15 @@ public interface ScopeResolver {
 
     String resolve(HttpServletRequest request);
 
-    /** The authenticated principal's name (the default). */
+    /**
+     * The authenticated principal's name (the default). A principal without a name (null or blank, such
+     * as a token without a subject) is no caller: its keys would be everyone's.
+     */
     static ScopeResolver principal() {
         return request -> {
             Principal p = request.getUserPrincipal();
-            return p == null ? null : "principal:" + p.getName();
+            String name = p == null ? null : p.getName();
+            return name == null || name.isBlank() ? null : "principal:" + name;
         };
     }
 

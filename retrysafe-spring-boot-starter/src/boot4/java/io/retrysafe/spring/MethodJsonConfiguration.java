@@ -19,6 +19,7 @@ class MethodJsonConfiguration {
     @ConditionalOnMissingBean
     MethodJson retrySafeMethodJson(ObjectProvider<JsonMapper> mapper) {
         JsonMapper json = mapper.getIfAvailable(JsonMapper::new);
+        JsonMapper exceptions = json.rebuild().addMixIn(Throwable.class, MethodJson.ThrowableProperties.class).build();
         return new MethodJson() {
             @Override
             public byte[] write(Object value) {
@@ -29,6 +30,16 @@ class MethodJsonConfiguration {
             public Function<byte[], Object> reader(Type type) {
                 JavaType javaType = json.getTypeFactory().constructType(type);
                 return body -> json.readValue(body, javaType);
+            }
+
+            @Override
+            public byte[] writeException(Throwable exception) {
+                return exceptions.writeValueAsBytes(exception);
+            }
+
+            @Override
+            public Throwable readException(byte[] body, Class<? extends Throwable> type) {
+                return exceptions.readValue(body, type);
             }
         };
     }

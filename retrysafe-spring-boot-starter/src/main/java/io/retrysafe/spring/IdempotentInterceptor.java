@@ -5,18 +5,21 @@ import io.retrysafe.Fingerprint;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.KeyRules;
 import io.retrysafe.OperationFailedException;
-import io.retrysafe.OperationPolicy;
-import io.retrysafe.OutcomePolicy;
 import io.retrysafe.Outcome;
 import io.retrysafe.ResponseCodec;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.StoredResponse;
+import io.retrysafe.UnauthenticatedException;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import java.lang.reflect.Method;
 import java.lang.reflect.Type;
+import java.sql.Connection;
+import java.sql.Savepoint;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
@@ -24,8 +27,6 @@ import org.springframework.aop.support.AopUtils;
 import org.springframework.context.expression.MethodBasedEvaluationContext;
 import org.springframework.core.DefaultParameterNameDiscoverer;
 import org.springframework.core.ParameterNameDiscoverer;
-import org.springframework.expression.Expression;
-import org.springframework.expression.spel.standard.SpelExpressionParser;
 import org.springframework.jdbc.datasource.ConnectionHolder;
 import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.transaction.NoTransactionException;
@@ -35,79 +36,125 @@ import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.transaction.support.TransactionTemplate;
 
-/** Applies {@link Idempotent}: evaluates the key, fingerprints the arguments, and runs the method through the engine. */
+/**
+ * Applies {@link Idempotent}: resolves whose key it is, evaluates the key, fingerprints the arguments,
+ * and runs the method through the engine with the method's own policy.
+ */
 final class IdempotentInterceptor implements MethodInterceptor {
+    /** Marks a stored outcome that is a declared exception; its value names the exception's class. */
+    static final String EXCEPTION_HEADER = "retrysafe-exception";
+
     private final RetrySafe engine;
     private final TransactionalRetrySafe transactional;
     private final PlatformTransactionManager transactionManager;
     private final DataSource dataSource;
     private final KeyRules keyRules;
     private final MethodJson json;
-    private final SpelExpressionParser parser = new SpelExpressionParser();
+    private final Supplier<String> caller;
     private final ParameterNameDiscoverer names = new DefaultParameterNameDiscoverer();
-    private final Map<String, Expression> expressions = new ConcurrentHashMap<>();
+    private final Map<Method, Bound> methods = new ConcurrentHashMap<>();
 
-    /** {@code transactional}, {@code transactionManager} and {@code dataSource} are null with a non-JDBC store. */
+    /** A method's settings with what runs it: the engine on its policy, and the codec of its return type. */
+    private record Bound(IdempotentMethod settings, RetrySafe engine, TransactionalRetrySafe transactional,
+            ResponseCodec<Object> codec) {
+    }
+
+    /** What a call ended with when it threw a declared exception: stored, and thrown again. */
+    private record Thrown(Throwable exception) {
+    }
+
+    /**
+     * @param transactional null with a non-JDBC store, and then so are {@code transactionManager} and {@code dataSource}
+     * @param caller the current caller's scope, null when there is none
+     */
     IdempotentInterceptor(RetrySafe engine, TransactionalRetrySafe transactional,
-            PlatformTransactionManager transactionManager, DataSource dataSource, KeyRules keyRules, MethodJson json) {
-        // A method's result is an answer, whatever it holds: store every return; exceptions release.
-        this.engine = engine.with(OperationPolicy.from(engine.policy()).outcomePolicy(OutcomePolicy.STORE_ALL).build());
-        this.transactional = transactional == null ? null : TransactionalRetrySafe.of(this.engine);
+            PlatformTransactionManager transactionManager, DataSource dataSource, KeyRules keyRules, MethodJson json,
+            Supplier<String> caller) {
+        this.engine = engine;
+        this.transactional = transactional;
         this.transactionManager = transactionManager;
         this.dataSource = dataSource;
         this.keyRules = keyRules;
         this.json = json;
+        this.caller = caller;
     }
 
     @Override
     public Object invoke(MethodInvocation invocation) throws Throwable {
         Method method = AopUtils.getMostSpecificMethod(invocation.getMethod(),
                 invocation.getThis() == null ? invocation.getMethod().getDeclaringClass() : invocation.getThis().getClass());
-        Idempotent annotation = method.getAnnotation(Idempotent.class);
-        if (annotation == null) {
-            annotation = invocation.getMethod().getAnnotation(Idempotent.class);
-        }
+        Bound bound = methods.computeIfAbsent(method, m -> bind(m, invocation.getMethod()));
+        IdempotentMethod settings = bound.settings();
         MethodBasedEvaluationContext context = new MethodBasedEvaluationContext(invocation.getThis(), method,
                 invocation.getArguments(), names);
-        Object keyValue = expression(annotation.key()).getValue(context);
+        Object keyValue = settings.key().getValue(context);
         if (keyValue == null) {
-            throw new IllegalArgumentException("@Idempotent key " + annotation.key() + " of " + method + " was null");
+            throw new IllegalArgumentException("@Idempotent key " + settings.key().getExpressionString() + " of "
+                    + settings + " was null");
         }
-        String scope = annotation.scope().isEmpty()
-                ? method.getDeclaringClass().getSimpleName() + "." + method.getName() : annotation.scope();
-        IdempotencyKey key = keyRules.key(scope, keyValue.toString());
-        Object covered = annotation.fingerprint().isEmpty() ? invocation.getArguments()
-                : expression(annotation.fingerprint()).getValue(context);
+        IdempotencyKey key = keyRules.key(scope(settings), keyValue.toString());
+        Object covered = settings.fingerprint() == null ? invocation.getArguments()
+                : settings.fingerprint().getValue(context);
         Fingerprint fingerprint = Fingerprint.sha256(CanonicalJson.canonicalize(json.write(covered)));
-        ResponseCodec<Object> codec = codec(method.getGenericReturnType());
         Outcome<Object> outcome;
         try {
-            outcome = run(key, fingerprint, codec, invocation);
+            outcome = run(bound, key, fingerprint, invocation);
         } catch (OperationFailedException e) {
             throw e.getCause();
         }
-        return outcome.orThrow();
+        Object result = outcome.orThrow();
+        if (result instanceof Thrown thrown) {
+            throw thrown.exception();
+        }
+        return result;
     }
 
-    private Outcome<Object> run(IdempotencyKey key, Fingerprint fingerprint, ResponseCodec<Object> codec,
-            MethodInvocation invocation) {
-        io.retrysafe.Operation<Object> op = attempt -> {
-            try {
-                return invocation.proceed();
-            } catch (Exception | Error e) {
-                throw e;
-            } catch (Throwable t) {
-                throw new IllegalStateException(t);
-            }
-        };
-        if (transactional == null) {
-            return engine.execute(key, fingerprint, codec, op);
+    private Bound bind(Method method, Method invoked) {
+        Idempotent annotation = method.getAnnotation(Idempotent.class);
+        if (annotation == null) {
+            annotation = invoked.getAnnotation(Idempotent.class);
         }
+        IdempotentMethod settings = IdempotentMethod.of(method, annotation);
+        RetrySafe methodEngine = engine.with(settings.policy(engine.policy()));
+        return new Bound(settings, methodEngine, transactional == null ? null : TransactionalRetrySafe.of(methodEngine),
+                codec(settings, method.getGenericReturnType()));
+    }
+
+    /**
+     * The caller's resolved scope and the operation, as the filter scopes a route; or the operation
+     * alone for a shared method. Never shared for want of a caller.
+     */
+    private String scope(IdempotentMethod settings) {
+        if (settings.scope() == Idempotent.Scope.SHARED) {
+            return IdempotentMethod.SHARED_PREFIX + settings.operation();
+        }
+        String principal = caller.get();
+        if (principal == null) {
+            throw new UnauthenticatedException("@Idempotent " + settings + " scopes its keys to the caller, and this "
+                    + "call has none (no authenticated principal with a name); declare scope = SHARED only for keys "
+                    + "global by nature");
+        }
+        String scope = principal + "|" + settings.operation();
+        if (scope.length() > IdempotencyKey.MAX_SCOPE_LENGTH) {
+            throw new UnauthenticatedException("the caller's identity cannot scope a key: with the operation it has "
+                    + scope.length() + " characters, at most " + IdempotencyKey.MAX_SCOPE_LENGTH + " fit");
+        }
+        return scope;
+    }
+
+    private Outcome<Object> run(Bound bound, IdempotencyKey key, Fingerprint fingerprint, MethodInvocation invocation) {
+        IdempotentMethod settings = bound.settings();
+        ResponseCodec<Object> codec = bound.codec();
+        if (bound.transactional() == null) {
+            return bound.engine().execute(key, fingerprint, codec, attempt -> proceed(invocation, settings, null));
+        }
+        TransactionalRetrySafe tx = bound.transactional();
         if (TransactionSynchronizationManager.isActualTransactionActive()) {
             // Join the caller's transaction: it commits the key with its own writes, or rolls both back.
             try {
-                TransactionalRetrySafe.Joined<Object> joined = transactional.join(
-                        DataSourceUtils.getConnection(dataSource), key, fingerprint, codec, op);
+                Connection connection = DataSourceUtils.getConnection(dataSource);
+                TransactionalRetrySafe.Joined<Object> joined = tx.join(connection, key, fingerprint, codec,
+                        attempt -> proceed(invocation, settings, connection));
                 reportWhenCompleted(joined);
                 return joined.outcome();
             } catch (RuntimeException | Error e) {
@@ -118,8 +165,9 @@ final class IdempotentInterceptor implements MethodInterceptor {
             }
         }
         return new TransactionTemplate(transactionManager).execute(status -> {
-            TransactionalRetrySafe.Joined<Object> joined = transactional.join(DataSourceUtils.getConnection(dataSource),
-                    key, fingerprint, codec, op);
+            Connection connection = DataSourceUtils.getConnection(dataSource);
+            TransactionalRetrySafe.Joined<Object> joined = tx.join(connection, key, fingerprint, codec,
+                    attempt -> proceed(invocation, settings, connection));
             if (!joined.commit()) {
                 status.setRollbackOnly();
             }
@@ -128,6 +176,41 @@ final class IdempotentInterceptor implements MethodInterceptor {
         });
     }
 
+    /**
+     * Runs the method. A declared exception becomes the call's outcome; in a transaction ({@code
+     * connection} not null) the method's writes are rolled back to a savepoint first, so that the key and
+     * the stored exception commit without them.
+     */
+    private Object proceed(MethodInvocation invocation, IdempotentMethod settings, Connection connection)
+            throws Exception {
+        Savepoint savepoint = null;
+        boolean rollbackOnlyBefore = false;
+        if (connection != null && settings.hasReplayedExceptions()) {
+            savepoint = connection.setSavepoint();
+            rollbackOnlyBefore = isRollbackOnly();
+        }
+        try {
+            Object result = invocation.proceed();
+            if (savepoint != null) {
+                connection.releaseSavepoint(savepoint);
+            }
+            return result;
+        } catch (Exception | Error e) {
+            if (!settings.replays(e)) {
+                throw e;
+            }
+            if (savepoint != null) {
+                connection.rollback(savepoint);
+                if (!rollbackOnlyBefore) {
+                    // Marked by the method's own @Transactional on the way out; its writes are gone now.
+                    resetRollbackOnly();
+                }
+            }
+            return new Thrown(e);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
     /**
      * The metrics hear a stored result once the transaction holding it has committed, and only
      * then: a rollback reports it released, a failed commit a store error.
@@ -166,21 +249,42 @@ final class IdempotentInterceptor implements MethodInterceptor {
         }
     }
 
-    private Expression expression(String spel) {
-        return expressions.computeIfAbsent(spel, parser::parseExpression);
+    private boolean isRollbackOnly() {
+        return TransactionSynchronizationManager.getResource(dataSource) instanceof ConnectionHolder holder
+                && holder.isRollbackOnly();
     }
 
-    private ResponseCodec<Object> codec(Type returnType) {
+    private void resetRollbackOnly() {
+        if (TransactionSynchronizationManager.getResource(dataSource) instanceof ConnectionHolder holder) {
+            holder.resetRollbackOnly();
+        }
+    }
+
+    /** The return type as JSON; a declared exception as its class name and its properties as JSON. */
+    private ResponseCodec<Object> codec(IdempotentMethod settings, Type returnType) {
         Function<byte[], Object> reader = json.reader(returnType);
         return new ResponseCodec<>() {
             @Override
             public StoredResponse encode(Object result) {
+                if (result instanceof Thrown thrown) {
+                    return StoredResponse.of(200, Map.of(EXCEPTION_HEADER, List.of(thrown.exception().getClass().getName())),
+                            json.writeException(thrown.exception()));
+                }
                 return StoredResponse.of(200, json.write(result));
             }
 
             @Override
             public Object decode(StoredResponse stored) {
-                return reader.apply(stored.body());
+                List<String> exception = stored.headers().get(EXCEPTION_HEADER);
+                if (exception == null || exception.isEmpty()) {
+                    return reader.apply(stored.body());
+                }
+                Class<? extends Throwable> thrown = settings.replayedException(exception.get(0));
+                if (thrown == null) {
+                    throw new IllegalStateException("@Idempotent " + settings + ": the stored outcome is a "
+                            + exception.get(0) + ", which the method no longer declares in replayedExceptions");
+                }
+                return new Thrown(json.readException(stored.body(), thrown));
             }
         };
     }

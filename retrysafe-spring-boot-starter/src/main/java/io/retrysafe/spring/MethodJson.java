@@ -1,5 +1,6 @@
 package io.retrysafe.spring;
 
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import java.lang.reflect.Type;
 import java.util.function.Function;
 
@@ -15,4 +16,15 @@ interface MethodJson {
 
     /** A reader of {@code type}'s JSON, resolved once per method. */
     Function<byte[], Object> reader(Type type);
+
+    /** A declared exception's own properties as JSON: never its stack trace, cause or suppressed ones. */
+    byte[] writeException(Throwable exception);
+
+    /** An exception that {@link #writeException} wrote, as an instance of {@code type}. */
+    Throwable readException(byte[] json, Class<? extends Throwable> type);
+
+    /** The mix-in that leaves a {@link Throwable}'s internals out of its JSON, on either Jackson line. */
+    @JsonIgnoreProperties({"stackTrace", "cause", "suppressed", "localizedMessage"})
+    abstract class ThrowableProperties {
+    }
 }

@@ -8,6 +8,7 @@ import io.retrysafe.RetrySafeException;
 import io.retrysafe.OutcomeUnknownException;
 import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponseUnreadableException;
+import io.retrysafe.UnauthenticatedException;
 import io.retrysafe.servlet.Problem;
 import java.net.URI;
 import java.time.Duration;
@@ -53,6 +54,9 @@ public class RetrySafeExceptionHandler {
             problem = Problem.STORED_RESPONSE_UNREADABLE;
             detail = "this key's request was processed earlier, but its stored response cannot be read; it is not "
                     + "processed again";
+        } else if (e instanceof UnauthenticatedException) {
+            problem = Problem.UNAUTHENTICATED;
+            detail = "this call's key belongs to its caller, and there is none";
         } else if (e instanceof InvalidKeyException k) {
             problem = k.rule() == InvalidKeyException.Rule.MISSING ? Problem.MISSING_KEY : Problem.INVALID_KEY;
             detail = k.getMessage(); // the rule the key broke, in the key's own terms

@@ -1,12 +1,17 @@
 package io.retrysafe.spring;
 
 import io.retrysafe.KeyRules;
+import io.retrysafe.OperationPolicy;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
+import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.springframework.aop.support.DefaultPointcutAdvisor;
 import org.springframework.aop.support.annotation.AnnotationMatchingPointcut;
+import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
@@ -16,6 +21,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.Role;
 import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.util.ClassUtils;
 
 /** {@link Idempotent} methods on Spring beans, through a plain Spring AOP advisor (no AspectJ needed). */
 @AutoConfiguration(after = RetrySafeAutoConfiguration.class,
@@ -25,22 +31,50 @@ import org.springframework.transaction.PlatformTransactionManager;
 @Import(MethodJsonConfiguration.class)
 public class RetrySafeIdempotentAutoConfiguration {
 
+    private static final String[] SERVLET_CALLER = {"jakarta.servlet.http.HttpServletRequest",
+            "org.springframework.web.context.request.RequestContextHolder"};
+
     @Bean
     @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
     @ConditionalOnMissingBean(name = "retrySafeIdempotentAdvisor")
     static DefaultPointcutAdvisor retrySafeIdempotentAdvisor(ObjectProvider<RetrySafe> engine,
             ObjectProvider<TransactionalRetrySafe> transactional, ObjectProvider<PlatformTransactionManager> manager,
-            ObjectProvider<DataSource> dataSource, ObjectProvider<KeyRules> keyRules, ObjectProvider<MethodJson> json) {
+            ObjectProvider<DataSource> dataSource, ObjectProvider<KeyRules> keyRules, ObjectProvider<MethodJson> json,
+            BeanFactory beans) {
         // Resolved on first use: an advisor is created before ordinary beans, and must not pull them in early.
         LazyInterceptor interceptor = new LazyInterceptor(() -> {
             TransactionalRetrySafe tx = transactional.getIfAvailable();
             return new IdempotentInterceptor(engine.getObject(), tx, tx == null ? null : manager.getObject(),
                     tx == null ? null : dataSource.getObject(), keyRules.getObject(),
-                    json.getObject());
+                    json.getObject(), caller(beans));
         });
         DefaultPointcutAdvisor advisor = new DefaultPointcutAdvisor(
                 new AnnotationMatchingPointcut(null, Idempotent.class, true), interceptor);
         advisor.setOrder(org.springframework.core.Ordered.LOWEST_PRECEDENCE - 10);
         return advisor;
+    }
+
+    /**
+     * The caller as the HTTP filter names it (the application's {@code ScopeResolver}, by default the
+     * principal's name); with no servlet API there is never one, and principal-scoped calls are refused.
+     */
+    private static Supplier<String> caller(BeanFactory beans) {
+        ClassLoader loader = RetrySafeIdempotentAutoConfiguration.class.getClassLoader();
+        for (String type : SERVLET_CALLER) {
+            if (!ClassUtils.isPresent(type, loader)) {
+                return () -> null;
+            }
+        }
+        return ServletCaller.of(beans);
+    }
+
+    /** Checks every {@link Idempotent} method's settings once the beans exist: a mistake fails the start, not a call. */
+    @Bean
+    static SmartInitializingSingleton retrySafeIdempotentMethodsCheck(ListableBeanFactory beans,
+            ObjectProvider<RetrySafe> engine) {
+        return () -> {
+            RetrySafe e = engine.getIfAvailable();
+            IdempotentMethod.checkAll(beans, e == null ? OperationPolicy.ofDefaults() : e.policy());
+        };
     }
 }

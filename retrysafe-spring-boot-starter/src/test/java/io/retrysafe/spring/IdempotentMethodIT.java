@@ -53,8 +53,9 @@ class IdempotentMethodIT {
     /** The application's own table. No unique constraint on purpose: a second run shows as a second row. */
     static final String ORDERS = "rs_method_orders_" + SUFFIX;
     static final String RECORDS = "rs_method_records_" + SUFFIX;
-    private static final String SCOPE = "Orders.place";
-    private static final String UNTRANSACTIONAL_SCOPE = "Orders.placeWithoutTransactional";
+    private static final String SCOPE = IdempotentMethod.SHARED_PREFIX + Orders.class.getName() + ".place";
+    private static final String UNTRANSACTIONAL_SCOPE = IdempotentMethod.SHARED_PREFIX + Orders.class.getName()
+            + ".placeWithoutTransactional";
     private static final int THREADS = 16;
 
     @DynamicPropertySource
@@ -111,13 +112,14 @@ class IdempotentMethodIT {
             this.probe = probe;
         }
 
-        @Idempotent(key = "#orderNumber")
+        // Called outside any request, so with no caller: the order number is a key global by nature.
+        @Idempotent(key = "#orderNumber", scope = Idempotent.Scope.SHARED)
         @Transactional
         public Receipt place(String orderNumber, long amountCents) {
             return body(orderNumber, amountCents);
         }
 
-        @Idempotent(key = "#orderNumber")
+        @Idempotent(key = "#orderNumber", scope = Idempotent.Scope.SHARED)
         public Receipt placeWithoutTransactional(String orderNumber, long amountCents) {
             return body(orderNumber, amountCents);
         }

@@ -26,6 +26,7 @@ class MethodJsonConfiguration {
     @ConditionalOnMissingBean
     MethodJson retrySafeMethodJson(ObjectProvider<ObjectMapper> mapper) {
         ObjectMapper json = mapper.getIfAvailable(() -> JsonMapper.builder().findAndAddModules().build());
+        ObjectMapper exceptions = json.copy().addMixIn(Throwable.class, MethodJson.ThrowableProperties.class);
         return new MethodJson() {
             @Override
             public byte[] write(Object value) {
@@ -46,6 +47,24 @@ class MethodJsonConfiguration {
                         throw new UncheckedIOException(e);
                     }
                 };
+            }
+
+            @Override
+            public byte[] writeException(Throwable exception) {
+                try {
+                    return exceptions.writeValueAsBytes(exception);
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            }
+
+            @Override
+            public Throwable readException(byte[] body, Class<? extends Throwable> type) {
+                try {
+                    return exceptions.readValue(body, type);
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
             }
         };
     }

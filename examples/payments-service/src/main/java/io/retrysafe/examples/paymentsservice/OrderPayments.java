@@ -38,8 +38,12 @@ public class OrderPayments {
      * order, is refused (422) and never sees this receipt. The key, the booking and the stored receipt
      * commit in one transaction. A refusal (402, 404, 400) is an exception: nothing is stored, and the
      * order can be paid later, once the money is there.
+     *
+     * <p>An order number is global by nature (any user may pay an order once), so its keys are shared by
+     * every caller ({@code Scope.SHARED}) rather than scoped to the caller (the default): the payer in the
+     * fingerprint is what keeps another user from ever being answered with this receipt.
      */
-    @Idempotent(key = "#orderNumber")
+    @Idempotent(key = "#orderNumber", scope = Idempotent.Scope.SHARED)
     @Transactional
     public OrderReceipt pay(String payer, String orderNumber, OrderPaymentRequest request) {
         String invalid = new PaymentRequest(request.account(), request.amount()).invalidReason();

@@ -1,0 +1,102 @@
+package io.retrysafe.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+
+/**
+ * {@link Idempotent} settings are checked when the application starts, with a message naming the
+ * method, not at the method's first call.
+ */
+class IdempotentMethodSettingsTest {
+
+    private final ApplicationContextRunner runner = new ApplicationContextRunner()
+            .withConfiguration(AutoConfigurations.of(BootLine.JACKSON, RetrySafeAutoConfiguration.class,
+                    RetrySafeIdempotentAutoConfiguration.class))
+            .withPropertyValues("retrysafe.store.type=memory");
+
+    public static class Valid {
+        @Idempotent(key = "#id", retention = "7d", waitForResult = "2s",
+                replayedExceptions = IllegalArgumentException.class)
+        public String run(String id) {
+            return id;
+        }
+    }
+
+    public static class UnreadableRetention {
+        @Idempotent(key = "#id", retention = "7 days")
+        public String run(String id) {
+            return id;
+        }
+    }
+
+    public static class RetentionShorterThanTheLease {
+        @Idempotent(key = "#id", retention = "10s")
+        public String run(String id) {
+            return id;
+        }
+    }
+
+    public static class NegativeWait {
+        @Idempotent(key = "#id", waitForResult = "-1s")
+        public String run(String id) {
+            return id;
+        }
+    }
+
+    public static class BrokenKey {
+        @Idempotent(key = "#id +")
+        public String run(String id) {
+            return id;
+        }
+    }
+
+    public static class UndeclaredCheckedException {
+        @Idempotent(key = "#id", replayedExceptions = java.io.IOException.class)
+        public String run(String id) {
+            return id;
+        }
+    }
+
+    @Test
+    void validSettingsStart() {
+        runner.withBean(Valid.class).run(context -> assertThat(context).hasNotFailed());
+    }
+
+    @Test
+    void anUnreadableDurationFailsTheStartNamingTheMethod() {
+        runner.withBean(UnreadableRetention.class).run(context -> assertThat(context).getFailure()
+                .hasMessageContaining("@Idempotent on " + UnreadableRetention.class.getName() + ".run(String)")
+                .hasMessageContaining("retention must be a duration such as 7d").hasMessageContaining("\"7 days\""));
+    }
+
+    @Test
+    void aRetentionShorterThanTheLeaseFailsTheStart() {
+        runner.withBean(RetentionShorterThanTheLease.class).run(context -> assertThat(context).getFailure()
+                .hasMessageContaining(RetentionShorterThanTheLease.class.getName() + ".run(String)")
+                .hasMessageContaining("leaseTtl must not exceed retention"));
+    }
+
+    @Test
+    void aNegativeWaitFailsTheStart() {
+        runner.withBean(NegativeWait.class).run(context -> assertThat(context).getFailure()
+                .hasMessageContaining(NegativeWait.class.getName() + ".run(String)")
+                .hasMessageContaining("waitForResult"));
+    }
+
+    @Test
+    void aKeyThatIsNoExpressionFailsTheStart() {
+        runner.withBean(BrokenKey.class).run(context -> assertThat(context).getFailure()
+                .hasMessageContaining(BrokenKey.class.getName() + ".run(String)")
+                .hasMessageContaining("key \"#id +\" is not a SpEL expression"));
+    }
+
+    @Test
+    void aCheckedExceptionTheMethodCannotThrowFailsTheStart() {
+        runner.withBean(UndeclaredCheckedException.class).run(context -> assertThat(context).getFailure()
+                .hasMessageContaining(UndeclaredCheckedException.class.getName() + ".run(String)")
+                .hasMessageContaining("java.io.IOException"));
+    }
+}
