@@ -43,6 +43,8 @@ import org.springframework.transaction.support.TransactionTemplate;
 final class IdempotentInterceptor implements MethodInterceptor {
     /** Marks a stored outcome that is a declared exception; its value names the exception's class. */
     static final String EXCEPTION_HEADER = "retrysafe-exception";
+    /** The observations' {@code retrysafe.kind} of these calls. */
+    static final String KIND = "method";
 
     private final RetrySafe engine;
     private final TransactionalRetrySafe transactional;
@@ -51,6 +53,7 @@ final class IdempotentInterceptor implements MethodInterceptor {
     private final KeyRules keyRules;
     private final MethodJson json;
     private final Supplier<String> caller;
+    private final RetrySafeObservations observations;
     private final ParameterNameDiscoverer names = new DefaultParameterNameDiscoverer();
     private final Map<Method, Bound> methods = new ConcurrentHashMap<>();
 
@@ -69,7 +72,7 @@ final class IdempotentInterceptor implements MethodInterceptor {
      */
     IdempotentInterceptor(RetrySafe engine, TransactionalRetrySafe transactional,
             PlatformTransactionManager transactionManager, DataSource dataSource, KeyRules keyRules, MethodJson json,
-            Supplier<String> caller) {
+            Supplier<String> caller, RetrySafeObservations observations) {
         this.engine = engine;
         this.transactional = transactional;
         this.transactionManager = transactionManager;
@@ -77,6 +80,7 @@ final class IdempotentInterceptor implements MethodInterceptor {
         this.keyRules = keyRules;
         this.json = json;
         this.caller = caller;
+        this.observations = observations;
     }
 
     @Override
@@ -85,6 +89,24 @@ final class IdempotentInterceptor implements MethodInterceptor {
                 invocation.getThis() == null ? invocation.getMethod().getDeclaringClass() : invocation.getThis().getClass());
         Bound bound = methods.computeIfAbsent(method, m -> bind(m, invocation.getMethod()));
         IdempotentMethod settings = bound.settings();
+        try (RetrySafeObservations.Observed observed = observations.start(KIND, settings.operation(), true)) {
+            try {
+                Object result = invoke(invocation, method, bound, observed);
+                if (result instanceof Thrown thrown) {
+                    throw thrown.exception();
+                }
+                return result;
+            } catch (Throwable t) {
+                observed.error(t);
+                throw t;
+            }
+        }
+    }
+
+    /** The call's result: the method's value, or a declared exception it threw ({@link Thrown}). */
+    private Object invoke(MethodInvocation invocation, Method method, Bound bound, RetrySafeObservations.Observed observed)
+            throws Throwable {
+        IdempotentMethod settings = bound.settings();
         MethodBasedEvaluationContext context = new MethodBasedEvaluationContext(invocation.getThis(), method,
                 invocation.getArguments(), names);
         Object keyValue = settings.key().getValue(context);
@@ -92,7 +114,15 @@ final class IdempotentInterceptor implements MethodInterceptor {
             throw new IllegalArgumentException("@Idempotent key " + settings.key().getExpressionString() + " of "
                     + settings + " was null");
         }
-        IdempotencyKey key = keyRules.key(scope(settings), keyValue.toString());
+        String scope;
+        try {
+            scope = scope(settings);
+        } catch (UnauthenticatedException e) {
+            observed.outcome(RetrySafeObservations.UNAUTHENTICATED);
+            throw e;
+        }
+        IdempotencyKey key = keyRules.key(scope, keyValue.toString());
+        observed.key(key);
         Object covered = settings.fingerprint() == null ? invocation.getArguments()
                 : settings.fingerprint().getValue(context);
         Fingerprint fingerprint = Fingerprint.sha256(CanonicalJson.canonicalize(json.write(covered)));
@@ -102,11 +132,8 @@ final class IdempotentInterceptor implements MethodInterceptor {
         } catch (OperationFailedException e) {
             throw e.getCause();
         }
-        Object result = outcome.orThrow();
-        if (result instanceof Thrown thrown) {
-            throw thrown.exception();
-        }
-        return result;
+        observed.outcome(outcome);
+        return outcome.orThrow();
     }
 
     private Bound bind(Method method, Method invoked) {

@@ -75,8 +75,11 @@ final class KafkaInboxAdvice implements MethodInterceptor {
 
     /** What the advice works with; {@code inbox}'s engine stores every outcome (STORE_ALL). */
     record Inbox(TransactionalRetrySafe inbox, PlatformTransactionManager transactionManager, DataSource dataSource,
-            MessageIdExtractor messageIds) {
+            MessageIdExtractor messageIds, RetrySafeObservations observations) {
     }
+
+    /** The observations' {@code retrysafe.kind} of consumed records. */
+    static final String KIND = "kafka";
 
     @Override
     public Object invoke(MethodInvocation invocation) throws Throwable {
@@ -95,6 +98,19 @@ final class KafkaInboxAdvice implements MethodInterceptor {
 
     private Object process(ConsumerRecord<?, ?> record, MethodInvocation invocation) throws Throwable {
         Inbox in = inbox();
+        try (RetrySafeObservations.Observed observed = in.observations().start(KIND, KIND + " " + record.topic(), false)) {
+            try {
+                process(in, record, invocation, observed);
+                return null;
+            } catch (Throwable t) {
+                observed.error(t);
+                throw t;
+            }
+        }
+    }
+
+    private void process(Inbox in, ConsumerRecord<?, ?> record, MethodInvocation invocation,
+            RetrySafeObservations.Observed observed) throws Throwable {
         String group = KafkaUtils.getConsumerGroupId();
         if (group == null || group.isBlank()) {
             throw new IllegalStateException("retrysafe.kafka.enabled needs a consumer group (spring.kafka.consumer."
@@ -105,6 +121,7 @@ final class KafkaInboxAdvice implements MethodInterceptor {
         try {
             messageId = KeyRules.DEFAULT.validate(in.messageIds().messageId(record));
         } catch (InvalidKeyException e) {
+            observed.outcome(RetrySafeObservations.INVALID_KEY);
             in.inbox().engine().listener().onInvalidKey(e);
             LOG.log(Level.WARNING, () -> prefix(in) + position(record) + " has no valid message id ("
                     + in.messageIds() + ": " + e.rule() + "); the listener does not run");
@@ -112,6 +129,7 @@ final class KafkaInboxAdvice implements MethodInterceptor {
         }
         IdempotencyKey key = IdempotencyKey.of(IdempotentRecordProcessor.SCOPE_PREFIX + group + ":" + record.topic(),
                 messageId);
+        observed.key(key);
         Fingerprint fingerprint = Fingerprint.sha256(valueBytes(record.value()));
 
         DefaultTransactionDefinition definition = new DefaultTransactionDefinition(
@@ -137,13 +155,14 @@ final class KafkaInboxAdvice implements MethodInterceptor {
             throw t instanceof OperationFailedException && t.getCause() != null ? t.getCause() : t;
         }
         Outcome<String> outcome = joined.outcome();
+        observed.outcome(outcome);
         if (!joined.commit()) {
             // Replays and refusals wrote nothing.
             in.transactionManager().rollback(status);
             if (outcome instanceof Outcome.Replayed<String> replayed) {
                 LOG.log(Level.DEBUG, () -> prefix(in) + "skipped " + position(record) + " (key " + key.digest()
                         + "): processed before at " + replayed.value());
-                return null;
+                return;
             }
             throw refusal(in, record, key, outcome);
         }
@@ -151,13 +170,13 @@ final class KafkaInboxAdvice implements MethodInterceptor {
             in.transactionManager().commit(status);
         } catch (RuntimeException e) {
             // Nothing of the listener's was kept: a failure like any other, retried by the error handler.
+            observed.outcome(RetrySafeObservations.STORE_UNAVAILABLE);
             StoreUnavailableException failure = joined.commitFailed(e);
             throw new StoreUnavailableException(failure.storeName(), failure.retryAfter(), prefix(in)
                     + "the transaction of " + position(record) + " (key " + key.digest() + ") did not commit: "
                     + e.getMessage(), e);
         }
         joined.committed();
-        return null;
     }
 
     private static RuntimeException refusal(Inbox in, ConsumerRecord<?, ?> record, IdempotencyKey key,

@@ -46,7 +46,7 @@ public class RetrySafeIdempotentAutoConfiguration {
             TransactionalRetrySafe tx = transactional.getIfAvailable();
             return new IdempotentInterceptor(engine.getObject(), tx, tx == null ? null : manager.getObject(),
                     tx == null ? null : dataSource.getObject(), keyRules.getObject(),
-                    json.getObject(), caller(beans));
+                    json.getObject(), caller(beans), RetrySafeObservations.of(beans));
         });
         DefaultPointcutAdvisor advisor = new DefaultPointcutAdvisor(
                 new AnnotationMatchingPointcut(null, Idempotent.class, true), interceptor);

@@ -15,6 +15,7 @@ import java.util.Arrays;
 import java.util.List;
 import javax.sql.DataSource;
 import org.aopalliance.aop.Advice;
+import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.config.BeanPostProcessor;
@@ -76,9 +77,10 @@ public class RetrySafeKafkaAutoConfiguration {
         static KafkaInboxAdvice retrySafeKafkaInboxAdvice(RetrySafeProperties properties,
                 ObjectProvider<TransactionalRetrySafe> transactional, ObjectProvider<PlatformTransactionManager> managers,
                 ObjectProvider<DataSource> dataSources, ObjectProvider<MessageIdExtractor> messageIds,
-                ObjectProvider<RetrySafeListener> listeners, ObjectProvider<KafkaInboxMetrics> metrics) {
+                ObjectProvider<RetrySafeListener> listeners, ObjectProvider<KafkaInboxMetrics> metrics,
+                BeanFactory beans) {
             return new KafkaInboxAdvice(() -> inbox(properties, transactional, managers, dataSources, messageIds,
-                    listeners, metrics));
+                    listeners, metrics, beans));
         }
 
         @Bean
@@ -119,7 +121,8 @@ public class RetrySafeKafkaAutoConfiguration {
         private static KafkaInboxAdvice.Inbox inbox(RetrySafeProperties properties,
                 ObjectProvider<TransactionalRetrySafe> transactional, ObjectProvider<PlatformTransactionManager> managers,
                 ObjectProvider<DataSource> dataSources, ObjectProvider<MessageIdExtractor> messageIds,
-                ObjectProvider<RetrySafeListener> listeners, ObjectProvider<KafkaInboxMetrics> metrics) {
+                ObjectProvider<RetrySafeListener> listeners, ObjectProvider<KafkaInboxMetrics> metrics,
+                BeanFactory beans) {
             TransactionalRetrySafe tx = transactional.getIfAvailable();
             if (tx == null) {
                 throw new IllegalStateException("retrysafe.kafka.enabled needs the JDBC store in transactional mode "
@@ -150,7 +153,7 @@ public class RetrySafeKafkaAutoConfiguration {
                 engine.listener(all.size() == 1 ? all.get(0) : new CompositeListener(all));
             }
             return new KafkaInboxAdvice.Inbox(TransactionalRetrySafe.of(engine.build()), manager, dataSource,
-                    messageIds.getIfAvailable(() -> messageIds(properties.kafka())));
+                    messageIds.getIfAvailable(() -> messageIds(properties.kafka())), RetrySafeObservations.of(beans));
         }
 
         private static MessageIdExtractor messageIds(RetrySafeProperties.Kafka kafka) {

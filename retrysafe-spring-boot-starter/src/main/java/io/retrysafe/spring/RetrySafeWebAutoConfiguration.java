@@ -15,6 +15,7 @@ import jakarta.servlet.DispatcherType;
 import java.lang.System.Logger.Level;
 import java.util.Locale;
 import javax.sql.DataSource;
+import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
@@ -176,9 +177,10 @@ public class RetrySafeWebAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean(name = "retrySafeFilterRegistration")
     FilterRegistrationBean<RetrySafeFilter> retrySafeFilterRegistration(HttpIdempotency config,
-            IdempotentExecutor executor, RetrySafe retrySafe) {
-        FilterRegistrationBean<RetrySafeFilter> registration = new FilterRegistrationBean<>(
-                new RetrySafeFilter(config, executor, retrySafe.listener()));
+            IdempotentExecutor executor, RetrySafe retrySafe, BeanFactory beans) {
+        // Observed outermost: a replay from the fast filter counts as one too.
+        FilterRegistrationBean<RetrySafeFilter> registration = new FilterRegistrationBean<>(new RetrySafeFilter(config,
+                new ObservedExecutor(executor, RetrySafeObservations.of(beans)), retrySafe.listener()));
         registration.setName("retrySafeFilter");
         registration.setOrder(FILTER_ORDER);
         // ASYNC too: an asynchronous handler's answer is recorded when its cycle's last dispatch ends.

@@ -3,7 +3,6 @@ package io.retrysafe.spring;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.retrysafe.servlet.ScopeResolver;
-import io.retrysafe.testservices.TestDatabases;
 import jakarta.servlet.Filter;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletRequestWrapper;
@@ -13,8 +12,6 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.net.http.HttpResponse.BodyHandlers;
 import java.security.Principal;
-import java.sql.Connection;
-import java.sql.Statement;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -236,9 +233,7 @@ class IdempotentMethodCallerIT {
 
     @AfterAll
     static void dropTable() throws Exception {
-        try (Connection c = TestDatabases.postgres().getConnection(); Statement s = c.createStatement()) {
-            s.execute("DROP TABLE IF EXISTS " + RECORDS);
-        }
+        SpringPostgres.drop(RECORDS);
     }
 
     @BeforeEach

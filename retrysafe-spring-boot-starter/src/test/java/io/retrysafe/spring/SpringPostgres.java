@@ -1,6 +1,9 @@
 package io.retrysafe.spring;
 
 import io.retrysafe.testservices.TestDatabases;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
 import org.springframework.test.context.DynamicPropertyRegistry;
 
 /** The test PostgreSQL as an application's {@code spring.datasource.*}, with its own records table. */
@@ -13,5 +16,11 @@ final class SpringPostgres {
         registry.add("spring.datasource.username", TestDatabases::postgresUser);
         registry.add("spring.datasource.password", TestDatabases::postgresPassword);
         registry.add("retrysafe.store.table", () -> recordsTable);
+    }
+
+    static void drop(String table) throws SQLException {
+        try (Connection c = TestDatabases.postgres().getConnection(); Statement s = c.createStatement()) {
+            s.execute("DROP TABLE IF EXISTS " + table);
+        }
     }
 }

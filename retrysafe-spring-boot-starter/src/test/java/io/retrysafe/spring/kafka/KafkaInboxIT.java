@@ -4,7 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.observation.ObservationRegistry;
+import io.opentelemetry.sdk.trace.data.SpanData;
+import io.retrysafe.IdempotencyKey;
 import io.retrysafe.InvalidKeyException;
+import io.retrysafe.kafka.IdempotentRecordProcessor;
+import io.retrysafe.spring.InMemoryTracing;
 import io.retrysafe.testservices.KafkaBroker;
 import io.retrysafe.testservices.TestDatabases;
 import java.nio.charset.StandardCharsets;
@@ -28,6 +33,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -37,7 +44,8 @@ import org.springframework.test.context.DynamicPropertySource;
  * against a real Kafka broker (in this JVM, KRaft) and the real PostgreSQL: what the listener's
  * table holds, how often the listener ran, what reached the dead-letter topic, the meters.
  */
-@SpringBootTest(classes = KafkaInboxTestApp.class, webEnvironment = SpringBootTest.WebEnvironment.NONE)
+@SpringBootTest(classes = {KafkaInboxTestApp.class, KafkaInboxIT.Tracing.class},
+        webEnvironment = SpringBootTest.WebEnvironment.NONE)
 class KafkaInboxIT {
     @RegisterExtension
     static final KafkaBroker KAFKA = new KafkaBroker();
@@ -50,6 +58,16 @@ class KafkaInboxIT {
     private static final String POISON = "poison-" + SUFFIX;
     private static final String GROUP = "booking-" + SUFFIX;
     private static final Duration BOUND = Duration.ofSeconds(60);
+    static final InMemoryTracing TRACING = new InMemoryTracing();
+
+    /** The application's tracing: spans kept in memory. */
+    @Configuration(proxyBeanMethods = false)
+    static class Tracing {
+        @Bean
+        ObservationRegistry observationRegistry() {
+            return TRACING.registry();
+        }
+    }
 
     @Autowired
     JdbcTemplate jdbc;
@@ -118,6 +136,23 @@ class KafkaInboxIT {
         }
         // The container went past every copy: offsets committed for all 2 × messages records.
         await().atMost(BOUND).until(() -> committedTotal(ORDERS) == 2L * messages);
+
+        // Each copy is a span of its outcome, carrying the digest the logs show, never the message id.
+        String id = "msg-" + SUFFIX + "-0";
+        String digest = IdempotencyKey.of(IdempotentRecordProcessor.SCOPE_PREFIX + GROUP + ":" + ORDERS, id).digest();
+        await().atMost(BOUND).until(() -> spansOf(digest).size() == 2);
+        assertThat(spansOf(digest)).extracting(SpanData::getName).containsOnly("kafka " + ORDERS);
+        assertThat(spansOf(digest)).extracting(span -> span.getAttributes().get(InMemoryTracing.KIND))
+                .containsOnly("kafka");
+        assertThat(spansOf(digest)).extracting(span -> span.getAttributes().get(InMemoryTracing.OUTCOME))
+                .containsExactly("executed", "replayed");
+        assertThat(TRACING.retrySafe()).allSatisfy(span -> span.getAttributes().forEach((name, value) ->
+                assertThat(String.valueOf(value)).as(name.getKey()).doesNotContain("msg-" + SUFFIX)));
+    }
+
+    private static List<SpanData> spansOf(String digest) {
+        return TRACING.retrySafe().stream().filter(s -> digest.equals(s.getAttributes().get(InMemoryTracing.DIGEST)))
+                .toList();
     }
 
     @Test
