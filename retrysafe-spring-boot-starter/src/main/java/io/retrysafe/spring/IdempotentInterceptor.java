@@ -3,6 +3,7 @@ package io.retrysafe.spring;
 import io.retrysafe.CanonicalJson;
 import io.retrysafe.Fingerprint;
 import io.retrysafe.IdempotencyKey;
+import io.retrysafe.InvalidKeyException;
 import io.retrysafe.KeyRules;
 import io.retrysafe.OperationFailedException;
 import io.retrysafe.Outcome;
@@ -121,7 +122,13 @@ final class IdempotentInterceptor implements MethodInterceptor {
             observed.outcome(RetrySafeObservations.UNAUTHENTICATED);
             throw e;
         }
-        IdempotencyKey key = keyRules.key(scope, keyValue.toString());
+        IdempotencyKey key;
+        try {
+            key = keyRules.key(scope, keyValue.toString());
+        } catch (InvalidKeyException e) {
+            observed.outcome(RetrySafeObservations.INVALID_KEY);
+            throw e;
+        }
         observed.key(key);
         Object covered = settings.fingerprint() == null ? invocation.getArguments()
                 : settings.fingerprint().getValue(context);

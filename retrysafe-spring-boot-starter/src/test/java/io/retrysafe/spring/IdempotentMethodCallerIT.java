@@ -268,6 +268,16 @@ class IdempotentMethodCallerIT {
         assertRefusedAsUnauthenticated(post("", "/orders/" + order));
     }
 
+    @Test
+    void theFilterTakesACallerWithABlankNameForNoCallerToo() throws Exception {
+        HttpResponse<String> blank = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port
+                + "/orders/" + order)).header(USER, " ").header("Idempotency-Key", order)
+                .POST(HttpRequest.BodyPublishers.noBody()).build(), BodyHandlers.ofString());
+
+        assertRefusedAsUnauthenticated(blank);
+        assertThat(blank.body()).as("refused by the filter, before the method").contains("Idempotency-Key");
+    }
+
     /** 401 problem+json, and nothing ran or was stored. */
     private void assertRefusedAsUnauthenticated(HttpResponse<String> response) {
         assertThat(response.statusCode()).isEqualTo(401);
