@@ -81,9 +81,15 @@ final class IdempotentMethod {
             if (type == null) {
                 continue;
             }
-            Map<Method, Idempotent> methods = MethodIntrospector.selectMethods(ClassUtils.getUserClass(type),
-                    (MethodIntrospector.MetadataLookup<Idempotent>) m ->
-                            AnnotatedElementUtils.findMergedAnnotation(m, Idempotent.class));
+            Map<Method, Idempotent> methods;
+            try {
+                methods = MethodIntrospector.selectMethods(ClassUtils.getUserClass(type),
+                        (MethodIntrospector.MetadataLookup<Idempotent>) m ->
+                                AnnotatedElementUtils.findMergedAnnotation(m, Idempotent.class));
+            } catch (LinkageError e) {
+                // A class whose methods name a type missing from the class path: none of them is ours to check.
+                continue;
+            }
             for (Map.Entry<Method, Idempotent> e : methods.entrySet()) {
                 of(e.getKey(), e.getValue()).policy(defaults);
                 checked++;
