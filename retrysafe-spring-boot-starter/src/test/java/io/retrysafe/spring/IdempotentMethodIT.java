@@ -69,6 +69,8 @@ class IdempotentMethodIT {
         registry.add("retrysafe.store.initialize-schema", () -> true);
         // Generous: the race below holds 15 duplicates on the key until all of them are waiting.
         registry.add("retrysafe.store.lock-timeout", () -> "30s");
+        // ... and all of them may wait on it (by default only half the pool may).
+        registry.add("retrysafe.store.max-waiting-claims", () -> THREADS);
     }
 
     @Configuration(proxyBeanMethods = false)
