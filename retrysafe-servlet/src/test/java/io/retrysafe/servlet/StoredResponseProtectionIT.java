@@ -22,6 +22,7 @@ import io.retrysafe.internal.Hex;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.redis.RedisFastFilter;
+import io.retrysafe.redis.RedisIdempotencyStore;
 import io.retrysafe.testservices.TestDatabases;
 import io.retrysafe.testservices.TestRedis;
 import jakarta.servlet.http.HttpServlet;
@@ -53,7 +54,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Stored responses encrypted at rest, as a client and an operator see them: a real Tomcat, the
- * transactional PostgreSQL store, and a private Redis as the fast filter in front of it. What is
+ * transactional PostgreSQL store, and a private Redis as the fast filter in front of it (in one test,
+ * Redis as the store itself, in standalone mode). What is
  * written to PostgreSQL and Redis is read back raw and searched for the secret the handler answered.
  */
 class StoredResponseProtectionIT {
@@ -129,6 +131,22 @@ class StoredResponseProtectionIT {
         });
     }
 
+    /** Standalone mode with Redis as the store (no PostgreSQL, no fast filter). */
+    private void startOnTheRedisStore(StoredResponseProtection protection) throws Exception {
+        stopApplication();
+        RedisIdempotencyStore store = RedisIdempotencyStore.builder(client).build();
+        running.add(store);
+        RetrySafe engine = RetrySafe.builder(store).name("at-rest-redis-it")
+                .policy(OperationPolicy.custom().protection(protection).build()).build();
+        HttpIdempotency config = HttpIdempotency.custom().route(IdempotentRoute.of("POST", "/cards").build())
+                .scope(ScopeResolver.header("X-User")).build();
+        tomcat = EmbeddedTomcat.start(dir.resolve("tomcat-" + running.size()), context -> {
+            EmbeddedTomcat.filter(context, "retrysafe",
+                    new RetrySafeFilter(config, IdempotentExecutor.standalone(engine), engine.listener()), "/*");
+            EmbeddedTomcat.servlet(context, "cards", new CardServlet(), "/*");
+        });
+    }
+
     private void stopApplication() throws Exception {
         if (tomcat != null) {
             tomcat.close();
@@ -168,6 +186,21 @@ class StoredResponseProtectionIT {
         assertThat(dump).as("every Redis key and value")
                 .doesNotContain(secret, key, user, "application/json", "/cards/");
         assertThat(Hex.encode(redisDump)).doesNotContain(hex(secret));
+    }
+
+    @Test
+    void theRedisStoreHoldsOnlyCiphertextAndHashesAndTheRetryReplaysThePlaintext() throws Exception {
+        startOnTheRedisStore(aes("k", "k", NOVEMBER));
+
+        HttpResponse<byte[]> first = send(issue(key));
+        String secret = CardServlet.secret(first);
+        assertReplayOf(send(issue(key)), first);
+
+        byte[] redisDump = redisDump();
+        assertThat(new String(redisDump, UTF_8)).as("every Redis key and value").contains("COMPLETED")
+                .doesNotContain(secret, key, user, "application/json", "/cards/");
+        assertThat(Hex.encode(redisDump)).doesNotContain(hex(secret));
+        assertThat(CardServlet.runs(key)).isEqualTo(1);
     }
 
     @Test
