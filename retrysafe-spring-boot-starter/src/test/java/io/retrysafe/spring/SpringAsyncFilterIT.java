@@ -35,6 +35,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.http.ResponseEntity;
+import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.web.bind.annotation.PostMapping;
@@ -60,7 +61,10 @@ import org.springframework.web.servlet.mvc.method.annotation.StreamingResponseBo
                 "retrysafe.http.routes[0].method=POST",
                 "retrysafe.http.routes[0].pattern=/async/**",
                 "retrysafe.store.initialize-schema=true",
+                // The database server is shared: a few connections are plenty, and they go with the class.
+                "spring.datasource.hikari.maximum-pool-size=4",
         })
+@DirtiesContext
 class SpringAsyncFilterIT {
     static final String RECORDS = "rs_async_records_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
     private static final String REPLAYED = RetrySafeFilter.REPLAYED_HEADER;
