@@ -1,6 +1,7 @@
 package io.retrysafe.spring;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import io.retrysafe.servlet.HttpIdempotency;
 import io.retrysafe.servlet.RetrySafeFilter;
@@ -22,9 +23,12 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -87,6 +91,8 @@ class SpringAsyncFilterIT {
     /** How often each handler ran, by route. */
     static class Runs {
         final Map<String, AtomicInteger> byRoute = new ConcurrentHashMap<>();
+        /** Completes the request held open on /async/held. */
+        final AtomicReference<Runnable> held = new AtomicReference<>();
 
         int run(String route) {
             return byRoute.computeIfAbsent(route, r -> new AtomicInteger()).incrementAndGet();
@@ -147,6 +153,14 @@ class SpringAsyncFilterIT {
         CompletableFuture<ResponseEntity<String>> unavailable(@RequestBody String body) {
             return CompletableFuture.supplyAsync(() -> ResponseEntity.status(503).body("run " + runs.run("unavailable")),
                     work);
+        }
+
+        /** Completed by the test, through {@link Runs#held}. */
+        @PostMapping("/async/held")
+        DeferredResult<ResponseEntity<String>> held(@RequestBody String body) {
+            DeferredResult<ResponseEntity<String>> result = new DeferredResult<>(30_000L);
+            runs.held.set(() -> result.setResult(created("held", body)));
+            return result;
         }
 
         /** Never completed: the container's async time-out ends it. */
@@ -220,6 +234,25 @@ class SpringAsyncFilterIT {
         assertThat(runs.of(route) - before).as("the handler ran once").isEqualTo(1);
     }
 
+    @Test
+    void theKeyIsHeldWhileTheAsynchronousWorkRunsAndItsAnswerIsReplayedAfter() throws Exception {
+        runs.held.set(null);
+        CompletableFuture<HttpResponse<String>> first = http.sendAsync(request("held", "{}"), BodyHandlers.ofString());
+        await().atMost(Duration.ofSeconds(20)).until(() -> runs.held.get() != null);
+
+        HttpResponse<String> duplicate = post("held", "{}");
+        runs.held.get().run();
+        HttpResponse<String> answered = first.get(30, TimeUnit.SECONDS);
+        HttpResponse<String> retry = post("held", "{}");
+
+        assertThat(duplicate.statusCode()).isEqualTo(409);
+        assertThat(duplicate.body()).contains("\"type\":\"/problems/request-in-progress\"");
+        assertThat(duplicate.headers().firstValue("Retry-After")).isPresent();
+        assertThat(answered.statusCode()).isEqualTo(201);
+        assertThat(retry.body()).isEqualTo(answered.body());
+        assertThat(retry.headers().firstValue(REPLAYED)).hasValue("true");
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"failing", "unavailable", "timeout"})
     void asynchronousFailureReleasesTheKeyAndTheRetryRunsAgain(String route) throws Exception {
@@ -254,9 +287,13 @@ class SpringAsyncFilterIT {
     }
 
     private HttpResponse<String> post(String route, String json) throws IOException, InterruptedException {
-        return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/async/" + route))
+        return http.send(request(route, json), BodyHandlers.ofString());
+    }
+
+    private HttpRequest request(String route, String json) {
+        return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/async/" + route))
                 .header(HttpIdempotency.HEADER, key).header("X-User", "alice").header("Content-Type", "application/json")
-                .timeout(Duration.ofSeconds(30)).POST(BodyPublishers.ofString(json)).build(), BodyHandlers.ofString());
+                .timeout(Duration.ofSeconds(30)).POST(BodyPublishers.ofString(json)).build();
     }
 
     /** The key's record status, or "ABSENT". */
