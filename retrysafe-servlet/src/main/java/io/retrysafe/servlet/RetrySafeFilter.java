@@ -44,7 +44,10 @@ import java.util.function.Supplier;
  * <li>body over the fingerprint bound → {@code 413}; body ending before its declared length, or a form body
  *     the container cannot parse → {@code 400};
  * <li>no caller to scope the key to → {@code 401};
- * <li>first request → runs; its response is held back until its outcome is durable, then sent;
+ * <li>first request → runs; its response is held back until its outcome is durable, then sent (a body over
+ *     {@code maxResponseBytes} is sent as it is written, and stored without its body);
+ * <li>an asynchronous handler → the same, when its cycle's last {@code ASYNC} dispatch ends (standalone mode;
+ *     refused with {@code 500} where the executor's transaction cannot outlive the request thread);
  * <li>retry → the stored response, with {@code Idempotent-Replayed: true};
  * <li>retry while the first is in flight → {@code 409} + {@code Retry-After};
  * <li>same key, another request → {@code 422}; store unreachable → {@code 503} + {@code Retry-After};
