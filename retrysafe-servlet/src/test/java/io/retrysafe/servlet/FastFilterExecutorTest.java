@@ -17,6 +17,8 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -94,6 +96,20 @@ class FastFilterExecutorTest {
             calls.incrementAndGet();
             return delegate.execute(request, key, fingerprint, policy, handler);
         }
+
+        @Override
+        public CompletionStage<Outcome<StoredResponse>> executeAsync(
+                jakarta.servlet.http.HttpServletRequest request, IdempotencyKey key, Fingerprint fingerprint,
+                OperationPolicy policy,
+                io.retrysafe.Operation<? extends CompletionStage<StoredResponse>> handler) {
+            calls.incrementAndGet();
+            return delegate.executeAsync(request, key, fingerprint, policy, handler);
+        }
+
+        @Override
+        public boolean isAsyncSupported() {
+            return delegate.isAsyncSupported();
+        }
     }
 
     private final InMemoryIdempotencyStore store = new InMemoryIdempotencyStore();
@@ -130,6 +146,35 @@ class FastFilterExecutorTest {
         assertThat(entry.response()).isEqualTo(CREATED).isEqualTo(store.inspect(key).orElseThrow().response().orElseThrow());
         assertThat(entry.ttl()).as("retention 10 min, 4 s of it gone while the record was written")
                 .isEqualTo(Duration.ofMinutes(10).minusSeconds(4));
+    }
+
+    @Test
+    void anAsynchronousAnswerIsPublishedWhenItCompletesAndTheMarkerHoldsTheKeyTill() {
+        CompletableFuture<StoredResponse> later = new CompletableFuture<>();
+
+        CompletableFuture<Outcome<StoredResponse>> outcome = executor
+                .executeAsync(null, key, FINGERPRINT, null, attempt -> later).toCompletableFuture();
+
+        assertThat(executor.isAsyncSupported()).isTrue();
+        assertThat(outcome).isNotDone();
+        assertThat(fastPath.entries.get(key).marker()).as("in flight while the work runs").isTrue();
+        later.complete(CREATED);
+        assertThat(outcome.join()).isInstanceOf(Outcome.Executed.class);
+        assertThat(fastPath.calls).containsExactly("lookup", "markInFlight", "publish");
+        assertThat(fastPath.entries.get(key).response()).isEqualTo(CREATED);
+    }
+
+    @Test
+    void aFailedAsynchronousAnswerClearsTheMarker() {
+        CompletableFuture<StoredResponse> later = new CompletableFuture<>();
+        CompletableFuture<Outcome<StoredResponse>> outcome = executor
+                .executeAsync(null, key, FINGERPRINT, null, attempt -> later).toCompletableFuture();
+
+        later.completeExceptionally(new IllegalStateException("the work failed"));
+
+        assertThat(outcome).isCompletedExceptionally();
+        assertThat(fastPath.calls).containsExactly("lookup", "markInFlight", "clear");
+        assertThat(fastPath.entries).doesNotContainKey(key);
     }
 
     @Test
