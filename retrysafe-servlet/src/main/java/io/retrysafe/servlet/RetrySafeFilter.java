@@ -24,6 +24,8 @@ import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.System.Logger.Level;
+import java.nio.charset.Charset;
+import java.nio.charset.IllegalCharsetNameException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Collections;
@@ -309,6 +311,12 @@ public final class RetrySafeFilter implements Filter {
             // The container parses form bodies itself from the stream: fingerprint the parsed form
             // (sorted) and leave the stream to it, so getParameter() keeps working for the handler.
             // A chunked body declares no length: bound it by what it provably held.
+            if (!isSupportedCharset(request.getCharacterEncoding())) {
+                // The container skips a form body whose charset it cannot decode, and the handler would run
+                // on a body nobody read: neither fingerprinted nor known to be whole.
+                return FingerprintedRequest.refused(Problem.MALFORMED_FORM, "the form body's charset is not one "
+                        + "this server can decode");
+            }
             Map<String, String[]> form;
             try {
                 form = request.getParameterMap();
@@ -357,6 +365,18 @@ public final class RetrySafeFilter implements Filter {
                     fingerprinter.fingerprint(request.getMethod(), target, contentType, body), null, null);
         } catch (MalformedJsonException e) {
             return FingerprintedRequest.refused(Problem.MALFORMED_JSON, e.getMessage());
+        }
+    }
+
+    /** No declared charset is the container's default; a declared one must be known to this JVM. */
+    private static boolean isSupportedCharset(String charset) {
+        if (charset == null) {
+            return true;
+        }
+        try {
+            return Charset.isSupported(charset);
+        } catch (IllegalCharsetNameException e) {
+            return false;
         }
     }
 

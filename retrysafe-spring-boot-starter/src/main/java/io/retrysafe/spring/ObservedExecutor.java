@@ -9,6 +9,10 @@ import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.servlet.IdempotentExecutor;
 import jakarta.servlet.http.HttpServletRequest;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 
 /** The filter's executor, each request observed ({@link RetrySafeObservations}) from its claim to its durable outcome. */
 final class ObservedExecutor implements IdempotentExecutor {
@@ -20,6 +24,59 @@ final class ObservedExecutor implements IdempotentExecutor {
     ObservedExecutor(IdempotentExecutor executor, RetrySafeObservations observations) {
         this.executor = executor;
         this.observations = observations;
+    }
+
+    @Override
+    public boolean isAsyncSupported() {
+        return executor.isAsyncSupported();
+    }
+
+    /** An asynchronous handler's observation ends when its outcome is durable, on the thread that completes it. */
+    @Override
+    public CompletionStage<Outcome<StoredResponse>> executeAsync(HttpServletRequest request, IdempotencyKey key,
+            Fingerprint fingerprint, OperationPolicy policy, Operation<? extends CompletionStage<StoredResponse>> handler) {
+        RetrySafeObservations.Observed observed = observations.start(KIND, KIND + " " + request.getMethod(), true);
+        observed.key(key);
+        CompletableFuture<Outcome<StoredResponse>> outcome;
+        try {
+            outcome = executor.executeAsync(request, key, fingerprint, policy, handler).toCompletableFuture();
+        } catch (RuntimeException | Error e) {
+            observed.error(e);
+            observed.close();
+            throw e;
+        }
+        if (outcome.isDone()) {
+            Throwable failure = outcome.isCompletedExceptionally() ? failure(outcome) : null;
+            end(observed, failure == null ? outcome.join() : null, failure);
+            return outcome;
+        }
+        observed.leaveThread();
+        return outcome.whenComplete((done, failure) -> end(observed, done, failure));
+    }
+
+    private static void end(RetrySafeObservations.Observed observed, Outcome<StoredResponse> outcome, Throwable failure) {
+        try {
+            Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+                    ? failure.getCause() : failure;
+            if (cause instanceof StoreUnavailableException) {
+                observed.outcome(RetrySafeObservations.STORE_UNAVAILABLE);
+            } else if (cause != null) {
+                observed.error(cause);
+            } else {
+                observed.outcome(outcome);
+            }
+        } finally {
+            observed.close();
+        }
+    }
+
+    private static Throwable failure(CompletableFuture<?> failed) {
+        try {
+            failed.join();
+            return null;
+        } catch (CompletionException | CancellationException e) {
+            return e;
+        }
     }
 
     @Override

@@ -74,7 +74,10 @@ class RetrySafeObservations {
         return new Observed();
     }
 
-    /** One observed call. Not thread-safe: used by the thread that runs the call. */
+    /**
+     * One observed call. Not thread-safe: used by the thread that runs the call, or, for an asynchronous
+     * call, by the request thread until {@link #leaveThread} and then by the thread that completes it.
+     */
     static class Observed implements AutoCloseable {
         private boolean mdcSet;
         private String mdcBefore;
@@ -98,12 +101,20 @@ class RetrySafeObservations {
         void error(Throwable error) {
         }
 
-        @Override
-        public void close() {
+        /**
+         * The call goes on on another thread (an asynchronous handler): this thread's MDC and current
+         * observation are restored now; {@link #close} ends the observation where the call ends.
+         */
+        void leaveThread() {
             if (mdcSet) {
                 Mdc.restore(mdcBefore);
                 mdcSet = false;
             }
+        }
+
+        @Override
+        public void close() {
+            leaveThread();
         }
     }
 
@@ -147,8 +158,8 @@ class RetrySafeObservations {
 
     private static final class ObservedByMicrometer extends Observed {
         private final Observation observation;
-        /** Null when not made current. */
-        private final Observation.Scope scope;
+        /** Null when not made current, or once the call left the thread that made it current. */
+        private Observation.Scope scope;
         private String outcome;
 
         ObservedByMicrometer(Observation observation, Observation.Scope scope) {
@@ -177,11 +188,21 @@ class RetrySafeObservations {
         }
 
         @Override
+        void leaveThread() {
+            if (scope != null) {
+                scope.close();
+                scope = null;
+            }
+            super.leaveThread();
+        }
+
+        @Override
         public void close() {
             try {
                 observation.lowCardinalityKeyValue(OUTCOME, outcome == null ? ERROR : outcome);
                 if (scope != null) {
                     scope.close();
+                    scope = null;
                 }
                 observation.stop();
             } finally {

@@ -110,7 +110,7 @@ class AtRestFilterIT {
         /** Static: the bean is a proxy, whose own fields are not the target's. */
         static final AtomicInteger RUNS = new AtomicInteger();
 
-        @Idempotent(key = "#ref")
+        @Idempotent(key = "#ref", scope = Idempotent.Scope.SHARED)
         public String open(String ref) {
             RUNS.incrementAndGet();
             return "vault-secret-" + UUID.randomUUID();

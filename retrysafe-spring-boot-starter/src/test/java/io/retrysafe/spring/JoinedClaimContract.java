@@ -59,7 +59,7 @@ abstract class JoinedClaimContract {
             this.hold = hold;
         }
 
-        @Idempotent(key = "#transferId")
+        @Idempotent(key = "#transferId", scope = Idempotent.Scope.SHARED)
         public String transfer(String transferId) {
             jdbc.update("INSERT INTO " + AUDIT + " (note) VALUES (?)", "transfer " + transferId);
             hold.whileRunning.get().run();

@@ -10,8 +10,10 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
@@ -31,6 +33,9 @@ class QuickstartIT {
 
     @LocalServerPort
     int port;
+
+    @Autowired
+    JdbcTemplate jdbc;
 
     private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
@@ -72,6 +77,14 @@ class QuickstartIT {
         HttpResponse<String> response = pay("acme", null, "{\"account\":\"A-1\",\"amountCents\":1250}");
 
         assertThat(response.statusCode()).isEqualTo(400);
+    }
+
+    @Test
+    void theRecordsTableIsTheShippedMigrations() {
+        // Flyway ran RetrySafe's migration from the location application.yml adds: no initialize-schema.
+        assertThat(jdbc.queryForObject("SELECT count(*) FROM flyway_schema_history WHERE script = ? AND success",
+                Integer.class, "R__retrysafe_record.sql")).isPositive();
+        assertThat(jdbc.queryForObject("SELECT to_regclass('retrysafe_record') IS NOT NULL", Boolean.class)).isTrue();
     }
 
     /** The README's curl call; {@code key} null sends none. */
