@@ -21,6 +21,15 @@ public final class BootLine {
     public static final Class<?> JACKSON = JacksonAutoConfiguration.class;
     public static final Class<?> KAFKA = KafkaAutoConfiguration.class;
     public static final Class<?> HEALTH_INDICATOR = HealthIndicator.class;
+    /**
+     * Boot's own tracing, in spring-boot-micrometer-tracing* on this line (not on these tests' class path; an
+     * absent name is ignored): its tracer, and the tracing handler it adds to every {@code ObservationRegistry}
+     * bean. That handler shares each observation's span slot with a test's own tracing handler and ends its span
+     * in place of the test's, so the test's spans never end. For {@code spring.autoconfigure.exclude}.
+     */
+    public static final String TRACING =
+            "org.springframework.boot.micrometer.tracing.autoconfigure.MicrometerTracingAutoConfiguration,"
+            + "org.springframework.boot.micrometer.tracing.opentelemetry.autoconfigure.OpenTelemetryTracingAutoConfiguration";
 
     private static final JsonMapper MAPPER = JsonMapper.builder().build();
 
@@ -41,6 +50,14 @@ public final class BootLine {
     /** {@code value} as the actuator writes it. */
     public static String jsonText(Object value) {
         return MAPPER.writeValueAsString(value);
+    }
+
+    /**
+     * The span's name a tracing handler gives an observation of {@code contextualName}: Micrometer Tracing 1.6,
+     * this line's, keeps it as it is.
+     */
+    public static String spanName(String contextualName) {
+        return contextualName;
     }
 
     /** A health indicator's status code ({@code UP}, ...) and details. */

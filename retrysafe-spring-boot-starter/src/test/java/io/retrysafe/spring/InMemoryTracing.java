@@ -16,12 +16,16 @@ import java.util.List;
 
 /**
  * Micrometer Observation bridged to an OpenTelemetry SDK that keeps every finished span in memory, as an
- * application's tracing would be set up, minus the export.
+ * application's tracing would be set up, minus the export. A test that makes {@link #registry()} its
+ * {@code ObservationRegistry} bean sets {@link #WITHOUT_BOOTS_TRACING}: Boot's tracing, where the class path has
+ * it, would add its own tracing handler to that registry.
  */
 public final class InMemoryTracing {
     public static final AttributeKey<String> KIND = AttributeKey.stringKey(RetrySafeObservations.KIND);
     public static final AttributeKey<String> OUTCOME = AttributeKey.stringKey(RetrySafeObservations.OUTCOME);
     public static final AttributeKey<String> DIGEST = AttributeKey.stringKey(RetrySafeObservations.KEY_DIGEST);
+    /** A property for {@code @SpringBootTest}: Boot's own tracing auto-configuration stays out. */
+    public static final String WITHOUT_BOOTS_TRACING = "spring.autoconfigure.exclude=" + BootLine.TRACING;
 
     private final InMemorySpanExporter spans = InMemorySpanExporter.create();
     private final ObservationRegistry registry = ObservationRegistry.create();

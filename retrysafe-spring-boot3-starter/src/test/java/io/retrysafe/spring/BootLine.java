@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.json.JsonMapper;
+import io.micrometer.tracing.internal.SpanNameUtil;
 import java.util.Map;
 import org.springframework.boot.actuate.health.Health;
 import org.springframework.boot.actuate.health.HealthIndicator;
@@ -23,6 +24,15 @@ public final class BootLine {
     public static final Class<?> JACKSON = JacksonAutoConfiguration.class;
     public static final Class<?> KAFKA = KafkaAutoConfiguration.class;
     public static final Class<?> HEALTH_INDICATOR = HealthIndicator.class;
+    /**
+     * Boot's own tracing, in the actuator on this line, so on these tests' class path: its tracer, and the
+     * tracing handler it adds to every {@code ObservationRegistry} bean. That handler shares each
+     * observation's span slot with a test's own tracing handler and ends its span in place of the test's, so
+     * the test's spans never end. For {@code spring.autoconfigure.exclude}.
+     */
+    public static final String TRACING =
+            "org.springframework.boot.actuate.autoconfigure.tracing.MicrometerTracingAutoConfiguration,"
+            + "org.springframework.boot.actuate.autoconfigure.tracing.OpenTelemetryTracingAutoConfiguration";
 
     private static final JsonMapper MAPPER = JsonMapper.builder().findAndAddModules()
             .disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS)
@@ -52,6 +62,15 @@ public final class BootLine {
         } catch (JsonProcessingException e) {
             throw new IllegalStateException(e);
         }
+    }
+
+    /**
+     * The span's name a tracing handler gives an observation of {@code contextualName}: Micrometer Tracing 1.5,
+     * this line's, writes it in lower hyphen case and cuts it to 50 characters ({@code http POST} becomes
+     * {@code http -p-o-s-t}).
+     */
+    public static String spanName(String contextualName) {
+        return SpanNameUtil.toLowerHyphen(contextualName);
     }
 
     /** A health indicator's status code ({@code UP}, ...) and details. */

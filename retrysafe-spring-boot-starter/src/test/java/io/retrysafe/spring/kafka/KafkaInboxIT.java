@@ -9,6 +9,7 @@ import io.opentelemetry.sdk.trace.data.SpanData;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.InvalidKeyException;
 import io.retrysafe.kafka.IdempotentRecordProcessor;
+import io.retrysafe.spring.BootLine;
 import io.retrysafe.spring.InMemoryTracing;
 import io.retrysafe.testservices.KafkaBroker;
 import io.retrysafe.testservices.TestDatabases;
@@ -45,7 +46,7 @@ import org.springframework.test.context.DynamicPropertySource;
  * table holds, how often the listener ran, what reached the dead-letter topic, the meters.
  */
 @SpringBootTest(classes = {KafkaInboxTestApp.class, KafkaInboxIT.Tracing.class},
-        webEnvironment = SpringBootTest.WebEnvironment.NONE)
+        webEnvironment = SpringBootTest.WebEnvironment.NONE, properties = InMemoryTracing.WITHOUT_BOOTS_TRACING)
 class KafkaInboxIT {
     @RegisterExtension
     static final KafkaBroker KAFKA = new KafkaBroker();
@@ -141,7 +142,7 @@ class KafkaInboxIT {
         String id = "msg-" + SUFFIX + "-0";
         String digest = IdempotencyKey.of(IdempotentRecordProcessor.SCOPE_PREFIX + GROUP + ":" + ORDERS, id).digest();
         await().atMost(BOUND).until(() -> spansOf(digest).size() == 2);
-        assertThat(spansOf(digest)).extracting(SpanData::getName).containsOnly("kafka " + ORDERS);
+        assertThat(spansOf(digest)).extracting(SpanData::getName).containsOnly(BootLine.spanName("kafka " + ORDERS));
         assertThat(spansOf(digest)).extracting(span -> span.getAttributes().get(InMemoryTracing.KIND))
                 .containsOnly("kafka");
         assertThat(spansOf(digest)).extracting(span -> span.getAttributes().get(InMemoryTracing.OUTCOME))
