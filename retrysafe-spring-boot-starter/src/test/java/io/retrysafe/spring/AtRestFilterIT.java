@@ -36,6 +36,7 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.http.ResponseEntity;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.web.bind.annotation.PostMapping;
@@ -60,6 +61,8 @@ import org.springframework.web.bind.annotation.RestController;
                 "retrysafe.fast-filter.timeout=2s",
                 "retrysafe.at-rest.current-key=2026-11",
         })
+// Its pool is closed with the context after the class: the database server's connections are shared.
+@DirtiesContext
 class AtRestFilterIT {
     private static final String SUFFIX = UUID.randomUUID().toString().replace("-", "").substring(0, 12);
     static final String RECORDS = "rs_at_rest_records_" + SUFFIX;

@@ -34,6 +34,7 @@ import org.springframework.http.MediaType;
 import org.springframework.http.ProblemDetail;
 import org.springframework.http.ResponseEntity;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.transaction.annotation.Transactional;
@@ -50,6 +51,8 @@ import org.springframework.web.bind.annotation.RestController;
  */
 @SpringBootTest(classes = IdempotentMethodCallerIT.App.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
         properties = "retrysafe.store.initialize-schema=true")
+// Its pool is closed with the context after the class: the database server's connections are shared.
+@DirtiesContext
 class IdempotentMethodCallerIT {
     private static final String SUFFIX = UUID.randomUUID().toString().replace("-", "").substring(0, 12);
     static final String RECORDS = "rs_caller_records_" + SUFFIX;

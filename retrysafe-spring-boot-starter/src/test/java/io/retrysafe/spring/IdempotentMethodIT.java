@@ -35,6 +35,7 @@ import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.transaction.PlatformTransactionManager;
@@ -48,6 +49,8 @@ import org.springframework.transaction.support.TransactionTemplate;
  * what the caller gets back, how often the method body ran, and which rows exist afterwards.
  */
 @SpringBootTest(classes = IdempotentMethodIT.App.class, webEnvironment = SpringBootTest.WebEnvironment.NONE)
+// Its pool is closed with the context after the class: the database server's connections are shared.
+@DirtiesContext
 class IdempotentMethodIT {
     private static final String SUFFIX = UUID.randomUUID().toString().replace("-", "").substring(0, 12);
     /** The application's own table. No unique constraint on purpose: a second run shows as a second row. */

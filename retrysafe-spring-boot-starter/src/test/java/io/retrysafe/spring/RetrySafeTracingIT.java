@@ -28,6 +28,7 @@ import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.web.bind.annotation.PostMapping;
@@ -49,6 +50,8 @@ import org.springframework.web.bind.annotation.RestController;
                 "retrysafe.store.initialize-schema=true",
                 InMemoryTracing.WITHOUT_BOOTS_TRACING,
         })
+// Its pool is closed with the context after the class: the database server's connections are shared.
+@DirtiesContext
 class RetrySafeTracingIT {
     private static final String SUFFIX = UUID.randomUUID().toString().replace("-", "").substring(0, 12);
     static final String RECORDS = "rs_tracing_records_" + SUFFIX;

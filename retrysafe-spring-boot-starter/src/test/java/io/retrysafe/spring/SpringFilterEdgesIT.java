@@ -35,6 +35,7 @@ import org.springframework.context.annotation.Import;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.security.config.annotation.web.builders.HttpSecurity;
 import org.springframework.security.web.SecurityFilterChain;
+import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.web.bind.annotation.PathVariable;
@@ -63,6 +64,8 @@ import org.springframework.web.multipart.MultipartFile;
                 "retrysafe.store.initialize-schema=true",
         })
 @Tag("spring-security")
+// Its pool is closed with the context after the class: the database server's connections are shared.
+@DirtiesContext
 class SpringFilterEdgesIT {
     private static final String SUFFIX = UUID.randomUUID().toString().replace("-", "").substring(0, 12);
     static final String RECORDS = "rs_refusals_records_" + SUFFIX;

@@ -40,6 +40,7 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.http.ResponseEntity;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.web.bind.annotation.PostMapping;
@@ -63,6 +64,8 @@ import org.springframework.web.bind.annotation.RestController;
                 "retrysafe.store.lock-timeout=30s",
                 "spring.datasource.hikari.maximum-pool-size=24",
         })
+// Its pool is closed with the context after the class: the database server's connections are shared.
+@DirtiesContext
 class SpringKeyLastFilterIT {
     private static final String SUFFIX = UUID.randomUUID().toString().replace("-", "").substring(0, 12);
     static final String THINGS = "rs_key_last_things_" + SUFFIX;

@@ -43,6 +43,7 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.http.ResponseEntity;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.web.bind.annotation.PostMapping;
@@ -69,6 +70,8 @@ import org.springframework.web.bind.annotation.RestController;
                 // The in-flight test holds a duplicate on the key until it is seen waiting.
                 "retrysafe.store.lock-timeout=30s",
         })
+// Its pool is closed with the context after the class: the database server's connections are shared.
+@DirtiesContext
 class SpringTransactionalFilterIT {
     private static final String SUFFIX = UUID.randomUUID().toString().replace("-", "").substring(0, 12);
     static final String THINGS = "rs_filter_things_" + SUFFIX;

@@ -37,6 +37,7 @@ import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
@@ -47,6 +48,8 @@ import org.springframework.test.context.DynamicPropertySource;
  */
 @SpringBootTest(classes = {KafkaInboxTestApp.class, KafkaInboxIT.Tracing.class},
         webEnvironment = SpringBootTest.WebEnvironment.NONE, properties = InMemoryTracing.WITHOUT_BOOTS_TRACING)
+// Its pool is closed with the context after the class: the database server's connections are shared.
+@DirtiesContext
 class KafkaInboxIT {
     @RegisterExtension
     static final KafkaBroker KAFKA = new KafkaBroker();
