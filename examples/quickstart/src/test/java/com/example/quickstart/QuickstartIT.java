@@ -5,10 +5,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.retrysafe.testservices.TestDatabases;
 import java.io.IOException;
 import java.net.URI;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.UUID;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -24,11 +28,28 @@ import org.springframework.test.context.DynamicPropertySource;
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 class QuickstartIT {
 
+    /**
+     * A schema of this run's own: Flyway migrates only an empty schema (or one it already manages), and
+     * the test database is shared with other tests' tables.
+     */
+    static final String SCHEMA = "quickstart_" + Long.toHexString(System.nanoTime());
+
     @DynamicPropertySource
     static void database(DynamicPropertyRegistry registry) {
-        registry.add("spring.datasource.url", TestDatabases::postgresJdbcUrl);
+        registry.add("spring.datasource.url", () -> {
+            String url = TestDatabases.postgresJdbcUrl();
+            return url + (url.contains("?") ? "&" : "?") + "currentSchema=" + SCHEMA;
+        });
         registry.add("spring.datasource.username", TestDatabases::postgresUser);
         registry.add("spring.datasource.password", TestDatabases::postgresPassword);
+        registry.add("spring.flyway.schemas", () -> SCHEMA);
+    }
+
+    @AfterAll
+    static void dropSchema() throws SQLException {
+        try (Connection c = TestDatabases.postgres().getConnection(); Statement s = c.createStatement()) {
+            s.execute("DROP SCHEMA IF EXISTS " + SCHEMA + " CASCADE");
+        }
     }
 
     @LocalServerPort
