@@ -9,8 +9,6 @@ import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.servlet.IdempotentExecutor;
 import jakarta.servlet.http.HttpServletRequest;
-import java.util.concurrent.CancellationException;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 
@@ -37,28 +35,41 @@ final class ObservedExecutor implements IdempotentExecutor {
             Fingerprint fingerprint, OperationPolicy policy, Operation<? extends CompletionStage<StoredResponse>> handler) {
         RetrySafeObservations.Observed observed = observations.start(KIND, KIND + " " + request.getMethod(), true);
         observed.key(key);
-        CompletableFuture<Outcome<StoredResponse>> outcome;
+        CompletionStage<Outcome<StoredResponse>> outcome;
         try {
-            outcome = executor.executeAsync(request, key, fingerprint, policy, handler).toCompletableFuture();
+            outcome = executor.executeAsync(request, key, fingerprint, policy, handler);
         } catch (RuntimeException | Error e) {
-            observed.error(e);
-            observed.close();
+            end(observed, null, e);
             throw e;
         }
-        if (outcome.isDone()) {
-            Throwable failure = outcome.isCompletedExceptionally() ? failure(outcome) : null;
-            end(observed, failure == null ? outcome.join() : null, failure);
-            return outcome;
-        }
+        // This thread keeps no trace of the call; the one that completes it (maybe this one, at once) ends it.
         observed.leaveThread();
         return outcome.whenComplete((done, failure) -> end(observed, done, failure));
     }
 
+    @Override
+    public Outcome<StoredResponse> execute(HttpServletRequest request, IdempotencyKey key, Fingerprint fingerprint,
+            OperationPolicy policy, Operation<StoredResponse> handler) {
+        RetrySafeObservations.Observed observed = observations.start(KIND, KIND + " " + request.getMethod(), true);
+        observed.key(key);
+        Outcome<StoredResponse> outcome;
+        try {
+            outcome = executor.execute(request, key, fingerprint, policy, handler);
+        } catch (RuntimeException | Error e) {
+            end(observed, null, e);
+            throw e;
+        }
+        end(observed, outcome, null);
+        return outcome;
+    }
+
+    /** Records how the call ended, {@code outcome} or {@code failure}, and ends its observation. */
     private static void end(RetrySafeObservations.Observed observed, Outcome<StoredResponse> outcome, Throwable failure) {
         try {
             Throwable cause = failure instanceof CompletionException && failure.getCause() != null
                     ? failure.getCause() : failure;
             if (cause instanceof StoreUnavailableException) {
+                // The handler ran, and its outcome did not become durable: answered 503.
                 observed.outcome(RetrySafeObservations.STORE_UNAVAILABLE);
             } else if (cause != null) {
                 observed.error(cause);
@@ -67,35 +78,6 @@ final class ObservedExecutor implements IdempotentExecutor {
             }
         } finally {
             observed.close();
-        }
-    }
-
-    private static Throwable failure(CompletableFuture<?> failed) {
-        try {
-            failed.join();
-            return null;
-        } catch (CompletionException | CancellationException e) {
-            return e;
-        }
-    }
-
-    @Override
-    public Outcome<StoredResponse> execute(HttpServletRequest request, IdempotencyKey key, Fingerprint fingerprint,
-            OperationPolicy policy, Operation<StoredResponse> handler) {
-        try (RetrySafeObservations.Observed observed = observations.start(KIND, KIND + " " + request.getMethod(), true)) {
-            observed.key(key);
-            try {
-                Outcome<StoredResponse> outcome = executor.execute(request, key, fingerprint, policy, handler);
-                observed.outcome(outcome);
-                return outcome;
-            } catch (StoreUnavailableException e) {
-                // The handler ran, and its outcome did not become durable: answered 503.
-                observed.outcome(RetrySafeObservations.STORE_UNAVAILABLE);
-                throw e;
-            } catch (RuntimeException | Error e) {
-                observed.error(e);
-                throw e;
-            }
         }
     }
 }

@@ -30,42 +30,38 @@ class MethodJsonConfiguration {
         return new MethodJson() {
             @Override
             public byte[] write(Object value) {
-                try {
-                    return json.writeValueAsBytes(value);
-                } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                }
+                return unchecked(() -> json.writeValueAsBytes(value));
             }
 
             @Override
             public Function<byte[], Object> reader(Type type) {
                 JavaType javaType = json.getTypeFactory().constructType(type);
-                return body -> {
-                    try {
-                        return json.readValue(body, javaType);
-                    } catch (IOException e) {
-                        throw new UncheckedIOException(e);
-                    }
-                };
+                return body -> unchecked(() -> json.readValue(body, javaType));
             }
 
             @Override
             public byte[] writeException(Throwable exception) {
-                try {
-                    return exceptions.writeValueAsBytes(exception);
-                } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                }
+                return unchecked(() -> exceptions.writeValueAsBytes(exception));
             }
 
             @Override
             public Throwable readException(byte[] body, Class<? extends Throwable> type) {
-                try {
-                    return exceptions.readValue(body, type);
-                } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                }
+                return unchecked(() -> exceptions.readValue(body, type));
             }
         };
+    }
+
+    /** Jackson 2 declares IOException; MethodJson's callers, like Jackson 3's, get it unchecked. */
+    private static <T> T unchecked(JsonCall<T> call) {
+        try {
+            return call.run();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    @FunctionalInterface
+    private interface JsonCall<T> {
+        T run() throws IOException;
     }
 }
