@@ -144,7 +144,8 @@ public final class RetrySafe {
     /**
      * Runs {@code operation} at most once per key. Refusals are returned as
      * values; an exception thrown by the operation releases the key and propagates (a checked one
-     * wrapped in {@link OperationFailedException}). On a store that writes the key last
+     * wrapped in {@link OperationFailedException}), except an {@link OutcomeUnknownException}: the operation
+     * does not know whether its effect happened, and the key stays in progress until its lease ends. On a store that writes the key last
      * ({@link ClaimResult.Unclaimed}), concurrent duplicates may each run it inside their
      * transactions, and all but the first to commit are rolled back and answered as replays.
      *
@@ -169,7 +170,7 @@ public final class RetrySafe {
                     try {
                         value = operation.run(attempt);
                     } catch (Throwable t) {
-                        releaseQuietly(key, claimed.token());
+                        releaseUnlessUnknown(key, claimed.token(), t);
                         throw propagate(t);
                     }
                     return record(key, claimed, attempt, codec, value);
@@ -219,13 +220,13 @@ public final class RetrySafe {
                     stage = Require.notNull(operation.run(attempt), "the operation's stage");
                 } catch (Throwable t) {
                     renewal.close();
-                    releaseQuietly(key, claimed.token());
+                    releaseUnlessUnknown(key, claimed.token(), t);
                     return CompletableFuture.failedFuture(propagate(t));
                 }
                 return stage.handle((value, failure) -> {
                     try (renewal) {
                         if (failure != null) {
-                            releaseQuietly(key, claimed.token());
+                            releaseUnlessUnknown(key, claimed.token(), unwrap(failure));
                             throw propagate(unwrap(failure));
                         }
                         return record(key, claimed, attempt, codec, value);
@@ -440,6 +441,21 @@ public final class RetrySafe {
                 : new StoreUnavailableException(store.name(), policy.retryAfter(),
                         "[" + name + "] idempotency store " + store.name() + " failed: " + e.getMessage(), e);
         return verdict.answer(new Outcome.StoreUnavailable<>(failure));
+    }
+
+    /**
+     * After the operation threw: releases the key so that a retry runs again, unless the operation said its own
+     * outcome is unknown ({@link OutcomeUnknownException}, such as a request sent to a remote service that never
+     * answered). Its effect may be happening still; the key stays in progress, its lease no longer renewed, so no
+     * retry runs it a second time before the lease ends.
+     */
+    private void releaseUnlessUnknown(IdempotencyKey key, OwnerToken token, Throwable failure) {
+        if (failure instanceof OutcomeUnknownException) {
+            LOG.log(Level.WARNING, () -> "[" + name + "] the operation for key " + key.digest() + " does not know its "
+                    + "outcome; the key stays in progress until its lease ends: " + failure.getMessage());
+            return;
+        }
+        releaseQuietly(key, token);
     }
 
     private void releaseQuietly(IdempotencyKey key, OwnerToken token) {

@@ -218,6 +218,26 @@ class RetrySafeTest {
         }
 
         @Test
+        void operationThatDoesNotKnowItsOutcomeLeavesTheKeyInProgressUntilItsLeaseEnds() {
+            RetrySafe retrySafe = engine(OperationPolicy.custom().leaseTtl(Duration.ofMillis(300)).build());
+            OutcomeUnknownException unknown = new OutcomeUnknownException("upstream", Duration.ofSeconds(1),
+                    "sent, and no answer came", null);
+
+            assertThatThrownBy(() -> retrySafe.execute(key, REQUEST, REPLY, attempt -> {
+                runs.incrementAndGet();
+                throw unknown;
+            })).isSameAs(unknown);
+
+            assertThat(memory.inspect(key).orElseThrow().status()).isEqualTo(RecordStatus.IN_PROGRESS);
+            assertThat(retrySafe.execute(key, REQUEST, REPLY, answering(new Reply(200, "must not run yet"))))
+                    .as("a retry while the lease lasts").isInstanceOf(Outcome.InProgress.class);
+            assertThat(runs).hasValue(1);
+            await().atMost(BOUND).until(() -> retrySafe.execute(key, REQUEST, REPLY,
+                    answering(new Reply(200, "after the lease"))) instanceof Outcome.Executed<Reply>);
+            assertThat(runs).as("runs once more, only after the lease ended").hasValue(2);
+        }
+
+        @Test
         void nullArgumentsAreRejectedByName() {
             RetrySafe retrySafe = engine();
             Operation<Reply> op = answering(new Reply(200, "ok"));
@@ -273,6 +293,21 @@ class RetrySafeTest {
                     .toCompletableFuture();
             assertThat(retry.join()).isInstanceOf(Outcome.Executed.class);
             assertThat(((Outcome.Executed<Reply>) retry.join()).value().body()).isEqualTo("attempt 2");
+        }
+
+        @Test
+        void stageFailingWithOutcomeUnknownLeavesTheKeyInProgress() {
+            CompletableFuture<Outcome<Reply>> first = startLater().toCompletableFuture();
+            OutcomeUnknownException unknown = new OutcomeUnknownException("upstream", Duration.ofSeconds(1),
+                    "sent, and no answer came", null);
+
+            later.completeExceptionally(unknown);
+
+            assertThatThrownBy(first::join).hasCause(unknown);
+            assertThat(memory.inspect(key).orElseThrow().status()).isEqualTo(RecordStatus.IN_PROGRESS);
+            assertThat(engine().execute(key, REQUEST, REPLY, answering(new Reply(200, "dup"))))
+                    .isInstanceOf(Outcome.InProgress.class);
+            assertThat(runs).hasValue(1);
         }
 
         @Test
