@@ -2,6 +2,7 @@ package io.retrysafe.servlet;
 
 import io.retrysafe.OperationPolicy;
 import io.retrysafe.internal.Require;
+import jakarta.servlet.http.HttpServletRequest;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
@@ -63,6 +64,11 @@ public final class IdempotentRoute {
     /** JSON Pointers of the members the fingerprint covers; empty for the whole body. */
     public List<String> jsonMembers() {
         return jsonMembers;
+    }
+
+    /** Whether this route protects the request: its method, and its path normalised as the filter matches it. */
+    public boolean matches(HttpServletRequest request) {
+        return matches(request.getMethod(), RequestPath.of(request));
     }
 
     boolean matches(String requestMethod, String path) {

@@ -26,7 +26,9 @@ public enum Problem {
     ASYNC_HANDLER_REFUSED(500, "async-handler-refused", "Asynchronous handler on a transactional route"),
     STREAMING_REFUSED(500, "streaming-refused", "Streaming response on an idempotent route"),
     STORE_UNAVAILABLE(503, "store-unavailable", "Idempotency store unavailable"),
-    OUTCOME_UNKNOWN(503, "outcome-unknown", "Outcome unknown");
+    OUTCOME_UNKNOWN(503, "outcome-unknown", "Outcome unknown"),
+    /** A proxy could not reach the service behind it: the request was not sent, and a retry may be. */
+    UPSTREAM_UNAVAILABLE(503, "upstream-unavailable", "Upstream service unavailable");
 
     /** Where the types live; relative so that a service can serve its own pages for them. */
     public static final String TYPE_BASE = "/problems/";

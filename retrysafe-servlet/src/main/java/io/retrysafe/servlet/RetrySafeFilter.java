@@ -70,6 +70,12 @@ public final class RetrySafeFilter implements Filter {
      * that knows beforehand whether the handler will go asynchronous or stream refuses it before it runs.
      */
     public static final String ASYNC_SUPPORTED_ATTRIBUTE = RetrySafeFilter.class.getName() + ".asyncSupported";
+    /**
+     * Set on a request the filter protects, before its handler runs: the {@link io.retrysafe.Attempt} running it
+     * (its number is 1 on the first run, and grows each time a retry runs the handler again after a released key or
+     * an expired lease). A handler that passes the request on (a proxy) can tell the next hop which attempt it is.
+     */
+    public static final String ATTEMPT_ATTRIBUTE = RetrySafeFilter.class.getName() + ".attempt";
 
     private static final System.Logger LOG = System.getLogger(RetrySafeFilter.class.getName());
     private static final Duration STORE_RETRY_AFTER = Duration.ofSeconds(1);
@@ -155,6 +161,7 @@ public final class RetrySafeFilter implements Filter {
         try {
             outcome = executor.executeAsync(request, key, fingerprinted.fingerprint, route.policy().orElse(null),
                     attempt -> {
+                        handlerRequest.setAttribute(ATTEMPT_ATTRIBUTE, attempt);
                         chain.doFilter(handlerRequest, capture);
                         if (request.isAsyncStarted()) {
                             return AsyncCapture.start(request, capture, stored).result();
@@ -205,10 +212,12 @@ public final class RetrySafeFilter implements Filter {
             Throwable failure) throws IOException, ServletException {
         if (failure instanceof OutcomeUnknownException e) {
             // Standalone: the handler ran and its effects are out, but its outcome could not be stored, also
-            // after the engine tried again. Neither its response nor a promise that it did not run.
+            // after the engine tried again; or the handler itself does not know its outcome (it passed the
+            // request on, and no answer came), and the key stays in progress until its lease ends. Neither a
+            // response nor a promise that it did not run.
             LOG.log(Level.WARNING, () -> "key " + key.digest() + ": outcome unknown, answering 503: " + e.getMessage());
             response.reset();
-            Problem.OUTCOME_UNKNOWN.send(response, "the request was processed, but its outcome could not be recorded: "
+            Problem.OUTCOME_UNKNOWN.send(response, "the request may have been processed, but its outcome is not known: "
                     + "it may have taken effect. A retry with the same key after Retry-After may process it again",
                     null, e.retryAfter() == null ? STORE_RETRY_AFTER : e.retryAfter());
         } else if (failure instanceof StoreUnavailableException e) {

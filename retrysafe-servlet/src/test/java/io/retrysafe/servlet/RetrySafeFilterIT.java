@@ -5,7 +5,9 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.retrysafe.Attempt;
 import io.retrysafe.InMemoryIdempotencyStore;
+import io.retrysafe.OutcomeUnknownException;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
@@ -422,6 +424,29 @@ class RetrySafeFilterIT {
         HttpResponse<byte[]> retry = send(post("/payments", ALICE, key, JSON, "{\"amount\":100}"));
         assertProblem(retry, 409, "/problems/request-in-progress");
         assertThat(runs(key)).isEqualTo(1);
+    }
+
+    @Test
+    void aHandlerThatDoesNotKnowItsOutcomeIsAnsweredOutcomeUnknownAndItsKeyStaysInProgress() throws Exception {
+        HttpResponse<byte[]> r = send(post("/payments?unknown", ALICE, key, JSON, "{\"amount\":100}"));
+
+        assertProblem(r, 503, "/problems/outcome-unknown");
+        assertThat(r.headers().firstValue("Retry-After")).hasValue("2");
+        assertThat(runs(key)).isEqualTo(1);
+
+        // Not released: the handler's effect may still be happening, so no retry runs it before the lease ends.
+        HttpResponse<byte[]> retry = send(post("/payments?unknown", ALICE, key, JSON, "{\"amount\":100}"));
+        assertProblem(retry, 409, "/problems/request-in-progress");
+        assertThat(runs(key)).isEqualTo(1);
+    }
+
+    @Test
+    void theHandlerIsToldWhichAttemptRunsIt() throws Exception {
+        HttpResponse<byte[]> first = send(post("/payments?attempt&status=503", ALICE, key, JSON, "{\"amount\":100}"));
+        HttpResponse<byte[]> second = send(post("/payments?attempt&status=503", ALICE, key, JSON, "{\"amount\":100}"));
+
+        assertThat(first.headers().firstValue("X-Attempt")).hasValue("1");
+        assertThat(second.headers().firstValue("X-Attempt")).as("after the 503 released the key").hasValue("2");
     }
 
     // ------------------------------------------------------------------ outcome policy
@@ -900,6 +925,14 @@ class RetrySafeFilterIT {
             int received = form ? -1 : req.getInputStream().readAllBytes().length;
             if (req.getParameter("fail") != null) {
                 throw new IllegalStateException("the handler failed on purpose");
+            }
+            if (req.getParameter("unknown") != null) {
+                // As a proxy whose request went out and no answer came back.
+                throw new OutcomeUnknownException("upstream", Duration.ofSeconds(2), "sent, and no answer came", null);
+            }
+            if (req.getParameter("attempt") != null) {
+                resp.setHeader("X-Attempt", Integer.toString(
+                        ((Attempt) req.getAttribute(RetrySafeFilter.ATTEMPT_ATTRIBUTE)).number()));
             }
             String block = req.getParameter("block");
             if (block != null) {
