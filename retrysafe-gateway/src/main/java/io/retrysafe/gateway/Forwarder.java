@@ -1,0 +1,203 @@
+package io.retrysafe.gateway;
+
+import io.retrysafe.Attempt;
+import io.retrysafe.OutcomeUnknownException;
+import io.retrysafe.servlet.HttpIdempotency;
+import io.retrysafe.servlet.Problem;
+import io.retrysafe.servlet.RetrySafeFilter;
+import jakarta.servlet.http.HttpServlet;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.lang.System.Logger.Level;
+import java.net.URI;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.Locale;
+import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.eclipse.jetty.client.BytesRequestContent;
+import org.eclipse.jetty.client.HttpClient;
+import org.eclipse.jetty.client.InputStreamRequestContent;
+import org.eclipse.jetty.client.InputStreamResponseListener;
+import org.eclipse.jetty.client.Request;
+import org.eclipse.jetty.client.Response;
+import org.eclipse.jetty.http.HttpField;
+
+/**
+ * Sends the request on to the upstream and writes its answer, blocking, through whatever response it is given
+ * (behind the filter: the filter's capturing response, so that the answer is held back until its outcome is
+ * recorded). Upstream faults are answers, told apart by whether the request left the gateway:
+ *
+ * <ul>
+ * <li>not sent (connection refused, connect timeout, unknown host): {@code 503} {@code /problems/upstream-unavailable}
+ *     with {@code Retry-After}; a 5xx releases the key, so a retry is sent;
+ * <li>sent, and no answer (or an answer cut short): {@link OutcomeUnknownException}; the key stays in progress until
+ *     its lease ends, and the filter answers {@code 503} {@code /problems/outcome-unknown};
+ * <li>an answer, 5xx included: passed through as it is.
+ * </ul>
+ */
+final class Forwarder extends HttpServlet {
+    private static final long serialVersionUID = 1L;
+    /** The attempt of the key this request runs under, as the upstream sees it (1, then 2 after a released key...). */
+    static final String ATTEMPT_HEADER = "Idempotency-Attempt";
+    private static final System.Logger LOG = System.getLogger(Forwarder.class.getName());
+    /** Connection-level headers (RFC 9110, 7.6.1), never forwarded either way. */
+    private static final Set<String> HOP_BY_HOP = Set.of("connection", "keep-alive", "proxy-connection",
+            "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "host",
+            "content-length", "expect", "http2-settings");
+
+    private final transient HttpClient client;
+    private final transient Routes routes;
+    private final Duration retryAfter;
+
+    Forwarder(HttpClient client, Routes routes, Duration retryAfter) {
+        this.client = client;
+        this.routes = routes;
+        this.retryAfter = retryAfter;
+    }
+
+    @Override
+    protected void service(HttpServletRequest request, HttpServletResponse response) throws IOException {
+        Routes.Target target = routes.target(request);
+        if (target == null) {
+            response.sendError(HttpServletResponse.SC_NOT_FOUND);
+            return;
+        }
+        Attempt attempt = (Attempt) request.getAttribute(RetrySafeFilter.ATTEMPT_ATTRIBUTE);
+        Request upstream = client.newRequest(uri(target.upstream(), request)).method(request.getMethod())
+                .idleTimeout(target.responseTimeout().toMillis(), TimeUnit.MILLISECONDS);
+        upstream.headers(h -> {
+            for (String name : Collections.list(request.getHeaderNames())) {
+                if (!HOP_BY_HOP.contains(name.toLowerCase(Locale.ROOT)) && !name.equalsIgnoreCase(ATTEMPT_HEADER)) {
+                    for (String value : Collections.list(request.getHeaders(name))) {
+                        h.add(name, value);
+                    }
+                }
+            }
+            String client = request.getRemoteAddr();
+            String forwarded = request.getHeader("X-Forwarded-For");
+            h.put("X-Forwarded-For", forwarded == null ? client : forwarded + ", " + client);
+            h.put("X-Forwarded-Proto", request.getScheme());
+            if (request.getHeader("Host") != null) {
+                h.put("X-Forwarded-Host", request.getHeader("Host"));
+            }
+            if (attempt != null) {
+                h.put(ATTEMPT_HEADER, Integer.toString(attempt.number()));
+            }
+        });
+        body(request, upstream, attempt != null);
+        AtomicBoolean sent = new AtomicBoolean();
+        upstream.onRequestCommit(r -> sent.set(true));
+        InputStreamResponseListener listener = new InputStreamResponseListener();
+        upstream.send(listener);
+        Response answer;
+        try {
+            answer = listener.get(target.responseTimeout().toMillis(), TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            upstream.abort(e);
+            answer = null;
+            failed(request, response, target, sent.get(), "no answer within " + target.responseTimeout(), e);
+        } catch (ExecutionException e) {
+            answer = null;
+            failed(request, response, target, sent.get(), String.valueOf(e.getCause()), e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            upstream.abort(e);
+            answer = null;
+            failed(request, response, target, sent.get(), "interrupted while waiting for the answer", e);
+        }
+        if (answer != null) {
+            copy(answer, listener, response, target);
+        }
+    }
+
+    private static URI uri(URI base, HttpServletRequest request) {
+        String prefix = base.getRawPath() == null ? "" : base.getRawPath().replaceAll("/+$", "");
+        String query = request.getQueryString();
+        return URI.create(base.getScheme() + "://" + base.getRawAuthority() + prefix + request.getRequestURI()
+                + (query == null ? "" : "?" + query));
+    }
+
+    /**
+     * A protected request's body was read and bounded by the filter: sent with its length. Another is streamed,
+     * with its length when it declared one.
+     */
+    private static void body(HttpServletRequest request, Request upstream, boolean buffered) throws IOException {
+        long length = request.getContentLengthLong();
+        boolean chunked = request.getHeader("Transfer-Encoding") != null;
+        if (length <= 0 && !chunked && !buffered) {
+            return;
+        }
+        String type = request.getContentType();
+        if (buffered || (length > 0 && length <= HttpIdempotency.DEFAULT_MAX_REQUEST_BYTES)) {
+            byte[] body = request.getInputStream().readAllBytes();
+            if (body.length > 0 || length == 0) {
+                upstream.body(new BytesRequestContent(type, body));
+            }
+            return;
+        }
+        upstream.body(new InputStreamRequestContent(type, request.getInputStream()));
+    }
+
+    private void failed(HttpServletRequest request, HttpServletResponse response, Routes.Target target, boolean sent,
+            String what, Throwable cause) throws IOException {
+        if (!sent) {
+            // Not a byte of it reached the upstream: nothing happened there, and a retry may send it.
+            LOG.log(Level.WARNING, () -> "upstream " + target.upstream() + " not reached: " + what);
+            Problem.UPSTREAM_UNAVAILABLE.send(response, "the service behind the gateway could not be reached; the "
+                    + "request was not sent to it. Retry after the time in Retry-After", null, retryAfter);
+            return;
+        }
+        LOG.log(Level.WARNING, () -> "upstream " + target.upstream() + " got the request and did not answer: " + what);
+        if (request.getAttribute(RetrySafeFilter.ATTEMPT_ATTRIBUTE) == null) {
+            // Unprotected (no key): nothing to hold; the client is told as much as the gateway knows.
+            Problem.OUTCOME_UNKNOWN.send(response, "the request was sent to the service behind the gateway, and no "
+                    + "answer came: it may have taken effect", null, null);
+            return;
+        }
+        // The upstream may be running it still: the key stays in progress until its lease ends, never sent twice.
+        throw new OutcomeUnknownException("upstream", target.lease(), "the request was sent to " + target.upstream()
+                + " and " + what, cause);
+    }
+
+    private static void copy(Response answer, InputStreamResponseListener listener, HttpServletResponse response,
+            Routes.Target target) throws IOException {
+        response.setStatus(answer.getStatus());
+        for (HttpField field : answer.getHeaders()) {
+            String lower = field.getLowerCaseName();
+            if (HOP_BY_HOP.contains(lower) || lower.equals("date") || lower.equals("server")) {
+                continue;
+            }
+            if (lower.equals("content-type")) {
+                response.setContentType(field.getValue());
+            } else {
+                response.addHeader(field.getName(), field.getValue());
+            }
+        }
+        byte[] buffer = new byte[16 * 1024];
+        try (InputStream in = listener.getInputStream()) {
+            OutputStream out = response.getOutputStream();
+            while (true) {
+                int n;
+                try {
+                    n = in.read(buffer);
+                } catch (IOException e) {
+                    // The upstream answered, so it processed the request; its answer is cut short and cannot be
+                    // stored or replayed whole.
+                    throw new OutcomeUnknownException("upstream", target.lease(), "the answer of " + target.upstream()
+                            + " was cut short: " + e, e);
+                }
+                if (n < 0) {
+                    break;
+                }
+                out.write(buffer, 0, n);
+            }
+        }
+    }
+}

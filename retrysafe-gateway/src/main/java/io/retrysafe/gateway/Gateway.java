@@ -1,0 +1,207 @@
+package io.retrysafe.gateway;
+
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.retrysafe.OperationPolicy;
+import io.retrysafe.RetrySafe;
+import io.retrysafe.gateway.GatewayConfig.BasicScope;
+import io.retrysafe.gateway.GatewayConfig.HeaderScope;
+import io.retrysafe.gateway.GatewayConfig.Route;
+import io.retrysafe.micrometer.MicrometerRetrySafeListener;
+import io.retrysafe.servlet.HttpIdempotency;
+import io.retrysafe.servlet.IdempotentExecutor;
+import io.retrysafe.servlet.IdempotentRoute;
+import io.retrysafe.servlet.RetrySafeFilter;
+import io.retrysafe.servlet.ScopeResolver;
+import jakarta.servlet.DispatcherType;
+import jakarta.servlet.http.HttpServlet;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
+import java.lang.System.Logger.Level;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import org.eclipse.jetty.client.HttpClient;
+import org.eclipse.jetty.ee10.servlet.FilterHolder;
+import org.eclipse.jetty.ee10.servlet.ServletContextHandler;
+import org.eclipse.jetty.ee10.servlet.ServletHolder;
+import org.eclipse.jetty.server.HttpConfiguration;
+import org.eclipse.jetty.server.HttpConnectionFactory;
+import org.eclipse.jetty.server.Server;
+import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.server.handler.GracefulHandler;
+import org.eclipse.jetty.util.thread.QueuedThreadPool;
+
+/**
+ * The running gateway: Jetty with, in front of the forwarding servlet, each route's {@link RetrySafeFilter} on the
+ * configured store. {@link #close()} stops taking requests, lets those in flight finish (up to the drain timeout,
+ * so their records are completed or released), then closes the store.
+ */
+public final class Gateway implements AutoCloseable {
+    /** The engine's name: the {@code name} tag of every metric. */
+    public static final String ENGINE_NAME = "gateway";
+    private static final System.Logger LOG = System.getLogger(Gateway.class.getName());
+
+    private final Server server;
+    private final HttpClient client;
+    private final Stores.Opened store;
+    private final ServerConnector connector;
+
+    private Gateway(Server server, ServerConnector connector, HttpClient client, Stores.Opened store) {
+        this.server = server;
+        this.connector = connector;
+        this.client = client;
+        this.store = store;
+    }
+
+    /** Opens the store, starts the client and the server; on any failure, closes what it had opened. */
+    public static Gateway start(GatewayConfig config, Map<String, String> env) throws Exception {
+        ScopeResolver scope = scope(config.scope(), env);
+        Stores.Opened store = Stores.open(config.store(), env);
+        HttpClient client = new HttpClient();
+        Server server = null;
+        try {
+            PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+            MicrometerRetrySafeListener metrics = MicrometerRetrySafeListener.builder(registry, ENGINE_NAME).build();
+            RetrySafe engine = RetrySafe.builder(store.store()).name(ENGINE_NAME).listener(metrics)
+                    .policy(policy(config.idempotency().lease(), config.idempotency().retention(),
+                            config.idempotency()))
+                    .build();
+
+            client.setConnectTimeout(config.upstream().connectTimeout().toMillis());
+            client.setFollowRedirects(false);
+            client.setUserAgentField(null);
+            // Bodies pass through as the upstream encoded them; the client asks for no encoding of its own.
+            client.getContentDecoderFactories().clear();
+            client.start();
+
+            List<Routes.Protected> protectedRoutes = new ArrayList<>();
+            for (Route r : config.routes()) {
+                IdempotentRoute.Builder route = IdempotentRoute.of(r.method(), r.path()).keyRequired(r.keyRequired())
+                        .policy(policy(r.lease(), r.retention(), config.idempotency()));
+                if (!r.jsonMembers().isEmpty()) {
+                    route.jsonMembers(r.jsonMembers().toArray(String[]::new));
+                }
+                IdempotentRoute built = route.build();
+                HttpIdempotency http = HttpIdempotency.custom().route(built).scope(scope)
+                        .maxRequestBytes(config.idempotency().maxRequestBytes())
+                        .maxResponseBytes(config.idempotency().maxResponseBytes())
+                        .replayedHeaders(r.storedHeaders())
+                        .build();
+                protectedRoutes.add(new Routes.Protected(built,
+                        new RetrySafeFilter(http, IdempotentExecutor.standalone(engine), engine.listener()),
+                        new Routes.Target(r.upstream(), r.responseTimeout(), r.lease())));
+            }
+            Routes routes = new Routes(protectedRoutes, config.upstream().url().map(u -> new Routes.Target(u,
+                    config.upstream().responseTimeout(), config.idempotency().lease())));
+
+            QueuedThreadPool threads = new QueuedThreadPool(256, 8);
+            threads.setName("gateway");
+            server = new Server(threads);
+            HttpConfiguration httpConfig = new HttpConfiguration();
+            httpConfig.setSendServerVersion(false);
+            ServerConnector connector = new ServerConnector(server, new HttpConnectionFactory(httpConfig));
+            connector.setHost(config.listen().host());
+            connector.setPort(config.listen().port());
+            connector.setIdleTimeout(config.listen().idleTimeout().toMillis());
+            server.addConnector(connector);
+
+            ServletContextHandler context = new ServletContextHandler("/");
+            context.addFilter(new FilterHolder(new AccessLog()), "/*", EnumSet.of(DispatcherType.REQUEST));
+            context.addFilter(new FilterHolder(routes), "/*", EnumSet.of(DispatcherType.REQUEST));
+            context.addServlet(new ServletHolder(new Health(store)), "/health");
+            context.addServlet(new ServletHolder(new Metrics(registry)), "/metrics");
+            context.addServlet(new ServletHolder(new Forwarder(client, routes, config.upstream().retryAfter())), "/*");
+            server.setHandler(new GracefulHandler(context));
+            server.setStopTimeout(config.listen().drainTimeout().toMillis());
+            server.start();
+            return new Gateway(server, connector, client, store);
+        } catch (Exception | Error e) {
+            if (server != null) {
+                stopQuietly(server);
+            }
+            stopQuietly(client);
+            store.resources().close();
+            throw e;
+        }
+    }
+
+    private static OperationPolicy policy(java.time.Duration lease, java.time.Duration retention,
+            GatewayConfig.Idempotency defaults) {
+        return OperationPolicy.custom().retention(retention).leaseTtl(lease).waitForResult(defaults.waitForResult())
+                .build();
+    }
+
+    private static ScopeResolver scope(GatewayConfig.Scope scope, Map<String, String> env) {
+        if (scope instanceof BasicScope basic) {
+            return BasicAuthScope.fromFile(basic.usersFile());
+        } else if (scope instanceof GatewayConfig.JwtScope jwt) {
+            return JwtScope.of(jwt, env);
+        }
+        return ScopeResolver.header(((HeaderScope) scope).name());
+    }
+
+    /** The port the gateway listens on (the one chosen, when configured 0). */
+    public int port() {
+        return connector.getLocalPort();
+    }
+
+    @Override
+    public void close() {
+        // Graceful: no new requests; those in flight finish (up to the drain timeout) and settle their records.
+        stopQuietly(server);
+        stopQuietly(client);
+        try {
+            store.resources().close();
+        } catch (Exception e) {
+            LOG.log(Level.WARNING, () -> "closing the store failed: " + e);
+        }
+    }
+
+    private static void stopQuietly(org.eclipse.jetty.util.component.LifeCycle lifeCycle) {
+        try {
+            lifeCycle.stop();
+        } catch (Exception e) {
+            LOG.log(Level.WARNING, () -> "stopping " + lifeCycle + " failed: " + e);
+        }
+    }
+
+    /** {@code 200} when the store answers, {@code 503} when it does not. */
+    static final class Health extends HttpServlet {
+        private static final long serialVersionUID = 1L;
+        private final transient Stores.Opened store;
+
+        Health(Stores.Opened store) {
+            this.store = store;
+        }
+
+        @Override
+        protected void doGet(HttpServletRequest request, HttpServletResponse response) throws IOException {
+            boolean up = store.isReachable();
+            response.setStatus(up ? 200 : 503);
+            response.setContentType("application/json");
+            response.getOutputStream().write(("{\"status\":\"" + (up ? "UP" : "DOWN") + "\",\"store\":\""
+                    + store.store().name() + "\"}").getBytes(StandardCharsets.UTF_8));
+        }
+    }
+
+    /** The meters of {@code retrysafe-micrometer}, in the Prometheus text format. */
+    static final class Metrics extends HttpServlet {
+        private static final long serialVersionUID = 1L;
+        private final transient PrometheusMeterRegistry registry;
+
+        Metrics(PrometheusMeterRegistry registry) {
+            this.registry = registry;
+        }
+
+        @Override
+        protected void doGet(HttpServletRequest request, HttpServletResponse response) throws IOException {
+            response.setContentType("text/plain; version=0.0.4; charset=utf-8");
+            response.getOutputStream().write(registry.scrape().getBytes(StandardCharsets.UTF_8));
+        }
+    }
+
+}

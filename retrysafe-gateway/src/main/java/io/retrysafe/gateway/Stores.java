@@ -1,0 +1,96 @@
+package io.retrysafe.gateway;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.gateway.GatewayConfig.Store;
+import io.retrysafe.gateway.GatewayConfig.StoreType;
+import io.retrysafe.jdbc.JdbcIdempotencyStore;
+import io.retrysafe.redis.RedisIdempotencyStore;
+import io.retrysafe.spi.IdempotencyStore;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/** The store the configuration names, with what it holds open (a pool, a Redis client), closed with it. */
+final class Stores {
+    /** What {@code /health} asks the store for: any key's record, to know the store answers. */
+    private static final IdempotencyKey PROBE = IdempotencyKey.of("retrysafe-gateway", "health-probe");
+
+    private Stores() {
+    }
+
+    record Opened(IdempotencyStore store, AutoCloseable resources) {
+        /** Whether the store answers; a read of one record, never a write. */
+        boolean isReachable() {
+            try {
+                store.inspect(PROBE);
+                return true;
+            } catch (RuntimeException e) {
+                return false;
+            }
+        }
+    }
+
+    static Opened open(Store config, Map<String, String> env) {
+        if (config.type() == StoreType.REDIS) {
+            return redis(config);
+        }
+        HikariConfig pool = new HikariConfig();
+        pool.setPoolName("retrysafe-gateway");
+        pool.setJdbcUrl(config.url().orElseThrow());
+        config.username().ifPresent(pool::setUsername);
+        if (config.passwordEnv().isPresent()) {
+            String password = env.get(config.passwordEnv().get());
+            if (password == null) {
+                throw new ConfigException("environment", 0, 0, "store.password-env names "
+                        + config.passwordEnv().get() + ", which is not set");
+            }
+            pool.setPassword(password);
+        }
+        pool.setMaximumPoolSize(config.poolSize());
+        // Start even when the database is down: /health says so, and requests get 503 until it is back.
+        pool.setInitializationFailTimeout(-1);
+        pool.setConnectionTimeout(5_000);
+        HikariDataSource dataSource = new HikariDataSource(pool);
+        JdbcIdempotencyStore.Builder builder = JdbcIdempotencyStore.builder(dataSource);
+        config.table().ifPresent(builder::table);
+        JdbcIdempotencyStore store;
+        try {
+            store = builder.build();
+            if (config.createSchema()) {
+                store.createSchema();
+            }
+        } catch (RuntimeException e) {
+            dataSource.close();
+            throw e;
+        }
+        return new Opened(store, dataSource);
+    }
+
+    private static Opened redis(Store config) {
+        RedisIdempotencyStore.Builder builder;
+        AutoCloseable client;
+        if (config.clusterUrls().isEmpty()) {
+            RedisClient redis = RedisClient.create(RedisURI.create(config.url().orElseThrow()));
+            builder = RedisIdempotencyStore.builder(redis);
+            client = redis::shutdown;
+        } else {
+            List<RedisURI> seeds = new ArrayList<>();
+            config.clusterUrls().forEach(u -> seeds.add(RedisURI.create(u)));
+            RedisClusterClient cluster = RedisClusterClient.create(seeds);
+            builder = RedisIdempotencyStore.builder(cluster);
+            client = cluster::shutdown;
+        }
+        config.keyPrefix().ifPresent(builder::keyPrefix);
+        RedisIdempotencyStore store = builder.build();
+        return new Opened(store, () -> {
+            try (client) {
+                store.close();
+            }
+        });
+    }
+}

@@ -1,0 +1,373 @@
+package io.retrysafe.gateway;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.jdbc.JdbcIdempotencyStore;
+import io.retrysafe.spi.RecordStatus;
+import io.retrysafe.testservices.TestDatabases;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.security.crypto.bcrypt.BCrypt;
+
+/**
+ * The gateway on PostgreSQL, with HTTP Basic callers, in front of a JDK HTTP server: the answers of the
+ * Idempotency-Key filter, and each upstream fault.
+ */
+class GatewayPostgresIT {
+    private static final String TABLE = "gw_it_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+    private static final String ALICE = basic("alice", "alice-secret");
+    private static final String BOB = basic("bob", "bob-secret");
+    private static final Duration LEASE = Duration.ofSeconds(3);
+
+    @TempDir
+    static Path dir;
+    private static TestUpstream upstream;
+    private static Gateway gateway;
+    private static JdbcIdempotencyStore records;
+    private static int closedPort;
+    private static final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(10)).build();
+
+    private final String key = UUID.randomUUID().toString();
+
+    @BeforeAll
+    static void start() throws Exception {
+        upstream = TestUpstream.start();
+        try (ServerSocket s = new ServerSocket(0)) {
+            closedPort = s.getLocalPort(); // nothing listens there once closed
+        }
+        Files.writeString(dir.resolve("users.txt"), "# test users\nalice:" + BCrypt.hashpw("alice-secret", BCrypt.gensalt(4))
+                + "\nbob:" + BCrypt.hashpw("bob-secret", BCrypt.gensalt(4)) + "\n");
+        String yaml = """
+                listen:
+                  port: 0
+                  idle-timeout: 2s
+                upstream:
+                  url: %s
+                  response-timeout: 2s
+                scope:
+                  basic:
+                    users-file: users.txt
+                store:
+                  type: postgresql
+                  url: %s
+                  username: %s
+                  password-env: TEST_PG_PASSWORD
+                  pool-size: 4
+                  table: %s
+                  create-schema: true
+                idempotency:
+                  max-request-bytes: 1024
+                  max-response-bytes: 4096
+                  lease: 3s
+                routes:
+                  - method: POST
+                    path: /payments
+                    fingerprint:
+                      json-members: [/amount]
+                  - method: POST
+                    path: /refused
+                    upstream: http://127.0.0.1:%d
+                  - method: POST
+                    path: /optional
+                    key-required: false
+                """.formatted(upstream.url(), TestDatabases.postgresJdbcUrl(), TestDatabases.postgresUser(), TABLE,
+                closedPort);
+        Map<String, String> env = Map.of("TEST_PG_PASSWORD", TestDatabases.postgresPassword());
+        gateway = Gateway.start(ConfigLoader.parse("gateway.yaml", yaml, env, dir), env);
+        records = JdbcIdempotencyStore.builder(TestDatabases.postgres()).table(TABLE).build();
+    }
+
+    @AfterAll
+    static void stop() {
+        if (gateway != null) {
+            gateway.close();
+        }
+        if (upstream != null) {
+            upstream.close();
+        }
+    }
+
+    // ------------------------------------------------------------------ claim, forward, replay
+
+    @Test
+    void firstRequestIsForwardedAndTheRetryIsReplayedWithoutASecondCall() throws Exception {
+        HttpResponse<String> first = send(post("/payments", ALICE, key, "{\"amount\":100}"));
+        HttpResponse<String> retry = send(post("/payments", ALICE, key, "{ \"amount\" : 100 }"));
+
+        assertThat(first.statusCode()).isEqualTo(201);
+        assertThat(first.body()).contains("\"attempt\":\"1\"");
+        assertThat(first.headers().firstValue("Idempotent-Replayed")).isEmpty();
+        assertThat(retry.statusCode()).isEqualTo(201);
+        assertThat(retry.body()).isEqualTo(first.body());
+        assertThat(retry.headers().firstValue("Location")).isEqualTo(first.headers().firstValue("Location"));
+        assertThat(retry.headers().firstValue("Idempotent-Replayed")).hasValue("true");
+        assertThat(retry.headers().allValues("Set-Cookie")).as("never stored").isEmpty();
+        assertThat(upstream.calls(key)).isEqualTo(1);
+        assertThat(upstream.lastHeaders).containsEntry("idempotency-key", key);
+    }
+
+    @Test
+    void keysAreScopedToTheCaller() throws Exception {
+        HttpResponse<String> alice = send(post("/payments", ALICE, key, "{\"amount\":100}"));
+        HttpResponse<String> bob = send(post("/payments", BOB, key, "{\"amount\":100}"));
+
+        assertThat(bob.statusCode()).isEqualTo(201);
+        assertThat(bob.body()).isNotEqualTo(alice.body());
+        assertThat(upstream.calls(key)).isEqualTo(2);
+    }
+
+    @Test
+    void noOrWrongCredentialsAre401AndNothingIsSent() throws Exception {
+        assertProblem(send(post("/payments", null, key, "{\"amount\":100}")), 401, "/problems/unauthenticated");
+        assertProblem(send(post("/payments", basic("alice", "wrong"), key, "{\"amount\":100}")), 401,
+                "/problems/unauthenticated");
+        assertProblem(send(post("/payments", basic("mallory", "x"), key, "{\"amount\":100}")), 401,
+                "/problems/unauthenticated");
+        assertThat(upstream.calls(key)).isZero();
+    }
+
+    @Test
+    void sameKeyWithAnotherRequestIs422() throws Exception {
+        send(post("/payments", ALICE, key, "{\"amount\":100}"));
+
+        assertProblem(send(post("/payments", ALICE, key, "{\"amount\":999}")), 422, "/problems/key-reused");
+        assertThat(upstream.calls(key)).isEqualTo(1);
+    }
+
+    @Test
+    void membersOutsideTheFingerprintMayDiffer() throws Exception {
+        HttpResponse<String> first = send(post("/payments", ALICE, key, "{\"amount\":100,\"note\":\"a\"}"));
+        HttpResponse<String> retry = send(post("/payments", ALICE, key, "{\"amount\":100,\"note\":\"b\"}"));
+
+        assertThat(retry.headers().firstValue("Idempotent-Replayed")).hasValue("true");
+        assertThat(retry.body()).isEqualTo(first.body());
+    }
+
+    @Test
+    void missingAndMalformedKeysAre400() throws Exception {
+        assertProblem(send(post("/payments", ALICE, null, "{\"amount\":100}")), 400, "/problems/missing-key");
+        HttpResponse<String> tooLong = send(post("/payments", ALICE, "k".repeat(300), "{\"amount\":100}"));
+        assertProblem(tooLong, 400, "/problems/invalid-key");
+        assertThat(tooLong.body()).contains("\"rule\"");
+        assertThat(upstream.calls("k".repeat(300))).isZero();
+    }
+
+    @Test
+    void bodyOverTheBoundIs413() throws Exception {
+        assertProblem(send(post("/payments", ALICE, key, "{\"amount\":\"" + "9".repeat(2000) + "\"}")), 413,
+                "/problems/request-too-large");
+        assertThat(upstream.calls(key)).isZero();
+    }
+
+    @Test
+    void optionalKeyPassesThroughUnprotectedWithoutOne() throws Exception {
+        String test = UUID.randomUUID().toString();
+        HttpResponse<String> r = send(HttpRequest.newBuilder(uri("/optional")).header("X-Test", test)
+                .POST(HttpRequest.BodyPublishers.ofString("{}")));
+
+        assertThat(r.statusCode()).isEqualTo(201);
+        assertThat(r.body()).contains("\"attempt\":\"null\"");
+    }
+
+    @Test
+    void sixtyFourConcurrentRequestsWithOneKeyMakeOneUpstreamCall() throws Exception {
+        String block = "burst-" + key;
+        int n = 64;
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        try {
+            List<Future<HttpResponse<String>>> answers = new ArrayList<>();
+            CountDownLatch go = new CountDownLatch(1);
+            for (int i = 0; i < n; i++) {
+                Callable<HttpResponse<String>> call = () -> {
+                    go.await();
+                    return send(post("/payments?block=" + block, ALICE, key, "{\"amount\":100}"));
+                };
+                answers.add(pool.submit(call));
+            }
+            go.countDown();
+            // Every duplicate is answered (409) while the first is held at the upstream; then it is let go.
+            int inProgress = 0;
+            for (int i = 0; i < n; i++) {
+                Future<HttpResponse<String>> f = answers.get(i);
+                if (i == n - 1 || inProgress == n - 1) {
+                    upstream.release(block);
+                }
+                HttpResponse<String> r;
+                try {
+                    r = f.get(1, TimeUnit.SECONDS);
+                } catch (java.util.concurrent.TimeoutException held) {
+                    continue;
+                }
+                if (r.statusCode() == 409) {
+                    inProgress++;
+                }
+            }
+            upstream.release(block);
+            int created = 0;
+            for (Future<HttpResponse<String>> f : answers) {
+                HttpResponse<String> r = f.get(30, TimeUnit.SECONDS);
+                assertThat(r.statusCode()).as(r.body()).isIn(201, 409);
+                if (r.statusCode() == 201) {
+                    created++;
+                } else {
+                    assertProblem(r, 409, "/problems/request-in-progress");
+                    assertThat(r.headers().firstValue("Retry-After")).isPresent();
+                }
+            }
+            assertThat(created).isEqualTo(1);
+            assertThat(upstream.calls(key)).isEqualTo(1);
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    // ------------------------------------------------------------------ upstream faults
+
+    @Test
+    void upstreamRefusingTheConnectionIs503WithRetryAfterAndTheKeyIsReleased() throws Exception {
+        HttpResponse<String> r = send(post("/refused", ALICE, key, "{}"));
+
+        assertProblem(r, 503, "/problems/upstream-unavailable");
+        assertThat(r.headers().firstValue("Retry-After")).hasValue("1");
+        assertThat(status("POST /refused", key)).isEqualTo(RecordStatus.FAILED);
+        // Released: the retry is sent again (and refused again), not answered in progress.
+        assertProblem(send(post("/refused", ALICE, key, "{}")), 503, "/problems/upstream-unavailable");
+    }
+
+    @Test
+    void upstream5xxIsPassedThroughAndTheRetryIsSentAgain() throws Exception {
+        // The same request twice (the query is in the fingerprint); the upstream fails the first only.
+        HttpResponse<String> first = send(post("/payments?fail-once=" + key, ALICE, key, "{\"amount\":1}"));
+        HttpResponse<String> retry = send(post("/payments?fail-once=" + key, ALICE, key, "{\"amount\":1}"));
+
+        assertThat(first.statusCode()).isEqualTo(503);
+        assertThat(first.body()).contains("\"attempt\":\"1\"");
+        assertThat(retry.statusCode()).isEqualTo(201);
+        assertThat(retry.body()).contains("\"attempt\":\"2\"");
+        assertThat(upstream.calls(key)).isEqualTo(2);
+    }
+
+    @Test
+    void requestSentAndNeverAnsweredIsOutcomeUnknownAndTheKeyStaysInProgress() throws Exception {
+        HttpResponse<String> r = send(post("/payments?hang", ALICE, key, "{\"amount\":5}"));
+
+        assertProblem(r, 503, "/problems/outcome-unknown");
+        assertThat(r.headers().firstValue("Retry-After")).hasValue(Long.toString(LEASE.toSeconds()));
+        assertThat(status("POST /payments", key)).isEqualTo(RecordStatus.IN_PROGRESS);
+        assertProblem(send(post("/payments?hang", ALICE, key, "{\"amount\":5}")), 409, "/problems/request-in-progress");
+        assertThat(upstream.calls(key)).as("never a second send while the first may run").isEqualTo(1);
+    }
+
+    // ------------------------------------------------------------------ bounds
+
+    @Test
+    void upstreamAnswerOverTheBoundIsStreamedWholeAndReplayedWithoutItsBody() throws Exception {
+        int size = 3 * 1024 * 1024;
+        HttpResponse<byte[]> first = http.send(post("/payments?big=" + size, ALICE, key, "{\"amount\":7}").build(),
+                HttpResponse.BodyHandlers.ofByteArray());
+        HttpResponse<byte[]> retry = http.send(post("/payments?big=" + size, ALICE, key, "{\"amount\":7}").build(),
+                HttpResponse.BodyHandlers.ofByteArray());
+
+        assertThat(first.statusCode()).isEqualTo(201);
+        assertThat(first.body()).hasSize(size);
+        assertThat(retry.headers().firstValue("Idempotent-Replay-Body-Omitted")).hasValue(Integer.toString(size));
+        assertThat(retry.body()).isEmpty();
+        assertThat(upstream.calls(key)).isEqualTo(1);
+    }
+
+    @Test
+    void aClientThatStopsSendingItsHeadersIsDisconnectedAfterTheIdleTimeout() throws Exception {
+        try (Socket slow = new Socket("127.0.0.1", gateway.port())) {
+            slow.setSoTimeout(30_000);
+            OutputStream out = slow.getOutputStream();
+            out.write("POST /payments HTTP/1.1\r\nHost: x\r\nIdempotency-Key: ".getBytes(UTF_8));
+            out.flush();
+            InputStream in = slow.getInputStream();
+            long start = System.nanoTime();
+            // The gateway closes the connection (idle-timeout 2s); the read ends, well before the socket's 30 s.
+            while (in.read() >= 0) {
+                // whatever Jetty answers before closing
+            }
+            assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(30));
+        }
+    }
+
+    // ------------------------------------------------------------------ operations
+
+    @Test
+    void healthSaysTheStoreIsUpAndMetricsUseTheMicrometerNames() throws Exception {
+        send(post("/payments", ALICE, key, "{\"amount\":100}"));
+        HttpResponse<String> health = send(HttpRequest.newBuilder(uri("/health")).GET());
+        HttpResponse<String> metrics = send(HttpRequest.newBuilder(uri("/metrics")).GET());
+
+        assertThat(health.statusCode()).isEqualTo(200);
+        assertThat(health.body()).contains("\"status\":\"UP\"");
+        assertThat(metrics.statusCode()).isEqualTo(200);
+        assertThat(metrics.body()).contains("retrysafe_requests_total{").contains("outcome=\"executed\"")
+                .contains("name=\"gateway\"");
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private static RecordStatus status(String operation, String key) {
+        return records.inspect(IdempotencyKey.of("user:alice|" + operation, key)).orElseThrow().status();
+    }
+
+    static String basic(String user, String password) {
+        return "Basic " + Base64.getEncoder().encodeToString((user + ":" + password).getBytes(UTF_8));
+    }
+
+    private static URI uri(String path) {
+        return URI.create("http://127.0.0.1:" + gateway.port() + path);
+    }
+
+    private static HttpRequest.Builder post(String path, String authorization, String key, String json) {
+        HttpRequest.Builder b = HttpRequest.newBuilder(uri(path)).header("Content-Type", "application/json")
+                .timeout(Duration.ofSeconds(30)).POST(HttpRequest.BodyPublishers.ofString(json));
+        if (authorization != null) {
+            b.header("Authorization", authorization);
+        }
+        if (key != null) {
+            b.header("Idempotency-Key", key);
+        }
+        return b;
+    }
+
+    private static HttpResponse<String> send(HttpRequest.Builder request) throws IOException, InterruptedException {
+        return http.send(request.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    static void assertProblem(HttpResponse<String> r, int status, String type) {
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(status);
+        assertThat(r.headers().firstValue("Content-Type")).hasValue("application/problem+json");
+        assertThat(r.body()).contains("\"type\":\"" + type + "\"");
+    }
+}

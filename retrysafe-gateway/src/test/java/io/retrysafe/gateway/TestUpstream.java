@@ -1,0 +1,130 @@
+package io.retrysafe.gateway;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The service behind the gateway in tests: a JDK HTTP server on loopback that counts its calls per
+ * {@code Idempotency-Key} and answers {@code 201} with a JSON body unique to the call, naming the attempt header it
+ * got. Query parameters change that: {@code status=N} answers N; {@code block=NAME} waits until the test
+ * {@link #release releases} NAME; {@code hang} never answers (the connection is left open until the test ends);
+ * {@code big=N} answers N bytes; {@code fail-once=NAME} answers {@code 503} the first time.
+ */
+final class TestUpstream implements AutoCloseable {
+    private final HttpServer server;
+    private final Map<String, AtomicInteger> calls = new ConcurrentHashMap<>();
+    private final Map<String, CountDownLatch> latches = new ConcurrentHashMap<>();
+    private final CountDownLatch closing = new CountDownLatch(1);
+    final Map<String, String> lastHeaders = new ConcurrentHashMap<>();
+    private final java.util.Set<String> failedOnce = ConcurrentHashMap.newKeySet();
+
+    private TestUpstream(HttpServer server) {
+        this.server = server;
+    }
+
+    static TestUpstream start() throws IOException {
+        HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 256);
+        TestUpstream upstream = new TestUpstream(server);
+        server.createContext("/", upstream::handle);
+        server.setExecutor(Executors.newCachedThreadPool());
+        server.start();
+        return upstream;
+    }
+
+    String url() {
+        return "http://127.0.0.1:" + server.getAddress().getPort();
+    }
+
+    int calls(String key) {
+        AtomicInteger n = calls.get(key);
+        return n == null ? 0 : n.get();
+    }
+
+    CountDownLatch latch(String name) {
+        return latches.computeIfAbsent(name, n -> new CountDownLatch(1));
+    }
+
+    void release(String name) {
+        latch(name).countDown();
+    }
+
+    private void handle(HttpExchange exchange) throws IOException {
+        byte[] received = exchange.getRequestBody().readAllBytes();
+        String key = exchange.getRequestHeaders().getFirst("Idempotency-Key");
+        int call = calls.computeIfAbsent(key == null ? "-" : key, k -> new AtomicInteger()).incrementAndGet();
+        exchange.getRequestHeaders().forEach((name, values) -> lastHeaders.put(name.toLowerCase(), values.get(0)));
+        Map<String, String> query = query(exchange.getRequestURI().getRawQuery());
+        try {
+            if (query.containsKey("hang")) {
+                closing.await(60, TimeUnit.SECONDS);
+                exchange.close();
+                return;
+            }
+            if (query.containsKey("block")) {
+                latch(query.get("block")).await(60, TimeUnit.SECONDS);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        int status = query.containsKey("status") ? Integer.parseInt(query.get("status")) : 201;
+        if (query.containsKey("fail-once") && failedOnce.add(query.get("fail-once"))) {
+            status = 503;
+        }
+        if (query.containsKey("big")) {
+            long size = Long.parseLong(query.get("big"));
+            exchange.getResponseHeaders().add("Content-Type", "application/octet-stream");
+            exchange.sendResponseHeaders(status, size);
+            byte[] chunk = new byte[64 * 1024];
+            java.util.Arrays.fill(chunk, (byte) 'x');
+            try (OutputStream out = exchange.getResponseBody()) {
+                for (long left = size; left > 0; left -= chunk.length) {
+                    out.write(chunk, 0, (int) Math.min(chunk.length, left));
+                }
+            }
+            return;
+        }
+        String payment = UUID.randomUUID().toString();
+        byte[] body = ("{\"payment\":\"" + payment + "\",\"call\":" + call + ",\"attempt\":\""
+                + exchange.getRequestHeaders().getFirst("Idempotency-Attempt") + "\",\"received\":" + received.length
+                + "}").getBytes(UTF_8);
+        exchange.getResponseHeaders().add("Content-Type", "application/json");
+        exchange.getResponseHeaders().add("Location", "/payments/" + payment);
+        exchange.getResponseHeaders().add("Set-Cookie", "session=" + payment);
+        exchange.sendResponseHeaders(status, body.length);
+        try (OutputStream out = exchange.getResponseBody()) {
+            out.write(body);
+        }
+    }
+
+    private static Map<String, String> query(String raw) {
+        Map<String, String> out = new HashMap<>();
+        if (raw != null) {
+            for (String pair : raw.split("&")) {
+                int eq = pair.indexOf('=');
+                out.put(eq < 0 ? pair : pair.substring(0, eq), eq < 0 ? "" : pair.substring(eq + 1));
+            }
+        }
+        return out;
+    }
+
+    @Override
+    public void close() {
+        closing.countDown();
+        latches.values().forEach(CountDownLatch::countDown);
+        server.stop(0);
+    }
+}
