@@ -150,14 +150,33 @@ public final class Inbox {
         return result;
     }
 
+    /**
+     * Dead-letters a delivery whose id the adapter could not read at all (an id header twice, not
+     * UTF-8), exactly as {@link #process} does an id that breaks the key rules:
+     * {@link DeadLetterReason#MISSING_MESSAGE_ID} for {@link InvalidKeyException.Rule#MISSING},
+     * {@link DeadLetterReason#INVALID_MESSAGE_ID} otherwise. The handler does not run.
+     */
+    public InboxResult refuse(Delivery delivery, InvalidKeyException failure, DeadLetterSink deadLetters) {
+        Require.notNull(delivery, "delivery");
+        Require.notNull(failure, "failure");
+        Require.notNull(deadLetters, "deadLetters");
+        InboxResult result = invalidId(delivery, failure, deadLetters);
+        guard("onResult", () -> listener.onResult(delivery, result));
+        return result;
+    }
+
+    private InboxResult invalidId(Delivery delivery, InvalidKeyException failure, DeadLetterSink deadLetters) {
+        engine.listener().onInvalidKey(failure);
+        return deadLetter(delivery, failure.rule() == InvalidKeyException.Rule.MISSING
+                ? DeadLetterReason.MISSING_MESSAGE_ID : DeadLetterReason.INVALID_MESSAGE_ID, 0, failure, deadLetters);
+    }
+
     private InboxResult decide(Delivery delivery, InboxHandler handler, DeadLetterSink deadLetters) {
         IdempotencyKey key;
         try {
             key = keyRules.key(delivery.scope(), delivery.messageId());
         } catch (InvalidKeyException e) {
-            engine.listener().onInvalidKey(e);
-            return deadLetter(delivery, e.rule() == InvalidKeyException.Rule.MISSING
-                    ? DeadLetterReason.MISSING_MESSAGE_ID : DeadLetterReason.INVALID_MESSAGE_ID, 0, e, deadLetters);
+            return invalidId(delivery, e, deadLetters);
         }
         Fingerprint fingerprint;
         try {

@@ -326,4 +326,26 @@ class InboxIT {
                         () -> Inbox.builder(transactional).dataSource(ds).transactions(pooled).build())
                 .isInstanceOf(IllegalStateException.class).hasMessageContaining("exclude each other");
     }
+
+    @Test
+    void anIdTheAdapterCouldNotReadIsDeadLetteredLikeAnInvalidOne() {
+        List<InboxResult> heard = Collections.synchronizedList(new ArrayList<>());
+        Inbox inbox = inbox(b -> b.listener(new InboxListener() {
+            @Override
+            public void onResult(Delivery delivery, InboxResult result) {
+                heard.add(result);
+            }
+        }));
+        io.retrysafe.InvalidKeyException twoHeaders = new io.retrysafe.InvalidKeyException(
+                io.retrysafe.InvalidKeyException.Rule.MULTIPLE_VALUES, "header idempotency-key appears 2 times");
+
+        InboxResult result = inbox.refuse(delivery(null, "x", 1), twoHeaders, deadLetters::add);
+
+        assertThat(result).isInstanceOfSatisfying(InboxResult.DeadLetter.class, d -> {
+            assertThat(d.reason()).isEqualTo(DeadLetterReason.INVALID_MESSAGE_ID);
+            assertThat(d.error()).endsWith("header idempotency-key appears 2 times");
+        });
+        assertThat(heard).containsExactly(result);
+        assertThat(deadLetters).containsExactly((InboxResult.DeadLetter) result);
+    }
 }

@@ -50,6 +50,26 @@ public final class ChildJvm implements AutoCloseable {
         return child;
     }
 
+    /**
+     * For a child's {@code main}: halts the child as soon as its stdin closes, which is when the test
+     * JVM that started it died, so no child outlives its test.
+     */
+    public static void haltWhenParentDies() {
+        Thread watchdog = new Thread(() -> {
+            try {
+                java.io.InputStream in = System.in;
+                while (in.read() != -1) {
+                    // the parent never writes; only end of stream matters
+                }
+            } catch (IOException ignored) {
+                // a broken pipe means the same as end of stream
+            }
+            Runtime.getRuntime().halt(3);
+        }, "child-stdin-watchdog");
+        watchdog.setDaemon(true);
+        watchdog.start();
+    }
+
     private void readStdout() {
         try (BufferedReader out = new BufferedReader(
                 new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
