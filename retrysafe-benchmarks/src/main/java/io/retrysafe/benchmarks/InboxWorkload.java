@@ -3,11 +3,11 @@ package io.retrysafe.benchmarks;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.inbox.InboxResult;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.kafka.IdempotentRecordProcessor;
 import io.retrysafe.kafka.MessageIdExtractor;
-import io.retrysafe.kafka.RecordResult;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -320,14 +320,14 @@ final class InboxWorkload implements AutoCloseable {
         ConsumerRecord<String, String> record = new ConsumerRecord<>(TOPIC, 0, offsets.getAndIncrement(),
                 ConsumerRecord.NO_TIMESTAMP, TimestampType.NO_TIMESTAMP_TYPE, ConsumerRecord.NULL_SIZE,
                 ConsumerRecord.NULL_SIZE, null, m.json(), headers, Optional.empty());
-        RecordResult result = processor.process(record);
-        if (result instanceof RecordResult.Processed) {
+        InboxResult result = processor.process(record);
+        if (result instanceof InboxResult.Processed) {
             return Verdict.PROCESSED;
-        } else if (result instanceof RecordResult.Replayed) {
+        } else if (result instanceof InboxResult.Replayed) {
             return Verdict.SKIPPED;
-        } else if (result instanceof RecordResult.DeadLettered dead && fail) {
+        } else if (result instanceof InboxResult.DeadLetter && fail) {
             return Verdict.FAILED;
-        } else if (result instanceof RecordResult.RetryLater) {
+        } else if (result instanceof InboxResult.RetryLater) {
             return Verdict.RETRY;
         }
         throw new IllegalStateException("unexpected result for message " + m.id() + ": " + result);

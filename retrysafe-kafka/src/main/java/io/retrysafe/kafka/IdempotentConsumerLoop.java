@@ -1,5 +1,6 @@
 package io.retrysafe.kafka;
 
+import io.retrysafe.inbox.InboxResult;
 import io.retrysafe.internal.Require;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
@@ -40,9 +41,9 @@ import org.apache.kafka.common.errors.WakeupException;
  *
  * <p>Each polled record is processed on its own, in order within its partition. After each batch
  * the offsets past the records that are done are committed with {@code commitSync}. A record that
- * must be retried later ({@link RecordResult.RetryLater}: its id is held by another consumer during
+ * must be retried later ({@link InboxResult.RetryLater}: its id is held by another consumer during
  * a rebalance, or the database is down) stops its partition: the consumer seeks back to it and
- * pauses the partition for the result's {@code retryAfter}; other partitions go on. On a revocation
+ * pauses the partition for the result's {@code delay}; other partitions go on. On a revocation
  * the loop commits what is done before the partitions move; lost partitions are dropped uncommitted,
  * and their new owner replays what was already processed.
  *
@@ -135,12 +136,12 @@ public final class IdempotentConsumerLoop<K, V> implements Runnable {
             if (stopping.get()) {
                 return;
             }
-            RecordResult result = processor.process(record);
-            if (result instanceof RecordResult.RetryLater later) {
+            InboxResult result = processor.process(record);
+            if (result instanceof InboxResult.RetryLater later) {
                 // Nothing past this record may be committed: read it again once the partition resumes.
                 consumer.seek(partition, new OffsetAndMetadata(record.offset(), record.leaderEpoch(), ""));
                 consumer.pause(List.of(partition));
-                pausedUntil.put(partition, System.nanoTime() + later.retryAfter().toNanos());
+                pausedUntil.put(partition, System.nanoTime() + later.delay().toNanos());
                 return;
             }
             done.put(partition, new OffsetAndMetadata(record.offset() + 1, record.leaderEpoch(), ""));

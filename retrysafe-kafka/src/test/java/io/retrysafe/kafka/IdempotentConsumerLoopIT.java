@@ -5,15 +5,20 @@ import static org.assertj.core.api.Assertions.tuple;
 import static org.awaitility.Awaitility.await;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.retrysafe.Backoff;
 import io.retrysafe.Fingerprint;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.ResponseCodec;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.inbox.DeadLetterHeaders;
+import io.retrysafe.inbox.DeadLetterReason;
+import io.retrysafe.inbox.Delivery;
+import io.retrysafe.inbox.InboxListener;
+import io.retrysafe.inbox.InboxResult;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.kafka.Ledger.Row;
 import io.retrysafe.micrometer.MicrometerRetrySafeListener;
-import io.retrysafe.testservices.ChildJvm;
 import io.retrysafe.testservices.KafkaBroker;
 import io.retrysafe.testservices.TestDatabases;
 import java.nio.charset.StandardCharsets;
@@ -81,7 +86,6 @@ class IdempotentConsumerLoopIT {
     private String group;
     private KafkaProducer<String, String> producer;
     private SimpleMeterRegistry registry;
-    private ChildJvm child;
 
     @BeforeAll
     static void database() throws SQLException {
@@ -108,9 +112,6 @@ class IdempotentConsumerLoopIT {
             }
         } finally {
             producer.close(Duration.ofSeconds(10));
-            if (child != null) {
-                child.close();
-            }
         }
     }
 
@@ -128,54 +129,20 @@ class IdempotentConsumerLoopIT {
         loop.stop();
 
         assertThat(seen).hasSize(2 * messages);
-        assertThat(results(RecordResult.Processed.class)).hasSize(messages);
-        assertThat(results(RecordResult.Replayed.class)).hasSize(messages);
+        assertThat(results(InboxResult.Processed.class)).hasSize(messages);
+        assertThat(results(InboxResult.Replayed.class)).hasSize(messages);
         // Each message's first copy ran the handler; its second was skipped, pointing at the first.
         Map<String, List<Seen>> byId = seen.stream().collect(Collectors.groupingBy(Seen::messageId));
         assertThat(byId).hasSize(messages).allSatisfy((id, copies) -> {
             assertThat(copies).hasSize(2);
-            assertThat(copies.get(0).result()).isEqualTo(new RecordResult.Processed(1));
-            assertThat(copies.get(1).result()).isEqualTo(new RecordResult.Replayed(copies.get(0).position()));
+            assertThat(copies.get(0).result()).isEqualTo(new InboxResult.Processed(1));
+            assertThat(copies.get(1).result()).isEqualTo(new InboxResult.Replayed(copies.get(0).position()));
         });
         assertThat(Ledger.rows(ds, topic)).hasSize(messages)
                 .extracting(Row::messageId).doesNotHaveDuplicates();
         assertThat(requests("executed")).isEqualTo(messages);
         assertThat(requests("replayed")).isEqualTo(messages);
         assertThat(committedTotal(3)).as("offsets committed past every record").isEqualTo(2L * messages);
-    }
-
-    @Test
-    void aConsumerKilledBetweenItsDatabaseCommitAndItsOffsetCommitIsReplayedByTheNext() throws Exception {
-        KAFKA.createTopic(topic, 1);
-        publish(List.of(new Message("msg-crash", "order-1", "ship 1")));
-        TopicPartition partition = new TopicPartition(topic, 0);
-
-        child = ChildJvm.start(KafkaCrashChild.class, KafkaCrashChild.COMMITTED, KAFKA.bootstrapServers(), group,
-                topic, TestDatabases.postgresJdbcUrl(), TestDatabases.postgresUser(), TestDatabases.postgresPassword(),
-                STORE_TABLE);
-        assertThat(child.awaitLine(BOUND)).as("the id the child committed").isEqualTo("msg-crash");
-        child.kill();
-
-        assertThat(Ledger.rows(ds, topic)).as("the child's effect, committed with its message id")
-                .containsExactly(new Row("msg-crash", KafkaCrashChild.CONSUMER_NAME, "ship 1"));
-        assertThat(KAFKA.committedOffset(group, partition)).as("the child died before committing its offset")
-                .isNull();
-
-        // The broker redelivers the record to the group's next consumer (once the dead member's
-        // session has expired); the inbox knows the id.
-        RunningLoop next = start("next", GroupProtocol.CLASSIC, 10, UnaryOperator.identity());
-        await().atMost(BOUND).until(() -> !seen.isEmpty());
-        assertThat(seen).singleElement().satisfies(s -> {
-            assertThat(s.consumer()).isEqualTo("next");
-            assertThat(s.messageId()).isEqualTo("msg-crash");
-            assertThat(s.result()).isEqualTo(new RecordResult.Replayed(topic + "-0@0"));
-        });
-        await().atMost(BOUND).until(() -> Long.valueOf(1).equals(KAFKA.committedOffset(group, partition)));
-        next.stop();
-        assertThat(Ledger.rows(ds, topic)).as("the effect is still there once")
-                .containsExactly(new Row("msg-crash", KafkaCrashChild.CONSUMER_NAME, "ship 1"));
-        assertThat(requests("replayed")).isEqualTo(1);
-        assertThat(requests("executed")).as("no handler ran in this JVM").isZero();
     }
 
     @ParameterizedTest
@@ -217,7 +184,7 @@ class IdempotentConsumerLoopIT {
         List<Row> rows = Ledger.rows(ds, topic);
         assertThat(rows).hasSize(2 * wave).extracting(Row::messageId).doesNotHaveDuplicates();
         assertThat(rows).extracting(Row::consumer).as("both consumers processed records").contains("a", "b");
-        assertThat(results(RecordResult.Processed.class)).hasSize(2 * wave);
+        assertThat(results(InboxResult.Processed.class)).hasSize(2 * wave);
         assertThat(committedTotal(4)).isEqualTo(2 * wave);
     }
 
@@ -236,15 +203,14 @@ class IdempotentConsumerLoopIT {
                 poisonAttempts.add(attempt.number());
                 throw new IllegalStateException("cannot ship a poison pill");
             }
-        }, b -> b.maxAttempts(3).backoff(Duration.ofMillis(10)).maxBackoff(Duration.ofMillis(50)));
+        }, b -> b.maxAttempts(3).backoff(Backoff.exponential(Duration.ofMillis(10), Duration.ofMillis(50))));
 
         await().atMost(BOUND).until(() -> seen.size() >= 4);
-        assertThat(seen).extracting(Seen::messageId, Seen::result).containsExactly(
-                tuple("msg-1", new RecordResult.Processed(1)),
-                tuple("msg-poison", new RecordResult.DeadLettered(
-                        DeadLetterReason.HANDLER_FAILED, 3, topic + ".DLT")),
-                tuple("msg-2", new RecordResult.Processed(1)),
-                tuple("msg-3", new RecordResult.Processed(1)));
+        assertThat(seen).extracting(Seen::messageId, s -> summary(s.result())).containsExactly(
+                tuple("msg-1", new InboxResult.Processed(1)),
+                tuple("msg-poison", deadLettered(DeadLetterReason.HANDLER_FAILED, 3)),
+                tuple("msg-2", new InboxResult.Processed(1)),
+                tuple("msg-3", new InboxResult.Processed(1)));
         assertThat(poisonAttempts).containsExactly(1, 2, 3);
         assertThat(Ledger.rows(ds, topic)).extracting(Row::messageId).containsExactly("msg-1", "msg-2", "msg-3");
 
@@ -253,13 +219,12 @@ class IdempotentConsumerLoopIT {
             assertThat(dl.key()).isEqualTo("order");
             assertThat(dl.value()).isEqualTo("poison");
             assertThat(Ledger.header(dl, DeadLetterHeaders.REASON)).isEqualTo("handler-failed");
-            assertThat(Ledger.header(dl, DeadLetterHeaders.EXCEPTION))
+            assertThat(Ledger.header(dl, DeadLetterHeaders.ERROR))
                     .isEqualTo("java.lang.IllegalStateException: cannot ship a poison pill");
             assertThat(Ledger.header(dl, DeadLetterHeaders.ATTEMPTS)).isEqualTo("3");
-            assertThat(Ledger.header(dl, DeadLetterHeaders.ORIGINAL_TOPIC)).isEqualTo(topic);
-            assertThat(Ledger.header(dl, DeadLetterHeaders.ORIGINAL_PARTITION)).isEqualTo("0");
-            assertThat(Ledger.header(dl, DeadLetterHeaders.ORIGINAL_OFFSET)).isEqualTo("1");
-            assertThat(Ledger.header(dl, DeadLetterHeaders.CONSUMER_GROUP)).isEqualTo(group);
+            assertThat(Ledger.header(dl, DeadLetterHeaders.POSITION)).isEqualTo(topic + "-0@1");
+            assertThat(Ledger.header(dl, DeadLetterHeaders.SCOPE)).isEqualTo("kafka:" + group + ":" + topic);
+            assertThat(Ledger.header(dl, DeadLetterHeaders.MESSAGE_ID)).isEqualTo("msg-poison");
             assertThat(Ledger.header(dl, MessageIdExtractor.DEFAULT_HEADER)).as("the original headers travel along")
                     .isEqualTo("msg-poison");
         });
@@ -277,17 +242,17 @@ class IdempotentConsumerLoopIT {
         start("a", GroupProtocol.CLASSIC, 10, UnaryOperator.identity());
         await().atMost(BOUND).until(() -> seen.size() >= 3);
 
-        assertThat(seen).extracting(Seen::result).containsExactly(
-                new RecordResult.DeadLettered(DeadLetterReason.MISSING_MESSAGE_ID, 0, topic + ".DLT"),
-                new RecordResult.DeadLettered(DeadLetterReason.INVALID_MESSAGE_ID, 0, topic + ".DLT"),
-                new RecordResult.Processed(1));
+        assertThat(seen).extracting(s -> summary(s.result())).containsExactly(
+                deadLettered(DeadLetterReason.MISSING_MESSAGE_ID, 0),
+                deadLettered(DeadLetterReason.INVALID_MESSAGE_ID, 0),
+                new InboxResult.Processed(1));
         assertThat(Ledger.rows(ds, topic)).as("the handler ran for the valid id only")
                 .containsExactly(new Row("msg-ok", "a", "fine"));
         List<ConsumerRecord<String, String>> deadLetters = readAll(topic + ".DLT", 2);
         assertThat(deadLetters).extracting(ConsumerRecord::value).containsExactly("anonymous", "not ascii");
         assertThat(deadLetters).extracting(dl -> Ledger.header(dl, DeadLetterHeaders.REASON))
                 .containsExactly("missing-message-id", "invalid-message-id");
-        assertThat(deadLetters).extracting(dl -> Ledger.header(dl, DeadLetterHeaders.EXCEPTION)).containsExactly(
+        assertThat(deadLetters).extracting(dl -> Ledger.header(dl, DeadLetterHeaders.ERROR)).containsExactly(
                 "io.retrysafe.InvalidKeyException: idempotency key is missing",
                 "io.retrysafe.InvalidKeyException: idempotency key must be printable ASCII (0x20-0x7E), but has "
                         + "character 0xe9 at index 2");
@@ -320,17 +285,17 @@ class IdempotentConsumerLoopIT {
 
             await().atMost(BOUND).until(() -> Long.valueOf(1).equals(KAFKA.committedOffset(group, other)));
             await().atMost(BOUND).until(() -> seenOf("msg-held").stream()
-                    .anyMatch(r -> r instanceof RecordResult.RetryLater));
-            assertThat(seenOf("msg-other")).containsExactly(new RecordResult.Processed(1));
+                    .anyMatch(r -> r instanceof InboxResult.RetryLater));
+            assertThat(seenOf("msg-other")).containsExactly(new InboxResult.Processed(1));
             assertThat(seenOf("msg-after")).as("behind the held record: not read yet").isEmpty();
             assertThat(KAFKA.committedOffset(group, held)).as("nothing committed past the held record").isNull();
             holder.commit();
         }
 
         await().atMost(BOUND).until(() -> Long.valueOf(2).equals(KAFKA.committedOffset(group, held)));
-        assertThat(seenOf("msg-held")).last().isEqualTo(new RecordResult.Replayed("elsewhere"));
-        assertThat(seenOf("msg-held")).filteredOn(r -> !(r instanceof RecordResult.RetryLater)).hasSize(1);
-        assertThat(seenOf("msg-after")).containsExactly(new RecordResult.Processed(1));
+        assertThat(seenOf("msg-held")).last().isEqualTo(new InboxResult.Replayed("elsewhere"));
+        assertThat(seenOf("msg-held")).filteredOn(r -> !(r instanceof InboxResult.RetryLater)).hasSize(1);
+        assertThat(seenOf("msg-after")).containsExactly(new InboxResult.Processed(1));
         assertThat(Ledger.rows(ds, topic)).extracting(Row::messageId)
                 .containsExactlyInAnyOrder("msg-after", "msg-other");
         assertThat(requests("in_progress")).isPositive();
@@ -348,7 +313,7 @@ class IdempotentConsumerLoopIT {
         return IntStream.range(from, to).mapToObj(i -> new Message("msg-" + i, "order-" + i, "ship " + i)).toList();
     }
 
-    private List<RecordResult> seenOf(String messageId) {
+    private List<InboxResult> seenOf(String messageId) {
         synchronized (seen) {
             return seen.stream().filter(s -> messageId.equals(s.messageId())).map(Seen::result).toList();
         }
@@ -369,7 +334,7 @@ class IdempotentConsumerLoopIT {
     }
 
     /** What one loop saw: who, which record, and the processor's result. */
-    private record Seen(String consumer, String messageId, String position, RecordResult result) {
+    private record Seen(String consumer, String messageId, String position, InboxResult result) {
     }
 
     private RunningLoop start(String name, GroupProtocol protocol, int maxPollRecords,
@@ -388,11 +353,10 @@ class IdempotentConsumerLoopIT {
         IdempotentRecordProcessor<String, String> processor = options.apply(IdempotentRecordProcessor
                 .builder(inbox, group, handler)
                 .deadLetters(DeadLetterPublisher.of(producer))
-                .listener(new RecordProcessorListener() {
+                .listener(new InboxListener() {
                     @Override
-                    public void onResult(ConsumerRecord<?, ?> record, RecordResult result) {
-                        seen.add(new Seen(name, Ledger.header(record, MessageIdExtractor.DEFAULT_HEADER),
-                                record.topic() + "-" + record.partition() + "@" + record.offset(), result));
+                    public void onResult(Delivery delivery, InboxResult result) {
+                        seen.add(new Seen(name, delivery.messageId(), delivery.position(), result));
                     }
                 })).build();
         IdempotentConsumerLoop<String, String> loop = IdempotentConsumerLoop
@@ -435,7 +399,17 @@ class IdempotentConsumerLoopIT {
         }
     }
 
-    private List<RecordResult> results(Class<? extends RecordResult> type) {
+    /** A dead letter as {@link #summary} shows it. */
+    private static String deadLettered(DeadLetterReason reason, int attempts) {
+        return "dead-lettered " + reason + " after " + attempts;
+    }
+
+    /** The result itself, or for a dead letter its reason and attempts (its headers are checked on the topic). */
+    private static Object summary(InboxResult result) {
+        return result instanceof InboxResult.DeadLetter d ? deadLettered(d.reason(), d.attempts()) : result;
+    }
+
+    private List<InboxResult> results(Class<? extends InboxResult> type) {
         synchronized (seen) {
             return seen.stream().map(Seen::result).filter(type::isInstance).toList();
         }

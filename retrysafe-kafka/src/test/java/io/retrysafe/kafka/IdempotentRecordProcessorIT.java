@@ -2,9 +2,16 @@ package io.retrysafe.kafka;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.retrysafe.Backoff;
 import io.retrysafe.Fingerprint;
 import io.retrysafe.ResponseCodec;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.inbox.DeadLetterHeaders;
+import io.retrysafe.inbox.DeadLetterReason;
+import io.retrysafe.inbox.Delivery;
+import io.retrysafe.inbox.InboxListener;
+import io.retrysafe.inbox.InboxResult;
+import io.retrysafe.inbox.RetryReason;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.kafka.Ledger.Row;
@@ -22,6 +29,7 @@ import java.util.function.UnaryOperator;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.utils.Bytes;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -69,7 +77,7 @@ class IdempotentRecordProcessorIT {
                             }
                         })
                 .deadLetters(deadLetters::add)
-                .backoff(Duration.ofMillis(10)))
+                .backoff(Backoff.fixed(Duration.ofMillis(10))))
                 .build();
     }
 
@@ -86,12 +94,13 @@ class IdempotentRecordProcessorIT {
                     attempt -> "elsewhere-0@0");
             assertThat(held.commit()).isTrue();
 
-            RecordResult whileHeld = processor.process(record);
-            assertThat(whileHeld).isInstanceOf(RecordResult.RetryLater.class);
-            assertThat(whileHeld.done()).as("its offset must not be committed").isFalse();
+            InboxResult whileHeld = processor.process(record);
+            assertThat(whileHeld).isInstanceOfSatisfying(InboxResult.RetryLater.class,
+                    later -> assertThat(later.reason()).isEqualTo(RetryReason.IN_PROGRESS));
+            assertThat(whileHeld.isDone()).as("its offset must not be committed").isFalse();
             holder.commit();
         }
-        assertThat(processor.process(record)).isEqualTo(new RecordResult.Replayed("elsewhere-0@0"));
+        assertThat(processor.process(record)).isEqualTo(new InboxResult.Replayed("elsewhere-0@0"));
         assertThat(attempts).as("the handler never ran here").isEmpty();
         assertThat(deadLetters).isEmpty();
     }
@@ -100,19 +109,23 @@ class IdempotentRecordProcessorIT {
     void anotherPayloadUnderAnIdAlreadyProcessedIsDeadLettered() {
         IdempotentRecordProcessor<String, String> processor = processor(UnaryOperator.identity());
         assertThat(processor.process(TestRecords.record(topic, 0, "msg-1", "ship 1")))
-                .isEqualTo(new RecordResult.Processed(1));
+                .isEqualTo(new InboxResult.Processed(1));
 
-        RecordResult other = processor.process(TestRecords.record(topic, 1, "msg-1", "ship 2"));
+        InboxResult other = processor.process(TestRecords.record(topic, 1, "msg-1", "ship 2"));
 
-        assertThat(other).isEqualTo(new RecordResult.DeadLettered(DeadLetterReason.FINGERPRINT_MISMATCH, 0,
-                topic + ".DLT"));
+        assertThat(other).isInstanceOfSatisfying(InboxResult.DeadLetter.class, d -> {
+            assertThat(d.reason()).isEqualTo(DeadLetterReason.FINGERPRINT_MISMATCH);
+            assertThat(d.attempts()).isZero();
+        });
         assertThat(deadLetters).singleElement().satisfies(dl -> {
             assertThat(dl.topic()).isEqualTo(topic + ".DLT");
             assertThat(dl.value()).isEqualTo("ship 2");
             assertThat(header(dl, DeadLetterHeaders.REASON)).isEqualTo("fingerprint-mismatch");
-            assertThat(header(dl, DeadLetterHeaders.EXCEPTION)).isEqualTo(
-                    "io.retrysafe.FingerprintMismatchException: message id was processed before with a different payload");
-            assertThat(header(dl, DeadLetterHeaders.ORIGINAL_OFFSET)).isEqualTo("1");
+            assertThat(header(dl, DeadLetterHeaders.ERROR)).isEqualTo(
+                    "message id was processed before with a different payload");
+            assertThat(header(dl, DeadLetterHeaders.POSITION)).isEqualTo(topic + "-0@1");
+            assertThat(header(dl, DeadLetterHeaders.SCOPE)).isEqualTo("kafka:shipping:" + topic);
+            assertThat(header(dl, DeadLetterHeaders.MESSAGE_ID)).isEqualTo("msg-1");
         });
         assertThat(attempts).containsExactly(1);
     }
@@ -122,7 +135,7 @@ class IdempotentRecordProcessorIT {
         IdempotentRecordProcessor<String, String> processor = processor(UnaryOperator.identity());
 
         assertThat(processor.process(TestRecords.record(topic, 0, "msg-1", "fail once")))
-                .isEqualTo(new RecordResult.Processed(2));
+                .isEqualTo(new InboxResult.Processed(2));
 
         assertThat(attempts).containsExactly(1, 2);
         assertThat(Ledger.rows(ds, topic)).as("attempt 1's write was rolled back with its claim")
@@ -135,11 +148,11 @@ class IdempotentRecordProcessorIT {
                 processor(b -> b.messageIds(MessageIdExtractor.topicPartitionOffset()));
 
         assertThat(processor.process(TestRecords.record(topic, 5, null, "ship 1")))
-                .isEqualTo(new RecordResult.Processed(1));
+                .isEqualTo(new InboxResult.Processed(1));
         assertThat(processor.process(TestRecords.record(topic, 5, null, "ship 1")))
-                .as("the broker redelivers offset 5").isEqualTo(new RecordResult.Replayed(topic + "-0@5"));
+                .as("the broker redelivers offset 5").isEqualTo(new InboxResult.Replayed(topic + "-0@5"));
         assertThat(processor.process(TestRecords.record(topic, 6, null, "ship 1")))
-                .as("the producer sent the same message again: a new offset").isEqualTo(new RecordResult.Processed(1));
+                .as("the producer sent the same message again: a new offset").isEqualTo(new InboxResult.Processed(1));
 
         assertThat(Ledger.rows(ds, topic)).as("the limit of offsets as ids: the duplicate took effect")
                 .extracting(Row::payload).containsExactly("ship 1", "ship 1");
@@ -159,11 +172,13 @@ class IdempotentRecordProcessorIT {
                 .build();
         ConsumerRecord<String, String> anonymous = TestRecords.record(topic, 0, null, "ship 1");
 
-        RecordResult first = processor.process(anonymous);
-        assertThat(first).isInstanceOfSatisfying(RecordResult.RetryLater.class, later ->
-                assertThat(later.reason()).contains("did not acknowledge", "no leader for partition"));
-        assertThat(processor.process(anonymous)).isEqualTo(new RecordResult.DeadLettered(
-                DeadLetterReason.MISSING_MESSAGE_ID, 0, topic + ".DLT"));
+        InboxResult first = processor.process(anonymous);
+        assertThat(first).isInstanceOfSatisfying(InboxResult.RetryLater.class, later -> {
+            assertThat(later.reason()).isEqualTo(RetryReason.DEAD_LETTER_FAILED);
+            assertThat(later.detail()).contains("not acknowledged", "no leader for partition");
+        });
+        assertThat(processor.process(anonymous)).isInstanceOfSatisfying(InboxResult.DeadLetter.class,
+                d -> assertThat(d.reason()).isEqualTo(DeadLetterReason.MISSING_MESSAGE_ID));
         assertThat(deadLetters).hasSize(1);
         assertThat(attempts).isEmpty();
     }
@@ -175,24 +190,61 @@ class IdempotentRecordProcessorIT {
         nowhere.setConnectTimeout(2);
         IdempotentRecordProcessor<String, String> processor = processor(b -> b.dataSource(nowhere));
 
-        RecordResult result = processor.process(TestRecords.record(topic, 0, "msg-1", "ship 1"));
+        InboxResult result = processor.process(TestRecords.record(topic, 0, "msg-1", "ship 1"));
 
-        assertThat(result).isInstanceOfSatisfying(RecordResult.RetryLater.class, later ->
-                assertThat(later.reason()).startsWith("no database connection"));
+        assertThat(result).isInstanceOfSatisfying(InboxResult.RetryLater.class, later -> {
+            assertThat(later.reason()).isEqualTo(RetryReason.STORE_UNAVAILABLE);
+            assertThat(later.detail()).startsWith("no database connection");
+        });
         assertThat(attempts).isEmpty();
         assertThat(deadLetters).as("not the message's fault: never dead-lettered").isEmpty();
     }
 
     @Test
     void aListenerThatThrowsChangesNothing() {
-        IdempotentRecordProcessor<String, String> processor = processor(b -> b.listener(new RecordProcessorListener() {
+        IdempotentRecordProcessor<String, String> processor = processor(b -> b.listener(new InboxListener() {
             @Override
-            public void onResult(ConsumerRecord<?, ?> record, RecordResult result) {
+            public void onResult(Delivery delivery, InboxResult result) {
                 throw new IllegalStateException("broken metrics");
             }
         }));
         assertThat(processor.process(TestRecords.record(topic, 0, "msg-1", "ship 1")))
-                .isEqualTo(new RecordResult.Processed(1));
+                .isEqualTo(new InboxResult.Processed(1));
+    }
+
+    @Test
+    void aValueOfATypeThatCannotBeFingerprintedIsDeadLetteredWithoutRunningTheHandler() {
+        List<ProducerRecord<String, Object>> objects = new ArrayList<>();
+        IdempotentRecordProcessor<String, Object> processor = IdempotentRecordProcessor.<String, Object>builder(
+                        inbox, "shipping", (record, connection, attempt) -> attempts.add(attempt.number()))
+                .deadLetters(objects::add)
+                .build();
+        ConsumerRecord<String, Object> record = new ConsumerRecord<>(topic, 0, 3, null, 42);
+        record.headers().add(MessageIdExtractor.DEFAULT_HEADER, "msg-42".getBytes(StandardCharsets.UTF_8));
+
+        InboxResult result = processor.process(record);
+
+        assertThat(result).isInstanceOfSatisfying(InboxResult.DeadLetter.class, d -> {
+            assertThat(d.reason()).isEqualTo(DeadLetterReason.UNREADABLE_PAYLOAD);
+            assertThat(d.error()).contains("java.lang.Integer");
+        });
+        assertThat(objects).singleElement().satisfies(dl -> assertThat(dl.value()).isEqualTo(42));
+        assertThat(attempts).isEmpty();
+    }
+
+    @Test
+    void aBytesValueIsFingerprintedOverItsBytesLikeTheSameText() {
+        IdempotentRecordProcessor<String, String> text = processor(UnaryOperator.identity());
+        IdempotentRecordProcessor<String, Bytes> bytes = IdempotentRecordProcessor.<String, Bytes>builder(
+                        inbox, "shipping", (record, connection, attempt) -> attempts.add(attempt.number()))
+                .deadLetters(deadLetter -> { })
+                .build();
+        assertThat(text.process(TestRecords.record(topic, 0, "msg-1", "ship 1"))).isEqualTo(new InboxResult.Processed(1));
+        ConsumerRecord<String, Bytes> same = new ConsumerRecord<>(topic, 0, 1, null,
+                Bytes.wrap("ship 1".getBytes(StandardCharsets.UTF_8)));
+        same.headers().add(MessageIdExtractor.DEFAULT_HEADER, "msg-1".getBytes(StandardCharsets.UTF_8));
+
+        assertThat(bytes.process(same)).isEqualTo(new InboxResult.Replayed(topic + "-0@0"));
     }
 
     private static String header(ProducerRecord<?, ?> record, String name) {

@@ -4,15 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.retrysafe.RetrySafe;
+import io.retrysafe.inbox.Inbox;
+import io.retrysafe.inbox.RetryStyle;
 import io.retrysafe.jdbc.JdbcDialect;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.List;
 import org.apache.kafka.clients.consumer.MockConsumer;
-import org.apache.kafka.common.utils.Bytes;
 import org.junit.jupiter.api.Test;
 import org.postgresql.ds.PGSimpleDataSource;
 
@@ -32,9 +30,9 @@ class IdempotentRecordProcessorTest {
     @Test
     void defaults() {
         IdempotentRecordProcessor<String, String> processor = builder().deadLetters(NOWHERE).build();
-        assertThat(processor.maxAttempts()).isEqualTo(IdempotentRecordProcessor.DEFAULT_MAX_ATTEMPTS).isEqualTo(3);
-        assertThat(processor.backoff()).isEqualTo(IdempotentRecordProcessor.DEFAULT_BACKOFF);
-        assertThat(processor.maxBackoff()).isEqualTo(IdempotentRecordProcessor.DEFAULT_MAX_BACKOFF);
+        assertThat(processor.inbox().maxAttempts()).isEqualTo(Inbox.DEFAULT_MAX_ATTEMPTS).isEqualTo(3);
+        assertThat(processor.inbox().backoff()).isEqualTo(Inbox.DEFAULT_BACKOFF);
+        assertThat(processor.inbox().retryStyle()).isEqualTo(RetryStyle.IN_PROCESS);
         assertThat(processor.messageIds()).hasToString("header(idempotency-key)");
         assertThat(processor.deadLetterTopic("orders")).isEqualTo("orders.DLT");
         assertThat(processor.scope("orders")).isEqualTo("kafka:shipping:orders");
@@ -57,14 +55,11 @@ class IdempotentRecordProcessorTest {
     void argumentsAreChecked() {
         assertThatThrownBy(() -> builder().maxAttempts(0)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("maxAttempts must be between 1 and 2147483647, but was 0");
-        assertThatThrownBy(() -> builder().backoff(Duration.ZERO)).isInstanceOf(IllegalArgumentException.class)
-                .hasMessage("backoff must be positive, but was PT0S");
+        assertThatThrownBy(() -> builder().backoff(null)).isInstanceOf(NullPointerException.class)
+                .hasMessage("backoff must not be null");
         assertThatThrownBy(() -> IdempotentRecordProcessor.builder(INBOX, " ", HANDLER))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("consumerGroup must not be blank, but was \" \"");
-        assertThatThrownBy(() -> builder().deadLetters(NOWHERE).backoff(Duration.ofSeconds(10)).build())
-                .isInstanceOf(IllegalStateException.class)
-                .hasMessage("backoff must not exceed maxBackoff, but was backoff=PT10S, maxBackoff=PT5S");
     }
 
     @Test
@@ -74,7 +69,8 @@ class IdempotentRecordProcessorTest {
         assertThatThrownBy(() -> IdempotentConsumerLoop.builder(new MockConsumer<String, String>(
                 "earliest"), processor).topics(topic))
                 .isInstanceOf(IllegalStateException.class)
-                .hasMessageStartingWith("the scope kafka:<group>:<topic> must have at most 255 characters, but had 264");
+                .hasMessageStartingWith("the scope kafka:")
+                .hasMessageContaining("must have at most 255 characters, but had 264");
     }
 
     @Test
@@ -98,18 +94,5 @@ class IdempotentRecordProcessorTest {
                 .isInstanceOf(IllegalStateException.class).hasMessage("topics must be set");
         assertThatThrownBy(() -> IdempotentConsumerLoop.builder(consumer, processor).topics(List.of()))
                 .isInstanceOf(IllegalArgumentException.class).hasMessage("topics must not be empty, but was []");
-    }
-
-    @Test
-    void valuesAreFingerprintedOverTheirBytes() {
-        byte[] bytes = "ship 1".getBytes(StandardCharsets.UTF_8);
-        assertThat(IdempotentRecordProcessor.defaultValueBytes(bytes)).isEqualTo(bytes);
-        assertThat(IdempotentRecordProcessor.defaultValueBytes("ship 1")).isEqualTo(bytes);
-        assertThat(IdempotentRecordProcessor.defaultValueBytes(ByteBuffer.wrap(bytes))).isEqualTo(bytes);
-        assertThat(IdempotentRecordProcessor.defaultValueBytes(Bytes.wrap(bytes))).isEqualTo(bytes);
-        assertThat(IdempotentRecordProcessor.defaultValueBytes(null)).isEmpty();
-        assertThatThrownBy(() -> IdempotentRecordProcessor.defaultValueBytes(42))
-                .isInstanceOf(IllegalStateException.class)
-                .hasMessageStartingWith("cannot fingerprint a record value of type java.lang.Integer; set valueBytes");
     }
 }

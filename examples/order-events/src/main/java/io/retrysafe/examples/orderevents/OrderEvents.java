@@ -15,13 +15,14 @@ import io.nats.client.api.StreamConfiguration;
 import io.nats.client.impl.Headers;
 import io.nats.client.impl.NatsMessage;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.inbox.Delivery;
+import io.retrysafe.inbox.InboxListener;
+import io.retrysafe.inbox.InboxResult;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.kafka.DeadLetterPublisher;
 import io.retrysafe.kafka.IdempotentConsumerLoop;
 import io.retrysafe.kafka.IdempotentRecordProcessor;
-import io.retrysafe.kafka.RecordProcessorListener;
-import io.retrysafe.kafka.RecordResult;
 import io.retrysafe.nats.Disposition;
 import io.retrysafe.nats.IdempotentMessageProcessor;
 import io.retrysafe.nats.MessageIds;
@@ -53,7 +54,6 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -191,10 +191,10 @@ public final class OrderEvents {
                     .<String, String>builder(inbox(ds), group, (record, connection, attempt) ->
                             book(connection, record.value()))
                     .deadLetters(DeadLetterPublisher.of(producer))
-                    .listener(new RecordProcessorListener() {
+                    .listener(new InboxListener() {
                         @Override
-                        public void onResult(ConsumerRecord<?, ?> record, RecordResult result) {
-                            counts.count(result instanceof RecordResult.Processed, result instanceof RecordResult.Replayed);
+                        public void onResult(Delivery delivery, InboxResult result) {
+                            counts.count(result instanceof InboxResult.Processed, result instanceof InboxResult.Replayed);
                         }
                     })
                     .build();
