@@ -1,5 +1,6 @@
 package io.retrysafe.client;
 
+import io.retrysafe.Backoff;
 import io.retrysafe.IdempotencyKeys;
 import io.retrysafe.KeyRules;
 import io.retrysafe.internal.Hex;
@@ -31,7 +32,6 @@ import java.util.Locale;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicReference;
 import javax.net.ssl.SSLHandshakeException;
 
@@ -109,20 +109,16 @@ public final class RetryingClient {
 
     private final HttpClient http;
     private final int maxAttempts;
-    private final Duration initialBackoff;
-    private final Duration maxBackoff;
-    private final double multiplier;
+    private final Backoff backoff;
     private final Duration deadline;
     private final Set<Integer> retryStatuses;
     private final Sleeper sleeper;
     private final Clock clock;
 
-    private RetryingClient(Builder b) {
+    private RetryingClient(Builder b, Backoff backoff) {
         this.http = b.http;
         this.maxAttempts = b.maxAttempts == null ? DEFAULT_MAX_ATTEMPTS : b.maxAttempts;
-        this.initialBackoff = b.initialBackoff == null ? DEFAULT_INITIAL_BACKOFF : b.initialBackoff;
-        this.maxBackoff = b.maxBackoff == null ? DEFAULT_MAX_BACKOFF : b.maxBackoff;
-        this.multiplier = b.multiplier == null ? DEFAULT_MULTIPLIER : b.multiplier;
+        this.backoff = backoff;
         this.deadline = b.deadline;
         this.retryStatuses = b.retryStatuses == null ? DEFAULT_RETRY_STATUSES : b.retryStatuses;
         this.sleeper = b.sleeper == null ? Sleeper.THREAD_SLEEP : b.sleeper;
@@ -230,15 +226,20 @@ public final class RetryingClient {
     }
 
     public Duration initialBackoff() {
-        return initialBackoff;
+        return backoff.initial();
     }
 
     public Duration maxBackoff() {
-        return maxBackoff;
+        return backoff.max();
     }
 
     public double multiplier() {
-        return multiplier;
+        return backoff.multiplier();
+    }
+
+    /** The waits between attempts: from {@code initialBackoff} up to {@code maxBackoff}, with full jitter. */
+    public Backoff backoff() {
+        return backoff;
     }
 
     public Optional<Duration> deadline() {
@@ -251,8 +252,8 @@ public final class RetryingClient {
 
     @Override
     public String toString() {
-        return "RetryingClient[maxAttempts=" + maxAttempts + ", initialBackoff=" + initialBackoff + ", maxBackoff="
-                + maxBackoff + ", multiplier=" + multiplier + ", deadline=" + deadline + ", retryStatuses="
+        return "RetryingClient[maxAttempts=" + maxAttempts + ", initialBackoff=" + backoff.initial() + ", maxBackoff="
+                + backoff.max() + ", multiplier=" + backoff.multiplier() + ", deadline=" + deadline + ", retryStatuses="
                 + retryStatuses + "]";
     }
 
@@ -271,18 +272,13 @@ public final class RetryingClient {
         if (attempt >= maxAttempts) {
             return null;
         }
-        Duration jittered = Duration.ofNanos(ThreadLocalRandom.current().nextLong(backoffCap(attempt).toNanos() + 1));
-        Duration delay = retryAfter == null ? jittered : min(maxBackoff, min(maxBackoff, retryAfter).plus(jittered));
+        Duration jittered = backoff.delay(attempt);
+        Duration max = backoff.max();
+        Duration delay = retryAfter == null ? jittered : min(max, min(max, retryAfter).plus(jittered));
         if (deadline != null && Duration.ofMillis(clock.millis() - start).plus(delay).compareTo(deadline) >= 0) {
             return null;
         }
         return delay;
-    }
-
-    /** The upper bound of the jittered wait after attempt {@code attempt}: {@code min(max, initial × multiplier^(attempt-1))}. */
-    Duration backoffCap(int attempt) {
-        double nanos = initialBackoff.toNanos() * Math.pow(multiplier, attempt - 1);
-        return nanos >= maxBackoff.toNanos() ? maxBackoff : Duration.ofNanos((long) nanos);
     }
 
     private static boolean retryable(IOException e) {
@@ -477,7 +473,8 @@ public final class RetryingClient {
                 throw new IllegalStateException("initialBackoff must not exceed maxBackoff, but was initialBackoff="
                         + initial + ", maxBackoff=" + max);
             }
-            return new RetryingClient(this);
+            return new RetryingClient(this, new Backoff(initial, max,
+                    multiplier == null ? DEFAULT_MULTIPLIER : multiplier, Backoff.Jitter.FULL));
         }
     }
 }
