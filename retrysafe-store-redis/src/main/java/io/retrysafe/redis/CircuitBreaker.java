@@ -1,5 +1,6 @@
 package io.retrysafe.redis;
 
+import io.retrysafe.Backoff;
 import io.retrysafe.redis.RedisFastFilter.BreakerState;
 import java.util.function.LongSupplier;
 
@@ -7,8 +8,9 @@ import java.util.function.LongSupplier;
  * A small circuit breaker. Closed: every call goes through; {@code failureThreshold} consecutive
  * failures open it. Open: no call goes through until the backoff has passed, then it is half open.
  * Half open: one call (the probe) goes through, every other is refused; the probe's success closes
- * the breaker and resets the backoff, its failure opens it again with the backoff doubled, up to
- * its maximum. Time is the injected ticker's (nanoseconds, monotonic).
+ * the breaker and resets the backoff, its failure opens it again for the next step of the
+ * {@link Backoff} (the n-th opening in a row stays open {@code backoff.delay(n)}). Time is the
+ * injected ticker's (nanoseconds, monotonic).
  *
  * <p>Thread-safe; each method holds the lock for a few field updates only. The transition callback
  * runs outside the lock.
@@ -23,25 +25,24 @@ final class CircuitBreaker {
     }
 
     private final int failureThreshold;
-    private final long initialBackoffNanos;
-    private final long maxBackoffNanos;
+    private final Backoff backoff;
     private final LongSupplier ticker;
     private final Transitions transitions;
 
     // Guarded by this.
     private BreakerState state = BreakerState.CLOSED;
     private int consecutiveFailures;
+    /** Openings since the breaker last closed: 1 for the first, one more per failed probe. */
+    private int openings;
     private long backoffNanos;
     private long openedAtNanos;
 
-    CircuitBreaker(int failureThreshold, long initialBackoffNanos, long maxBackoffNanos, LongSupplier ticker,
-            Transitions transitions) {
+    CircuitBreaker(int failureThreshold, Backoff backoff, LongSupplier ticker, Transitions transitions) {
         this.failureThreshold = failureThreshold;
-        this.initialBackoffNanos = initialBackoffNanos;
-        this.maxBackoffNanos = maxBackoffNanos;
+        this.backoff = backoff;
         this.ticker = ticker;
         this.transitions = transitions;
-        this.backoffNanos = initialBackoffNanos;
+        this.backoffNanos = backoff.delay(1).toNanos();
     }
 
     /**
@@ -51,7 +52,7 @@ final class CircuitBreaker {
      */
     boolean tryAcquire() {
         int failures;
-        long backoff;
+        long openNanos;
         synchronized (this) {
             switch (state) {
                 case CLOSED:
@@ -64,15 +65,16 @@ final class CircuitBreaker {
                     }
                     state = BreakerState.HALF_OPEN;
                     failures = consecutiveFailures;
-                    backoff = backoffNanos;
+                    openNanos = backoffNanos;
             }
         }
-        transitions.changed(BreakerState.OPEN, BreakerState.HALF_OPEN, failures, backoff, null);
+        transitions.changed(BreakerState.OPEN, BreakerState.HALF_OPEN, failures, openNanos, null);
         return true;
     }
 
     void onSuccess() {
         int failures;
+        long openNanos;
         synchronized (this) {
             if (state == BreakerState.CLOSED) {
                 consecutiveFailures = 0;
@@ -84,15 +86,17 @@ final class CircuitBreaker {
             failures = consecutiveFailures;
             state = BreakerState.CLOSED;
             consecutiveFailures = 0;
-            backoffNanos = initialBackoffNanos;
+            openings = 0;
+            backoffNanos = backoff.delay(1).toNanos();
+            openNanos = backoffNanos;
         }
-        transitions.changed(BreakerState.HALF_OPEN, BreakerState.CLOSED, failures, initialBackoffNanos, null);
+        transitions.changed(BreakerState.HALF_OPEN, BreakerState.CLOSED, failures, openNanos, null);
     }
 
     void onFailure(RuntimeException cause) {
         BreakerState from;
         int failures;
-        long backoff;
+        long openNanos;
         synchronized (this) {
             if (state == BreakerState.OPEN) {
                 return;
@@ -102,17 +106,18 @@ final class CircuitBreaker {
                 if (consecutiveFailures < failureThreshold) {
                     return;
                 }
-                backoffNanos = initialBackoffNanos;
-            } else {
-                backoffNanos = Math.min(backoffNanos * 2, maxBackoffNanos);
+                openings = 1;
+            } else if (openings < Integer.MAX_VALUE) {
+                openings++;
             }
+            backoffNanos = backoff.delay(openings).toNanos();
             from = state;
             state = BreakerState.OPEN;
             openedAtNanos = ticker.getAsLong();
             failures = consecutiveFailures;
-            backoff = backoffNanos;
+            openNanos = backoffNanos;
         }
-        transitions.changed(from, BreakerState.OPEN, failures, backoff, cause);
+        transitions.changed(from, BreakerState.OPEN, failures, openNanos, cause);
     }
 
     synchronized BreakerState state() {

@@ -9,6 +9,7 @@ import io.lettuce.core.RedisConnectionException;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.SetArgs;
 import io.lettuce.core.cluster.RedisClusterClient;
+import io.retrysafe.Backoff;
 import io.retrysafe.Fingerprint;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.OperationPolicy;
@@ -135,7 +136,7 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
         this.maxOpenBackoff = b.maxOpenBackoff == null ? DEFAULT_MAX_OPEN_BACKOFF : b.maxOpenBackoff;
         this.listener = b.listener == null ? Listener.NONE : b.listener;
         LongSupplier ticker = b.ticker == null ? System::nanoTime : b.ticker;
-        this.breaker = new CircuitBreaker(failureThreshold, openBackoff.toNanos(), maxOpenBackoff.toNanos(), ticker,
+        this.breaker = new CircuitBreaker(failureThreshold, Backoff.exponential(openBackoff, maxOpenBackoff), ticker,
                 this::breakerChanged);
         // No cool-down after a failed attempt: the breaker decides when a call tries Redis again.
         this.connection = new LazyConnection("retrysafe-" + name + "-connect", "fast filter " + name + " is closed",

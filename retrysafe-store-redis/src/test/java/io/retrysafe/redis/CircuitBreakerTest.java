@@ -2,6 +2,7 @@ package io.retrysafe.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.retrysafe.Backoff;
 import io.retrysafe.redis.RedisFastFilter.BreakerState;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -23,7 +24,7 @@ class CircuitBreakerTest {
 
     private final AtomicLong now = new AtomicLong(123_456_789L);
     private final List<String> transitions = new ArrayList<>();
-    private final CircuitBreaker breaker = new CircuitBreaker(THRESHOLD, FIRST.toNanos(), MAX.toNanos(), now::get,
+    private final CircuitBreaker breaker = new CircuitBreaker(THRESHOLD, Backoff.exponential(FIRST, MAX), now::get,
             (from, to, failures, backoff, cause) -> transitions.add(from + "->" + to));
 
     private void advance(Duration d) {
