@@ -45,8 +45,9 @@ public final class RetrySafe {
     public static final Duration DEFAULT_COMPLETION_BACKOFF = Duration.ofMillis(100);
 
     private static final System.Logger LOG = System.getLogger(RetrySafe.class.getName());
-    private static final long FIRST_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
-    private static final long MAX_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(250);
+    /** A duplicate waiting for the attempt in flight asks the store again after 5 ms, 10 ms, … up to 250 ms. */
+    private static final Backoff POLL = Backoff.exponential(Duration.ofMillis(5), Duration.ofMillis(250));
+    private static final int MAX_COMPLETION_ATTEMPTS = 10;
 
     private final String name;
     private final IdempotencyStore store;
@@ -55,10 +56,10 @@ public final class RetrySafe {
     private final boolean failOpen;
     private final InFlightKeys inFlight;
     private final int completionAttempts;
-    private final Duration completionBackoff;
+    private final Backoff completionBackoff;
 
     private RetrySafe(String name, IdempotencyStore store, OperationPolicy policy, RetrySafeListener listener,
-            boolean failOpen, InFlightKeys inFlight, int completionAttempts, Duration completionBackoff) {
+            boolean failOpen, InFlightKeys inFlight, int completionAttempts, Backoff completionBackoff) {
         this.name = name;
         this.store = store;
         this.policy = policy;
@@ -269,8 +270,7 @@ public final class RetrySafe {
 
     private <T, R> R decide(IdempotencyKey key, Fingerprint fingerprint, ResponseCodec<T> codec, Verdict<T, R> verdict) {
         long deadline = System.nanoTime() + policy.waitForResult().toNanos();
-        long pollNanos = FIRST_POLL_NANOS;
-        while (true) {
+        for (int poll = 1; ; poll++) {
             OwnerToken token = OwnerToken.random();
             ClaimRequest request = new ClaimRequest(key, fingerprint, token, policy.leaseTtl(), policy.retention());
             ClaimResult claim;
@@ -295,14 +295,14 @@ public final class RetrySafe {
                 return verdict.answer(new Outcome.InProgress<>(policy.retryAfter()));
             }
             // Poll rather than subscribe: the store is the only shared state, and the wait is opt-in and bounded.
-            long pause = Math.min(Math.min(pollNanos, remaining), Math.max(leaseRemaining.toNanos(), 1_000_000L));
+            long pause = Math.min(Math.min(POLL.delay(poll).toNanos(), remaining),
+                    Math.max(leaseRemaining.toNanos(), 1_000_000L));
             try {
                 TimeUnit.NANOSECONDS.sleep(pause);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return verdict.answer(new Outcome.InProgress<>(policy.retryAfter()));
             }
-            pollNanos = Math.min(pollNanos * 2, MAX_POLL_NANOS);
         }
     }
 
@@ -378,7 +378,6 @@ public final class RetrySafe {
     private FencedWrite writeOutcome(IdempotencyKey key, OwnerToken token, boolean store, StoredResponse sealed) {
         boolean standalone = this.store.isStandalone();
         int attempts = standalone ? completionAttempts : 1;
-        long pause = completionBackoff.toNanos();
         for (int n = 1; ; n++) {
             try {
                 return store
@@ -395,14 +394,10 @@ public final class RetrySafe {
                     int failed = n;
                     LOG.log(Level.WARNING, () -> "[" + name + "] recording the outcome of key " + key.digest()
                             + " failed (" + failed + " of " + attempts + "); trying again: " + e);
-                    try {
-                        TimeUnit.NANOSECONDS.sleep(pause);
-                        pause *= 2;
+                    if (completionBackoff.sleep(n)) {
                         continue;
-                    } catch (InterruptedException ie) {
-                        Thread.currentThread().interrupt();
-                        interrupted = true;
                     }
+                    interrupted = true;
                 }
                 int tried = n;
                 LOG.log(Level.ERROR, () -> "[" + name + "] the operation for key " + key.digest() + " ran, but its "
@@ -552,7 +547,8 @@ public final class RetrySafe {
          */
         public Builder completionAttempts(int completionAttempts) {
             Require.unset(this.completionAttempts, "completionAttempts");
-            this.completionAttempts = Require.between(completionAttempts, 1, 10, "completionAttempts");
+            this.completionAttempts = Require.between(completionAttempts, 1, MAX_COMPLETION_ATTEMPTS,
+                    "completionAttempts");
             return this;
         }
 
@@ -573,7 +569,12 @@ public final class RetrySafe {
                     new GuardedListener(n, listener == null ? RetrySafeListener.NONE : listener),
                     failOpen == null ? DEFAULT_FAIL_OPEN : failOpen, new InFlightKeys(),
                     completionAttempts == null ? DEFAULT_COMPLETION_ATTEMPTS : completionAttempts,
-                    completionBackoff == null ? DEFAULT_COMPLETION_BACKOFF : completionBackoff);
+                    doubling(completionBackoff == null ? DEFAULT_COMPLETION_BACKOFF : completionBackoff));
+        }
+
+        /** Doubling from {@code first} with no cap short of the last pause: at most nine pauses, the last 256 × {@code first}. */
+        private static Backoff doubling(Duration first) {
+            return Backoff.exponential(first, first.multipliedBy(1L << (MAX_COMPLETION_ATTEMPTS - 2)));
         }
     }
 }

@@ -18,6 +18,7 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -610,6 +611,29 @@ class RetrySafeTest {
             assertThat(outcome).isEqualTo(new Outcome.Executed<>(new Reply(201, "ran"), new Attempt(key, 1),
                     Completion.STORED));
             assertThat(events.storeErrors).hasSize(2);
+            assertThat(memory.inspect(key).orElseThrow().status()).isEqualTo(RecordStatus.COMPLETED);
+        }
+
+        @Test
+        void thePauseBeforeEachNewWriteOfAnOutcomeDoubles() {
+            Duration first = Duration.ofMillis(40);
+            List<Long> failedAt = new CopyOnWriteArrayList<>();
+            RetrySafe retrySafe = RetrySafe.builder(store).completionAttempts(4).completionBackoff(first)
+                    .listener(new RetrySafeListener() {
+                        @Override
+                        public void onStoreError(String storeName, String operation, RuntimeException error) {
+                            failedAt.add(System.nanoTime());
+                        }
+                    }).build();
+            store.failCompletions(down, 3);
+
+            assertThat(retrySafe.execute(key, REQUEST, REPLY, answering(new Reply(201, "ran"))))
+                    .isInstanceOf(Outcome.Executed.class);
+
+            assertThat(failedAt).hasSize(3);
+            // Each write fails at once, so the time between two failures is the pause (and never shorter).
+            assertThat(Duration.ofNanos(failedAt.get(1) - failedAt.get(0))).isGreaterThanOrEqualTo(first);
+            assertThat(Duration.ofNanos(failedAt.get(2) - failedAt.get(1))).isGreaterThanOrEqualTo(first.multipliedBy(2));
             assertThat(memory.inspect(key).orElseThrow().status()).isEqualTo(RecordStatus.COMPLETED);
         }
 
