@@ -15,8 +15,7 @@ import java.sql.Connection;
  * redelivered meanwhile.
  *
  * <p>Throwing means "not processed": the transaction is rolled back and the message is delivered
- * again later, or dead-lettered once its deliveries run out (see
- * {@link IdempotentMessageProcessor.Builder#maxDeliver(int)}).
+ * again later, or dead-lettered once its deliveries reach the inbox's {@code maxAttempts}.
  */
 @FunctionalInterface
 public interface MessageHandler {
@@ -25,8 +24,8 @@ public interface MessageHandler {
      * @param msg            the JetStream message; {@link Message#metaData()} tells its stream sequence
      *                       and how often it was delivered
      * @param jdbcConnection the transaction's connection, with auto-commit off
-     * @param attempt        the engine's attempt for the message id; its key is the message id in
-     *                       the scope {@code nats:<stream>:<consumer>}
+     * @param attempt        its key is the message id in the scope {@code nats:<stream>:<consumer>};
+     *                       its number is the delivery's (JetStream's {@code deliveredCount})
      */
     void handle(Message msg, Connection jdbcConnection, Attempt attempt) throws Exception;
 }

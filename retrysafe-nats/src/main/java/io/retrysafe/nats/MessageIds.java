@@ -27,7 +27,11 @@ public interface MessageIds {
     /** The header JetStream deduplicates on. */
     String NATS_MSG_ID = "Nats-Msg-Id";
 
-    /** The message's id, or null when it has none (such a message is terminated, never processed unprotected). */
+    /**
+     * The message's id, or null when it has none: such a message is dead-lettered
+     * ({@code missing-message-id}) and terminated, never processed unprotected. An exception thrown
+     * here is logged and taken as no id.
+     */
     String idOf(Message message);
 
     /** The {@code Nats-Msg-Id} header. */

@@ -12,7 +12,6 @@ import io.nats.client.PushSubscribeOptions;
 import io.nats.client.api.AckPolicy;
 import io.nats.client.api.ConsumerConfiguration;
 import io.nats.client.api.ConsumerInfo;
-import io.retrysafe.IdempotencyKey;
 import io.retrysafe.internal.Require;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
@@ -42,9 +41,8 @@ import java.util.concurrent.TimeoutException;
  * <p>Both bind to a consumer that already exists; the application creates it with its own
  * configuration. {@link Builder#start()} checks the three settings the processor depends on: the
  * consumer acknowledges explicitly ({@code AckPolicy.Explicit}); its kind matches (a pull consumer
- * has no deliver subject); and its {@code max_deliver} is unlimited or at least the processor's
- * {@link IdempotentMessageProcessor#maxDeliver()}, so that the processor sees the last delivery
- * and dead-letters it. Several instances (threads, processes) bound to one durable pull consumer
+ * has no deliver subject); and its {@code max_deliver} is unlimited or at least the inbox's
+ * {@code maxAttempts}, so that the processor sees the last delivery and dead-letters it. Several instances (threads, processes) bound to one durable pull consumer
  * compete for its messages; a push consumer is shared through its deliver group.
  *
  * <p>{@link #close()} stops fetching (or drains the dispatcher), lets the message in hand finish,
@@ -69,7 +67,7 @@ public final class RetrySafeJetStreamConsumer implements AutoCloseable {
 
     private RetrySafeJetStreamConsumer(Builder config) {
         this.config = config;
-        this.label = "[" + config.processor.engine().name() + "] " + (config.pull ? "pull" : "push") + " consumer "
+        this.label = "[" + config.processor.inbox().engine().name() + "] " + (config.pull ? "pull" : "push") + " consumer "
                 + config.durable + " of stream " + config.stream;
     }
 
@@ -323,10 +321,10 @@ public final class RetrySafeJetStreamConsumer implements AutoCloseable {
                 throw new IllegalStateException("stream and durable must be set, but was stream=" + stream
                         + ", durable=" + durable);
             }
-            int scopeLength = IdempotentMessageProcessor.scope(stream, durable).length();
-            if (scopeLength > IdempotencyKey.MAX_SCOPE_LENGTH) {
-                throw new IllegalStateException("the scope nats:<stream>:<durable> may have at most "
-                        + IdempotencyKey.MAX_SCOPE_LENGTH + " characters, but had " + scopeLength);
+            try {
+                IdempotentMessageProcessor.scope(stream, durable);
+            } catch (IllegalArgumentException e) { // too long together
+                throw new IllegalStateException(e.getMessage(), e);
             }
             batchSize = batchSize == null ? DEFAULT_BATCH_SIZE : batchSize;
             fetchTimeout = fetchTimeout == null ? DEFAULT_FETCH_TIMEOUT : fetchTimeout;
@@ -369,10 +367,11 @@ public final class RetrySafeJetStreamConsumer implements AutoCloseable {
                         + " RetrySafeJetStreamConsumer.pull, or create a push consumer");
             }
             long maxDeliver = cc.getMaxDeliver();
-            if (maxDeliver > 0 && maxDeliver < processor.maxDeliver()) {
+            int maxAttempts = processor.inbox().maxAttempts();
+            if (maxDeliver > 0 && maxDeliver < maxAttempts) {
                 throw new IllegalStateException(which + " must have max_deliver unlimited (-1) or at least the"
-                        + " processor's maxDeliver (" + processor.maxDeliver() + "), so that the processor sees the"
-                        + " last delivery and dead-letters it, but was " + maxDeliver);
+                        + " inbox's maxAttempts (" + maxAttempts + "), so that the processor sees the last delivery"
+                        + " and dead-letters it, but was " + maxDeliver);
             }
             return cc;
         }

@@ -5,8 +5,11 @@ import io.nats.client.Message;
 import io.nats.client.Nats;
 import io.nats.client.Options;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.inbox.Inbox;
+import io.retrysafe.inbox.RetryStyle;
 import io.retrysafe.jdbc.JdbcDialect;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
+import io.retrysafe.jdbc.TransactionalRetrySafe;
 import java.io.IOException;
 import java.io.InputStream;
 import java.time.Duration;
@@ -56,13 +59,14 @@ public final class NatsCrashChild {
         dataSource.setPassword(args[6]);
         JdbcIdempotencyStore store = JdbcIdempotencyStore.builder(dataSource).dialect(JdbcDialect.POSTGRESQL)
                 .table(Effects.STORE_TABLE).build();
-        IdempotentMessageProcessor.Builder processor = IdempotentMessageProcessor.builder(
-                RetrySafe.builder(store).name("crash-child").build(), (msg, c, attempt) -> {
-                    Effects.record(c, msg, attempt);
-                    if (mode.equals("inside-handler")) {
-                        blockAfterSaying(INSIDE, msg);
-                    }
-                });
+        Inbox inbox = Inbox.builder(TransactionalRetrySafe.of(RetrySafe.builder(store).name("crash-child").build()))
+                .retryStyle(RetryStyle.BROKER_REDELIVERY).build();
+        IdempotentMessageProcessor.Builder processor = IdempotentMessageProcessor.builder(inbox, (msg, c, attempt) -> {
+            Effects.record(c, msg, attempt);
+            if (mode.equals("inside-handler")) {
+                blockAfterSaying(INSIDE, msg);
+            }
+        });
         if (mode.equals("after-commit")) {
             processor.afterCommit(msg -> blockAfterSaying(COMMITTED, msg));
         }

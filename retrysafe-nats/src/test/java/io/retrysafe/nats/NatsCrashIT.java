@@ -13,7 +13,9 @@ import io.nats.client.api.StorageType;
 import io.nats.client.api.StreamConfiguration;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.IdempotencyKeys;
+import io.retrysafe.OperationPolicy;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.inbox.InboxResult;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.spi.RecordStatus;
 import io.retrysafe.testservices.TestDatabases;
@@ -139,7 +141,7 @@ class NatsCrashIT {
                 .until(() -> !recorder.all().isEmpty() && settled());
 
         assertThat(recorder.all()).singleElement().satisfies(seen -> {
-            assertThat(seen.disposition()).isEqualTo(new Disposition.Replayed());
+            assertThat(seen.result()).isInstanceOf(InboxResult.Replayed.class);
             assertThat(seen.streamSequence()).isEqualTo(seq);
             assertThat(seen.delivered()).as("delivered again after ack_wait").isEqualTo(2);
         });
@@ -160,13 +162,16 @@ class NatsCrashIT {
 
         survivor = startSurvivor();
         await().atMost(REDELIVERY_BOUND).pollInterval(Duration.ofMillis(50))
-                .until(() -> recorder.count(Disposition.Processed.class::isInstance) == 1 && settled());
+                .until(() -> recorder.count(InboxResult.Processed.class) == 1 && settled());
 
         // The dead transaction may still hold the key's row lock for a moment: a delivery then waits, or is nakked.
-        assertThat(recorder.dispositions()).last().isEqualTo(new Disposition.Processed(1));
-        assertThat(recorder.dispositions()).filteredOn(d -> !(d instanceof Disposition.Processed))
-                .allSatisfy(d -> assertThat(d).isEqualTo(new Disposition.Redelivered(Disposition.Reason.IN_PROGRESS,
-                        IdempotentMessageProcessor.DEFAULT_IN_PROGRESS_DELAY)));
+        assertThat(recorder.all()).last().satisfies(seen -> assertThat(seen.result())
+                .as("attempt n is delivery n: the killed one was the first")
+                .isEqualTo(new InboxResult.Processed((int) seen.delivered())));
+        assertThat(recorder.all().get(recorder.all().size() - 1).delivered()).isGreaterThanOrEqualTo(2);
+        assertThat(recorder.results()).filteredOn(r -> !r.startsWith("processed "))
+                .allSatisfy(r -> assertThat(r).isEqualTo("retry-later in-progress "
+                        + OperationPolicy.DEFAULT_RETRY_AFTER));
         assertThat(handled).containsExactly(key);
         assertThat(Effects.ids(ds, scope())).as("the killed transaction's write was rolled back").containsExactly(key);
         assertThat(store.inspect(IdempotencyKey.of(scope(), key))).get().satisfies(r -> {
@@ -176,10 +181,11 @@ class NatsCrashIT {
     }
 
     private RetrySafeJetStreamConsumer startSurvivor() throws Exception {
-        IdempotentMessageProcessor processor = IdempotentMessageProcessor.builder(engine, (msg, c, attempt) -> {
-            handled.add(attempt.key().value());
-            Effects.record(c, msg, attempt);
-        }).listener(recorder).build();
+        IdempotentMessageProcessor processor = IdempotentMessageProcessor.builder(
+                NatsProcessingIT.inbox(engine, recorder, b -> b), (msg, c, attempt) -> {
+                    handled.add(attempt.key().value());
+                    Effects.record(c, msg, attempt);
+                }).build();
         return RetrySafeJetStreamConsumer.pull(nats, processor).stream(stream).durable(durable).batchSize(1)
                 .fetchTimeout(Duration.ofSeconds(1)).closeTimeout(Duration.ofSeconds(10)).start();
     }

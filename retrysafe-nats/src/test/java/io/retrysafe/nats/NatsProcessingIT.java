@@ -21,13 +21,18 @@ import io.nats.client.api.StorageType;
 import io.nats.client.api.StreamConfiguration;
 import io.nats.client.api.StreamInfoOptions;
 import io.nats.client.impl.Headers;
+import io.retrysafe.Backoff;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.IdempotencyKeys;
 import io.retrysafe.InvalidKeyException;
 import io.retrysafe.Outcome;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.inbox.DeadLetterHeaders;
+import io.retrysafe.inbox.Inbox;
+import io.retrysafe.inbox.InboxResult;
+import io.retrysafe.inbox.RetryStyle;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
-import io.retrysafe.nats.Disposition.Reason;
+import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.spi.RecordStatus;
 import io.retrysafe.spi.RetrySafeListener;
 import io.retrysafe.testservices.TestDatabases;
@@ -136,9 +141,9 @@ class NatsProcessingIT {
         assertThat(messagesOn(stream, subject)).as("messages on the subject").isEqualTo(1);
 
         startPull(nats, processor(b -> b));
-        awaitSettled(() -> recorder.dispositions().size() == 1);
+        awaitSettled(() -> recorder.all().size() == 1);
 
-        assertThat(recorder.dispositions()).containsExactly(new Disposition.Processed(1));
+        assertThat(recorder.results()).containsExactly("processed 1");
         assertThat(handled).containsExactly(key);
         assertThat(Effects.ids(ds, scope())).containsExactly(key);
     }
@@ -175,16 +180,15 @@ class NatsProcessingIT {
             byte[] payload = "refund 9".getBytes(UTF_8);
 
             publisher.publish(orders, key, payload);
-            await().atMost(BOUND).pollInterval(POLL).until(() -> recorder.dispositions().size() == 1);
+            await().atMost(BOUND).pollInterval(POLL).until(() -> recorder.all().size() == 1);
             // Publish the same id again until the server no longer drops it: the window has passed.
             await().atMost(BOUND).pollInterval(POLL).until(() -> !publisher.publish(orders, key, payload).isDuplicate());
-            await().atMost(BOUND).pollInterval(POLL).until(() -> recorder.dispositions().size() == 2
+            await().atMost(BOUND).pollInterval(POLL).until(() -> recorder.all().size() == 2
                     && settled(shortWindow, durable));
 
             assertThat(messagesOn(shortWindow, orders)).as("both copies are in the stream").isEqualTo(2);
             assertThat(recorder.all()).extracting(Recorder.Seen::streamSequence).doesNotHaveDuplicates();
-            assertThat(recorder.dispositions()).containsExactly(new Disposition.Processed(1),
-                    new Disposition.Replayed());
+            assertThat(recorder.results()).containsExactly("processed 1", "replayed");
             assertThat(handled).containsExactly(key);
             assertThat(Effects.ids(ds, IdempotentMessageProcessor.scope(shortWindow, durable))).containsExactly(key);
         } finally {
@@ -203,10 +207,10 @@ class NatsProcessingIT {
         Recorder second = new Recorder();
         Connection otherProcess = TestNats.connect("retrysafe-nats-processing-it-2");
         toClose.add(otherProcess);
-        startPull(nats, IdempotentMessageProcessor.builder(engine, recordingHandler())
-                .messageIds(MessageIds.header(ORDER_ID)).listener(first).build());
-        startPull(otherProcess, IdempotentMessageProcessor.builder(engine, recordingHandler())
-                .messageIds(MessageIds.header(ORDER_ID)).listener(second).build());
+        startPull(nats, IdempotentMessageProcessor.builder(inbox(engine, first, b -> b), recordingHandler())
+                .messageIds(MessageIds.header(ORDER_ID)).build());
+        startPull(otherProcess, IdempotentMessageProcessor.builder(inbox(engine, second, b -> b), recordingHandler())
+                .messageIds(MessageIds.header(ORDER_ID)).build());
         // Both have a pull request waiting before anything is published, so both get messages.
         await().atMost(BOUND).pollInterval(Duration.ofMillis(10)).until(() -> consumerInfo(stream, durable)
                 .getNumWaiting() >= 2);
@@ -220,20 +224,17 @@ class NatsProcessingIT {
                 js.publish(subject, new Headers().put(ORDER_ID, id), ("order " + i).getBytes(UTF_8));
             }
         }
-        awaitSettled(() -> first.count(Disposition.Processed.class::isInstance)
-                + second.count(Disposition.Processed.class::isInstance) == orders
-                && first.count(Disposition.Replayed.class::isInstance)
-                        + second.count(Disposition.Replayed.class::isInstance) == orders);
+        awaitSettled(() -> first.count(InboxResult.Processed.class) + second.count(InboxResult.Processed.class) == orders
+                && first.count(InboxResult.Replayed.class) + second.count(InboxResult.Replayed.class) == orders);
 
         assertThat(Effects.ids(ds, scope())).as("one effect per order").hasSize(orders)
                 .containsExactlyInAnyOrderElementsOf(ids);
         assertThat(handled).hasSize(orders);
-        List<Disposition> all = new ArrayList<>(first.dispositions());
-        all.addAll(second.dispositions());
+        List<String> all = new ArrayList<>(first.results());
+        all.addAll(second.results());
         assertThat(all).as("a copy that found its twin in flight past the lock timeout waits, then replays")
-                .filteredOn(d -> !(d instanceof Disposition.Processed) && !(d instanceof Disposition.Replayed))
-                .allSatisfy(d -> assertThat(d).isInstanceOfSatisfying(Disposition.Redelivered.class,
-                        r -> assertThat(r.reason()).isEqualTo(Reason.IN_PROGRESS)));
+                .filteredOn(r -> !r.startsWith("processed ") && !r.equals("replayed"))
+                .allSatisfy(r -> assertThat(r).startsWith("retry-later in-progress "));
         assertThat(first.all()).as("the first consumer's share").isNotEmpty();
         assertThat(second.all()).as("the second consumer's share").isNotEmpty();
     }
@@ -242,24 +243,24 @@ class NatsProcessingIT {
     void transientFailuresAreNakkedWithBackoffThenProcessedOnce() throws Exception {
         createPullConsumer(durable, -1);
         AtomicInteger failuresLeft = new AtomicInteger(2);
-        IdempotentMessageProcessor processor = IdempotentMessageProcessor.builder(engine, (msg, c, attempt) -> {
+        Inbox inbox = inbox(engine, recorder, b -> b.maxAttempts(5)
+                .backoff(Backoff.exponential(Duration.ofMillis(200), Duration.ofSeconds(5))));
+        IdempotentMessageProcessor processor = IdempotentMessageProcessor.builder(inbox, (msg, c, attempt) -> {
             handled.add(attempt.key().value());
             Effects.record(c, msg, attempt); // rolled back with the failed attempt
             if (failuresLeft.getAndDecrement() > 0) {
                 throw new IOException("the warehouse database is restarting (test)");
             }
-        }).messageIds(MessageIds.streamSequence()).retryBackoff(Duration.ofMillis(200), Duration.ofSeconds(5))
-                .maxDeliver(5).listener(recorder).build();
+        }).messageIds(MessageIds.streamSequence()).build();
         PublishAck published = js.publish(subject, "ship order 5".getBytes(UTF_8)); // no id: the sequence is the id
         String id = Long.toString(published.getSeqno());
 
         startPull(nats, processor);
-        awaitSettled(() -> recorder.count(Disposition.Processed.class::isInstance) == 1);
+        awaitSettled(() -> recorder.count(InboxResult.Processed.class) == 1);
 
-        assertThat(recorder.dispositions()).containsExactly(
-                new Disposition.Redelivered(Reason.HANDLER_FAILED, Duration.ofMillis(200)),
-                new Disposition.Redelivered(Reason.HANDLER_FAILED, Duration.ofMillis(400)),
-                new Disposition.Processed(1));
+        assertThat(recorder.results()).as("nakked with the back-off's delay for each delivery; attempt n is delivery n")
+                .containsExactly("retry-later handler-failed PT0.2S", "retry-later handler-failed PT0.4S",
+                        "processed 3");
         assertThat(recorder.all()).extracting(Recorder.Seen::delivered).containsExactly(1L, 2L, 3L);
         assertThat(handled).containsExactly(id, id, id);
         assertThat(Effects.ids(ds, scope())).as("the failed attempts' writes were rolled back").containsExactly(id);
@@ -273,14 +274,16 @@ class NatsProcessingIT {
     void poisonMessageIsDeadLetteredAfterMaxDeliverAndLaterMessagesAreProcessed() throws Exception {
         createPullConsumer(durable, -1);
         String deadLetters = stream + ".dlq." + durable;
-        IdempotentMessageProcessor processor = IdempotentMessageProcessor.builder(engine, (msg, c, attempt) -> {
+        Inbox inbox = inbox(engine, recorder, b -> b.maxAttempts(3)
+                .backoff(Backoff.exponential(Duration.ofMillis(100), Duration.ofSeconds(1))));
+        IdempotentMessageProcessor processor = IdempotentMessageProcessor.builder(inbox, (msg, c, attempt) -> {
             handled.add(attempt.key().value());
             Effects.record(c, msg, attempt);
             if (new String(msg.getData(), UTF_8).startsWith("poison")) {
-                throw new IllegalStateException("cannot parse order\r\n(test)");
+                // A line break and a character NATS refuses in a header value: the dead letter is still published.
+                throw new IllegalStateException("cannot parse order\r\n(test) \u00e9");
             }
-        }).retryBackoff(Duration.ofMillis(100), Duration.ofSeconds(1)).maxDeliver(3)
-                .deadLetter(js, deadLetters).listener(recorder).build();
+        }).deadLetter(js, deadLetters).build();
         IdempotentPublisher publisher = IdempotentPublisher.of(js);
         String poisonId = IdempotencyKeys.uuidV7();
         byte[] poison = "poison {".getBytes(UTF_8);
@@ -293,13 +296,11 @@ class NatsProcessingIT {
         }
 
         startPull(nats, processor);
-        awaitSettled(() -> recorder.count(Disposition.Terminated.class::isInstance) == 1
-                && recorder.count(Disposition.Processed.class::isInstance) == 3);
+        awaitSettled(() -> recorder.count(InboxResult.DeadLetter.class) == 1
+                && recorder.count(InboxResult.Processed.class) == 3);
 
-        assertThat(recorder.dispositionsOf(poisonSeq)).containsExactly(
-                new Disposition.Redelivered(Reason.HANDLER_FAILED, Duration.ofMillis(100)),
-                new Disposition.Redelivered(Reason.HANDLER_FAILED, Duration.ofMillis(200)),
-                new Disposition.Terminated(Reason.RETRIES_EXHAUSTED, true));
+        assertThat(recorder.resultsOf(poisonSeq)).containsExactly("retry-later handler-failed PT0.1S",
+                "retry-later handler-failed PT0.2S", "dead-letter handler-failed 3");
         assertThat(Effects.ids(ds, scope())).containsExactlyInAnyOrderElementsOf(good);
         assertThat(handled).filteredOn(poisonId::equals).hasSize(3);
 
@@ -307,14 +308,13 @@ class NatsProcessingIT {
         MessageInfo dead = jsm.getLastMessage(stream, deadLetters);
         assertThat(dead.getData()).isEqualTo(poison);
         Headers h = dead.getHeaders();
-        assertThat(h.getFirst(DeadLetterHeaders.REASON)).isEqualTo("retries-exhausted");
+        assertThat(h.getFirst(DeadLetterHeaders.REASON)).isEqualTo("handler-failed");
         assertThat(h.getFirst(DeadLetterHeaders.ERROR))
-                .isEqualTo("java.lang.IllegalStateException: cannot parse order  (test)");
-        assertThat(h.getFirst(DeadLetterHeaders.STREAM)).isEqualTo(stream);
-        assertThat(h.getFirst(DeadLetterHeaders.CONSUMER)).isEqualTo(durable);
-        assertThat(h.getFirst(DeadLetterHeaders.STREAM_SEQUENCE)).isEqualTo(Long.toString(poisonSeq));
-        assertThat(h.getFirst(DeadLetterHeaders.DELIVERED)).isEqualTo("3");
-        assertThat(h.getFirst(DeadLetterHeaders.SUBJECT)).isEqualTo(subject);
+                .isEqualTo("java.lang.IllegalStateException: cannot parse order (test) ?");
+        assertThat(h.getFirst(DeadLetterHeaders.ATTEMPTS)).isEqualTo("3");
+        assertThat(h.getFirst(DeadLetterHeaders.SCOPE)).isEqualTo(scope());
+        assertThat(h.getFirst(DeadLetterHeaders.POSITION)).isEqualTo(stream + "#" + poisonSeq);
+        assertThat(h.getFirst(DeadLetterHeaders.DELIVERY_COUNT)).isEqualTo("3");
         assertThat(h.getFirst(DeadLetterHeaders.MESSAGE_ID)).isEqualTo(poisonId);
         assertThat(h.getFirst("Tenant")).as("the producer's own headers are kept").isEqualTo("acme");
         assertThat(h.getFirst(MessageIds.NATS_MSG_ID)).as("the dead letter's own id").isNotEqualTo(poisonId);
@@ -333,16 +333,15 @@ class NatsProcessingIT {
             }
         }).build();
         String deadLetters = stream + ".dlq." + durable;
-        IdempotentMessageProcessor processor = IdempotentMessageProcessor.builder(counting, recordingHandler())
-                .messageIds(MessageIds.header(ORDER_ID)).deadLetter(js, deadLetters).listener(recorder).build();
+        IdempotentMessageProcessor processor = IdempotentMessageProcessor.builder(inbox(counting, recorder, b -> b),
+                recordingHandler()).messageIds(MessageIds.header(ORDER_ID)).deadLetter(js, deadLetters).build();
         js.publish(subject, new Headers().put(ORDER_ID, "order-1"), "amount 100".getBytes(UTF_8));
         js.publish(subject, new Headers().put(ORDER_ID, "order-1"), "amount 999".getBytes(UTF_8));
 
         startPull(nats, processor);
-        awaitSettled(() -> recorder.dispositions().size() == 2);
+        awaitSettled(() -> recorder.all().size() == 2);
 
-        assertThat(recorder.dispositions()).containsExactly(new Disposition.Processed(1),
-                new Disposition.Terminated(Reason.FINGERPRINT_MISMATCH, true));
+        assertThat(recorder.results()).containsExactly("processed 1", "dead-letter fingerprint-mismatch 0");
         assertThat(Effects.payloads(ds, scope())).containsExactly("amount 100");
         assertThat(mismatches).hasValue(1);
         MessageInfo dead = jsm.getLastMessage(stream, deadLetters);
@@ -368,15 +367,22 @@ class NatsProcessingIT {
         js.publish(subject, "id too long".getBytes(UTF_8), PublishOptions.builder().messageId("x".repeat(256)).build());
         String valid = IdempotencyKeys.uuidV7();
         IdempotentPublisher.of(js).publish(subject, valid, "with id".getBytes(UTF_8));
+        IdempotentPublisher.of(js).publish(subject, IdempotencyKeys.uuidV7(), "unreadable id".getBytes(UTF_8));
+        MessageIds failingOnOne = msg -> {
+            if (new String(msg.getData(), UTF_8).equals("unreadable id")) {
+                throw new IllegalStateException("the id extractor broke (test)");
+            }
+            return MessageIds.natsMsgId().idOf(msg);
+        };
 
-        startPull(nats, IdempotentMessageProcessor.builder(counting, recordingHandler()).listener(recorder).build());
-        awaitSettled(() -> recorder.dispositions().size() == 3);
+        startPull(nats, IdempotentMessageProcessor.builder(inbox(counting, recorder, b -> b), recordingHandler())
+                .messageIds(failingOnOne).build());
+        awaitSettled(() -> recorder.all().size() == 4);
 
-        assertThat(recorder.dispositions()).containsExactly(
-                new Disposition.Terminated(Reason.MISSING_MESSAGE_ID, false),
-                new Disposition.Terminated(Reason.INVALID_MESSAGE_ID, false), new Disposition.Processed(1));
+        assertThat(recorder.results()).containsExactly("dead-letter missing-message-id 0",
+                "dead-letter invalid-message-id 0", "processed 1", "dead-letter missing-message-id 0");
         assertThat(handled).containsExactly(valid);
-        assertThat(invalidKeys).hasValue(2);
+        assertThat(invalidKeys).hasValue(3);
         Message advisory = advisories.nextMessage(BOUND);
         assertThat(advisory).as("the MSG_TERMINATED advisory within %s", BOUND).isNotNull();
         assertThat(new String(advisory.getData(), UTF_8)).contains("\"stream_seq\":" + noIdSeq);
@@ -385,7 +391,8 @@ class NatsProcessingIT {
 
     @Test
     void startRefusesConsumersTheProcessorCannotWorkWith() throws Exception {
-        IdempotentMessageProcessor processor = processor(b -> b.maxDeliver(5));
+        IdempotentMessageProcessor processor = IdempotentMessageProcessor.builder(
+                inbox(engine, recorder, b -> b.maxAttempts(5)), recordingHandler()).build();
 
         jsm.addOrUpdateConsumer(stream, ConsumerConfiguration.builder().durable(durable + "_NONE").filterSubject(subject)
                 .ackPolicy(AckPolicy.None).build());
@@ -414,9 +421,16 @@ class NatsProcessingIT {
         };
     }
 
-    /** A processor with the recording handler that reports to this test's recorder. */
+    /** A processor with the recording handler, on an inbox that reports to this test's recorder. */
     private IdempotentMessageProcessor processor(UnaryOperator<IdempotentMessageProcessor.Builder> custom) {
-        return custom.apply(IdempotentMessageProcessor.builder(engine, recordingHandler())).listener(recorder).build();
+        return custom.apply(IdempotentMessageProcessor.builder(inbox(engine, recorder, b -> b), recordingHandler()))
+                .build();
+    }
+
+    /** An inbox retrying by redelivery, as a JetStream consumer's must. */
+    static Inbox inbox(RetrySafe engine, Recorder recorder, UnaryOperator<Inbox.Builder> custom) {
+        return custom.apply(Inbox.builder(TransactionalRetrySafe.of(engine)).retryStyle(RetryStyle.BROKER_REDELIVERY)
+                .listener(recorder)).build();
     }
 
     private void createPullConsumer(String name, long maxDeliver) throws IOException, JetStreamApiException {

@@ -5,7 +5,6 @@ import io.nats.client.Connection;
 import io.nats.client.JetStream;
 import io.nats.client.JetStreamApiException;
 import io.nats.client.JetStreamManagement;
-import io.nats.client.Message;
 import io.nats.client.Nats;
 import io.nats.client.Options;
 import io.nats.client.api.AckPolicy;
@@ -18,15 +17,15 @@ import io.retrysafe.RetrySafe;
 import io.retrysafe.inbox.Delivery;
 import io.retrysafe.inbox.InboxListener;
 import io.retrysafe.inbox.InboxResult;
+import io.retrysafe.inbox.Inbox;
+import io.retrysafe.inbox.RetryStyle;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.kafka.DeadLetterPublisher;
 import io.retrysafe.kafka.IdempotentConsumerLoop;
 import io.retrysafe.kafka.IdempotentRecordProcessor;
-import io.retrysafe.nats.Disposition;
 import io.retrysafe.nats.IdempotentMessageProcessor;
 import io.retrysafe.nats.MessageIds;
-import io.retrysafe.nats.ProcessorListener;
 import io.retrysafe.nats.RetrySafeJetStreamConsumer;
 import io.retrysafe.testservices.KafkaBroker;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
@@ -250,18 +249,22 @@ public final class OrderEvents {
             out.println("NATS JetStream: " + url + ", stream " + stream + ", subject " + subject + ", durable consumer "
                     + durable);
 
+            // JetStream retries by redelivering (nakWithDelay): attempt n of the inbox is delivery n.
+            Inbox natsInbox = Inbox.builder(inbox(ds)).retryStyle(RetryStyle.BROKER_REDELIVERY)
+                    .listener(new InboxListener() {
+                        @Override
+                        public void onResult(Delivery delivery, InboxResult result) {
+                            counts.count(result instanceof InboxResult.Processed,
+                                    result instanceof InboxResult.Replayed);
+                        }
+                    })
+                    .build();
             IdempotentMessageProcessor processor = IdempotentMessageProcessor
-                    .builder(inbox(ds), (msg, connection, attempt) ->
+                    .builder(natsInbox, (msg, connection, attempt) ->
                             book(connection, new String(msg.getData(), StandardCharsets.UTF_8)))
                     // The same header as on Kafka. (IdempotentPublisher's Nats-Msg-Id would also have the
                     // server drop copies inside the stream's duplicate window: the inbox is what covers the rest.)
                     .messageIds(MessageIds.header("idempotency-key"))
-                    .listener(new ProcessorListener() {
-                        @Override
-                        public void onDisposition(Message msg, Disposition d) {
-                            counts.count(d instanceof Disposition.Processed, d instanceof Disposition.Replayed);
-                        }
-                    })
                     .build();
             try (RetrySafeJetStreamConsumer consumer = RetrySafeJetStreamConsumer.pull(nats, processor)
                     .stream(stream).durable(durable).start()) {
