@@ -18,22 +18,12 @@ import io.retrysafe.RetrySafe;
 import io.retrysafe.inbox.InboxResult;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.spi.RecordStatus;
+import io.retrysafe.testservices.ChildJvm;
 import io.retrysafe.testservices.TestDatabases;
 import io.retrysafe.testservices.TestNats;
-import java.io.BufferedReader;
-import java.io.IOException;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -52,9 +42,7 @@ class NatsCrashIT {
     private static final Duration LOCK_TIMEOUT = Duration.ofSeconds(10);
     /** JVM start, connections and the first fetch of the child, on a slow machine. */
     private static final Duration CHILD_READY_BOUND = Duration.ofSeconds(60);
-    private static final Duration CHILD_EXIT_BOUND = Duration.ofSeconds(10);
     private static final Duration REDELIVERY_BOUND = ACK_WAIT.plus(LOCK_TIMEOUT).plusSeconds(30);
-    private static final int SIGKILL_EXIT_VALUE = 128 + 9;
 
     private static Connection nats;
     private static JetStreamManagement jsm;
@@ -67,7 +55,7 @@ class NatsCrashIT {
     private final Recorder recorder = new Recorder();
     private String subject;
     private String durable;
-    private Child child;
+    private ChildJvm child;
     private RetrySafeJetStreamConsumer survivor;
 
     @BeforeAll
@@ -125,9 +113,9 @@ class NatsCrashIT {
         long seq = IdempotentPublisher.of(nats.jetStream()).publish(subject, key, "pay 100".getBytes(UTF_8))
                 .getSeqno();
 
-        child = Child.start("after-commit", TestNats.url(), stream, durable, TestDatabases.postgresJdbcUrl(),
-                TestDatabases.postgresUser(), TestDatabases.postgresPassword());
-        assertThat(child.awaitLine(NatsCrashChild.COMMITTED, CHILD_READY_BOUND)).isEqualTo(Long.toString(seq));
+        child = ChildJvm.start(NatsCrashChild.class, NatsCrashChild.COMMITTED, "after-commit", TestNats.url(), stream,
+                durable, TestDatabases.postgresJdbcUrl(), TestDatabases.postgresUser(), TestDatabases.postgresPassword());
+        assertThat(child.awaitLine(CHILD_READY_BOUND)).isEqualTo(Long.toString(seq));
         child.kill();
 
         // The child's transaction committed the effect with the message id; the ack was never sent.
@@ -155,9 +143,9 @@ class NatsCrashIT {
         long seq = IdempotentPublisher.of(nats.jetStream()).publish(subject, key, "pay 100".getBytes(UTF_8))
                 .getSeqno();
 
-        child = Child.start("inside-handler", TestNats.url(), stream, durable, TestDatabases.postgresJdbcUrl(),
-                TestDatabases.postgresUser(), TestDatabases.postgresPassword());
-        assertThat(child.awaitLine(NatsCrashChild.INSIDE, CHILD_READY_BOUND)).isEqualTo(Long.toString(seq));
+        child = ChildJvm.start(NatsCrashChild.class, NatsCrashChild.INSIDE, "inside-handler", TestNats.url(), stream,
+                durable, TestDatabases.postgresJdbcUrl(), TestDatabases.postgresUser(), TestDatabases.postgresPassword());
+        assertThat(child.awaitLine(CHILD_READY_BOUND)).isEqualTo(Long.toString(seq));
         child.kill();
 
         survivor = startSurvivor();
@@ -201,110 +189,5 @@ class NatsCrashIT {
     private boolean settled() throws Exception {
         ConsumerInfo info = consumerInfo();
         return info.getNumPending() == 0 && info.getNumAckPending() == 0;
-    }
-
-    /** A {@link NatsCrashChild} JVM; stderr goes to a file so that it cannot block and can be shown on failure. */
-    private static final class Child implements AutoCloseable {
-        private final Process process;
-        private final Path stderr;
-        private final List<String> lines = new CopyOnWriteArrayList<>();
-        private final CompletableFuture<Void> stdoutClosed = new CompletableFuture<>();
-
-        private Child(Process process, Path stderr) {
-            this.process = process;
-            this.stderr = stderr;
-        }
-
-        static Child start(String... args) throws IOException {
-            List<String> command = new ArrayList<>(List.of(System.getProperty("java.home") + "/bin/java",
-                    "-cp", System.getProperty("java.class.path"), NatsCrashChild.class.getName()));
-            command.addAll(List.of(args));
-            Path stderr = Files.createTempFile("retrysafe-nats-crash-child-", ".err");
-            Process process = new ProcessBuilder(command).redirectError(stderr.toFile()).start();
-            Child child = new Child(process, stderr);
-            Thread reader = new Thread(child::readStdout, "nats-crash-child-stdout-" + process.pid());
-            reader.setDaemon(true);
-            reader.start();
-            return child;
-        }
-
-        private void readStdout() {
-            try (BufferedReader out = new BufferedReader(
-                    new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
-                String line;
-                while ((line = out.readLine()) != null) {
-                    lines.add(line);
-                }
-            } catch (IOException e) {
-                lines.add("(stdout unreadable: " + e + ")");
-            } finally {
-                stdoutClosed.complete(null);
-            }
-        }
-
-        /** Waits for the line starting with {@code marker}; returns the rest of it. */
-        String awaitLine(String marker, Duration bound) throws InterruptedException {
-            try {
-                await().atMost(bound).pollInterval(Duration.ofMillis(20))
-                        .until(() -> lines.stream().anyMatch(l -> l.startsWith(marker + " ")) || stdoutClosed.isDone());
-            } catch (org.awaitility.core.ConditionTimeoutException e) {
-                throw new AssertionError(failure(marker, bound), e);
-            }
-            return lines.stream().filter(l -> l.startsWith(marker + " ")).findFirst()
-                    .map(l -> l.substring(marker.length() + 1))
-                    .orElseThrow(() -> new AssertionError(failure(marker, bound)));
-        }
-
-        private String failure(String marker, Duration bound) {
-            try {
-                // Its stdout closed: it is exiting; let it finish so that its exit value is shown.
-                stdoutClosed.get(CHILD_EXIT_BOUND.toMillis(), TimeUnit.MILLISECONDS);
-                process.waitFor(CHILD_EXIT_BOUND.toMillis(), TimeUnit.MILLISECONDS);
-            } catch (InterruptedException | ExecutionException | TimeoutException ignored) {
-                // show what there is
-            }
-            return "the child did not print " + marker + " within " + bound + " (" + state() + ")\n--- its stdout:\n"
-                    + String.join("\n", lines) + "\n--- its stderr:\n" + stderr();
-        }
-
-        /** SIGKILL: no shutdown hook, no rollback, no unsubscribe; the kernel closes its sockets. */
-        void kill() throws InterruptedException {
-            process.destroyForcibly();
-            assertThat(process.waitFor(CHILD_EXIT_BOUND.toMillis(), TimeUnit.MILLISECONDS))
-                    .as("the child is dead within %s", CHILD_EXIT_BOUND).isTrue();
-            assertThat(process.exitValue()).as("exit value of a process killed by SIGKILL")
-                    .isEqualTo(SIGKILL_EXIT_VALUE);
-        }
-
-        private String state() {
-            return process.isAlive() ? "still running, pid " + process.pid() : "exited with " + process.exitValue();
-        }
-
-        private String stderr() {
-            try {
-                return Files.readString(stderr, StandardCharsets.UTF_8);
-            } catch (IOException e) {
-                return "(unreadable: " + e + ")";
-            }
-        }
-
-        @Override
-        public void close() throws IOException {
-            try {
-                if (process.isAlive()) {
-                    process.destroyForcibly();
-                    if (!process.waitFor(CHILD_EXIT_BOUND.toMillis(), TimeUnit.MILLISECONDS)) {
-                        throw new IllegalStateException("child " + process.pid() + " survived SIGKILL for "
-                                + CHILD_EXIT_BOUND);
-                    }
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException("interrupted while waiting for child " + process.pid() + " to die", e);
-            } finally {
-                process.getOutputStream().close();
-                Files.deleteIfExists(stderr);
-            }
-        }
     }
 }
