@@ -1,9 +1,11 @@
 package io.retrysafe;
 
 import io.retrysafe.internal.Require;
+import io.retrysafe.spi.ClaimDecision;
 import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.FencedWrite;
+import io.retrysafe.spi.FoundRecord;
 import io.retrysafe.spi.IdempotencyRecord;
 import io.retrysafe.spi.IdempotencyStore;
 import io.retrysafe.spi.OwnerToken;
@@ -165,33 +167,25 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
         ClaimResult[] result = new ClaimResult[1];
         entries.compute(request.key(), (key, existing) -> {
             Instant now = clock.instant();
-            if (existing == null || existing.expired(now)) {
+            if (existing == null) {
                 Entry claimed = claimed(request, 1, now, now);
-                if (existing == null) {
-                    if (!reserve(key, claimed)) {
-                        return null;
-                    }
-                } else {
-                    account(key, existing, claimed);
+                if (!reserve(key, claimed)) {
+                    return null;
                 }
                 result[0] = new ClaimResult.Claimed(request.token(), 1);
                 return claimed;
             }
-            if (!existing.fingerprint().matches(request.fingerprint())) {
-                result[0] = new ClaimResult.FingerprintMismatch();
+            FoundRecord found = new FoundRecord(existing.fingerprint(), existing.status(), existing.expired(now),
+                    Duration.between(now, existing.leaseExpiresAt()), existing.response());
+            ClaimDecision decision = ClaimDecision.of(request.fingerprint(), found);
+            if (decision instanceof ClaimDecision.Answer answer) {
+                result[0] = answer.result();
                 return existing;
             }
-            if (existing.status() == RecordStatus.COMPLETED) {
-                result[0] = new ClaimResult.Replay(existing.response());
-                return existing;
-            }
-            if (existing.status() == RecordStatus.IN_PROGRESS && now.isBefore(existing.leaseExpiresAt())) {
-                result[0] = new ClaimResult.InProgress(Duration.between(now, existing.leaseExpiresAt()));
-                return existing;
-            }
-            int attempt = existing.attempt() + 1;
+            boolean fresh = ((ClaimDecision.TakeOver) decision).fresh();
+            int attempt = fresh ? 1 : existing.attempt() + 1;
             result[0] = new ClaimResult.Claimed(request.token(), attempt);
-            Entry claimed = claimed(request, attempt, existing.createdAt(), now);
+            Entry claimed = claimed(request, attempt, fresh ? now : existing.createdAt(), now);
             account(key, existing, claimed);
             return claimed;
         });
