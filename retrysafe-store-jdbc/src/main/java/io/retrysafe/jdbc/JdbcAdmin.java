@@ -83,7 +83,7 @@ public final class JdbcAdmin {
             throw new IllegalArgumentException("olderThan must be at most " + MAX_OLDER_THAN + ", but was " + olderThan);
         }
         Require.between(limit, 1, MAX_LIMIT, "limit");
-        List<AdminRow> rows = run(c -> sql().list(c, status, olderThan, limit), "list");
+        List<AdminRow> rows = run(c -> sql().operators().list(c, status, olderThan, limit), "list");
         return rows.stream().map(r -> new RecordSummary(r.scope(), digest(r.scope(), r.key()), r.status(), r.attempt(),
                 r.createdAt(), r.leaseExpiresAt(), r.expiresAt())).toList();
     }
@@ -117,7 +117,7 @@ public final class JdbcAdmin {
     }
 
     private boolean release(IdempotencyKey k, Integer attempt) {
-        boolean released = run(c -> sql().forceRelease(c, k, attempt, store.lockTimeout()), "release");
+        boolean released = run(c -> sql().operators().forceRelease(c, k, attempt, store.lockTimeout()), "release");
         LOG.log(Level.INFO, () -> "[" + store.name() + "] operator release of scope=" + k.scope() + " digest="
                 + k.digest() + (attempt == null ? "" : " attempt=" + attempt)
                 + (released ? ": IN_PROGRESS -> FAILED" : ": unchanged (not IN_PROGRESS" + (attempt == null ? ")"
@@ -127,14 +127,14 @@ public final class JdbcAdmin {
 
     /** Records past {@code expires_at} that no purge has deleted yet: what a purge would delete now. */
     public long countExpired() {
-        return run(c -> sql().countExpired(c), "count expired records");
+        return run(c -> sql().operators().countExpired(c), "count expired records");
     }
 
     /** What the table holds now, by the database's clock. */
     public Stats stats() {
         return run(c -> {
-            RecordCounts n = sql().counts(c);
-            long bytes = sql().tableBytes(c);
+            RecordCounts n = sql().operators().counts(c);
+            long bytes = sql().operators().tableBytes(c);
             Map<RecordStatus, Long> byStatus = new EnumMap<>(RecordStatus.class);
             byStatus.put(RecordStatus.IN_PROGRESS, n.inProgress());
             byStatus.put(RecordStatus.COMPLETED, n.completed());

@@ -1,8 +1,7 @@
 package io.retrysafe.jdbc;
 
-import io.retrysafe.jdbc.internal.MariaDbSqlDialect;
-import io.retrysafe.jdbc.internal.PostgresPartitionedSqlDialect;
-import io.retrysafe.jdbc.internal.PostgresSqlDialect;
+import io.retrysafe.jdbc.internal.PostgresPartitionedLayout;
+import io.retrysafe.jdbc.internal.PostgresStandardLayout;
 import io.retrysafe.jdbc.internal.SqlDialect;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -23,9 +22,10 @@ public enum JdbcDialect {
             if (this != POSTGRESQL) {
                 throw new IllegalArgumentException("layout " + layout + " needs PostgreSQL, but the dialect is " + this);
             }
-            return new PostgresPartitionedSqlDialect(table);
+            return SqlDialect.postgres(table, new PostgresPartitionedLayout(table));
         }
-        return this == POSTGRESQL ? new PostgresSqlDialect(table) : new MariaDbSqlDialect(table);
+        return this == POSTGRESQL ? SqlDialect.postgres(table, new PostgresStandardLayout(table))
+                : SqlDialect.mariaDb(table);
     }
 
     /** The dialect of the database behind {@code connection}, from its product name. */

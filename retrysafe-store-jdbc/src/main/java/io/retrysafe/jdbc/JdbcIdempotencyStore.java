@@ -200,18 +200,19 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
 
     @Override
     public ClaimResult tryClaim(ClaimRequest request) {
-        return run(c -> boundedWait(wait -> sql().tryClaim(c, request, wait, null)), "claim");
+        return run(c -> boundedWait(wait -> sql().requests().tryClaim(c, request, wait, null)), "claim");
     }
 
     @Override
     public FencedWrite complete(IdempotencyKey key, OwnerToken token, StoredResponse response, Duration retention) {
-        return run(c -> sql().complete(c, key, token, response, retention, false), "complete")
+        return run(c -> sql().requests().complete(c, key, token, response, retention, false), "complete")
                 ? FencedWrite.COMMITTED : FencedWrite.LEASE_LOST;
     }
 
     @Override
     public FencedWrite release(IdempotencyKey key, OwnerToken token) {
-        return run(c -> sql().release(c, key, token), "release") ? FencedWrite.COMMITTED : FencedWrite.LEASE_LOST;
+        return run(c -> sql().requests().release(c, key, token), "release")
+                ? FencedWrite.COMMITTED : FencedWrite.LEASE_LOST;
     }
 
     @Override
@@ -222,19 +223,19 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
     @Override
     public FencedWrite renewLease(IdempotencyKey key, OwnerToken token, Duration leaseTtl) {
         Require.positive(leaseTtl, "leaseTtl");
-        return run(c -> sql().renewLease(c, key, token, leaseTtl), "renew lease")
+        return run(c -> sql().requests().renewLease(c, key, token, leaseTtl), "renew lease")
                 ? FencedWrite.COMMITTED : FencedWrite.LEASE_LOST;
     }
 
     @Override
     public Optional<IdempotencyRecord> inspect(IdempotencyKey key) {
-        return run(c -> sql().inspect(c, key), "inspect");
+        return run(c -> sql().operators().inspect(c, key), "inspect");
     }
 
     @Override
     public int purgeExpired(int limit) {
         Require.between(limit, 1, Integer.MAX_VALUE, "limit");
-        return run(c -> sql().purgeBatch(c, limit), "purge");
+        return run(c -> sql().maintenance().purgeBatch(c, limit), "purge");
     }
 
     SqlDialect sql() {

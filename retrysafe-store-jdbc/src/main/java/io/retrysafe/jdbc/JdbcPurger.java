@@ -1,8 +1,7 @@
 package io.retrysafe.jdbc;
 
 import io.retrysafe.internal.Require;
-import io.retrysafe.jdbc.internal.PostgresPartitionedSqlDialect;
-import io.retrysafe.jdbc.internal.SqlDialect;
+import io.retrysafe.jdbc.internal.MaintenanceSql;
 import java.lang.System.Logger.Level;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -65,7 +64,7 @@ public final class JdbcPurger {
      * {@code maxBatches} were run. Returns at once, with {@code ran == false}, if another instance is purging.
      */
     public PurgeResult purge() {
-        SqlDialect sql = store.sql();
+        MaintenanceSql sql = store.sql().maintenance();
         String lock = lockName(store);
         long start = System.nanoTime();
         try (Connection c = store.dataSource().getConnection()) {
@@ -81,7 +80,7 @@ public final class JdbcPurger {
                 SqlBatch batch = sql::purgeBatch;
                 if (maintainer != null) {
                     partitions = maintainer.maintainLocked(c, start);
-                    batch = ((PostgresPartitionedSqlDialect) sql)::purgeDefaultBatch;
+                    batch = store.sql().partitions()::purgeDefaultBatch;
                 }
                 int n;
                 do {

@@ -1,7 +1,7 @@
 package io.retrysafe.jdbc;
 
 import io.retrysafe.internal.Require;
-import io.retrysafe.jdbc.internal.PostgresPartitionedSqlDialect;
+import io.retrysafe.jdbc.internal.PostgresPartitionSql;
 import java.lang.System.Logger.Level;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -71,7 +71,7 @@ public final class PartitionMaintainer {
         long start = System.nanoTime();
         try (Connection c = store.dataSource().getConnection()) {
             c.setAutoCommit(true);
-            if (!store.sql().tryLock(c, lock)) {
+            if (!store.sql().maintenance().tryLock(c, lock)) {
                 LOG.log(Level.INFO, () -> "[" + store.name() + "] partition maintenance skipped: another instance holds "
                         + lock);
                 return new Report(false, List.of(), List.of(), 0, List.of(), 0, Duration.ofNanos(System.nanoTime() - start));
@@ -80,7 +80,7 @@ public final class PartitionMaintainer {
                 return maintainLocked(c, start);
             } finally {
                 c.setAutoCommit(true);
-                store.sql().unlock(c, lock);
+                store.sql().maintenance().unlock(c, lock);
             }
         } catch (SQLException e) {
             throw store.failure("maintain partitions", e);
@@ -89,7 +89,7 @@ public final class PartitionMaintainer {
 
     /** The run itself, on a connection holding the purge lock. Failures of one day are reported, not thrown. */
     Report maintainLocked(Connection c, long startNanos) throws SQLException {
-        PostgresPartitionedSqlDialect sql = (PostgresPartitionedSqlDialect) store.sql();
+        PostgresPartitionSql sql = store.sql().partitions();
         LocalDate today = sql.today(c);
         NavigableMap<LocalDate, String> existing = sql.dayPartitions(c);
         TreeSet<LocalDate> wanted = new TreeSet<>();
@@ -147,7 +147,7 @@ public final class PartitionMaintainer {
     public Preview preview() {
         try (Connection c = store.dataSource().getConnection()) {
             c.setAutoCommit(true);
-            PostgresPartitionedSqlDialect sql = (PostgresPartitionedSqlDialect) store.sql();
+            PostgresPartitionSql sql = store.sql().partitions();
             LocalDate today = sql.today(c);
             Map<String, Long> expired = sql.expiredByPartition(c);
             List<String> drop = new ArrayList<>();

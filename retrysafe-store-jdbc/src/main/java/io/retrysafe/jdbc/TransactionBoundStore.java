@@ -2,7 +2,7 @@ package io.retrysafe.jdbc;
 
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.StoredResponse;
-import io.retrysafe.jdbc.internal.SqlDialect;
+import io.retrysafe.jdbc.internal.RequestSql;
 import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.FencedWrite;
@@ -27,7 +27,7 @@ final class TransactionBoundStore implements IdempotencyStore {
     private static final System.Logger LOG = System.getLogger(TransactionalRetrySafe.class.getName());
 
     private final JdbcIdempotencyStore store;
-    private final SqlDialect sql;
+    private final RequestSql sql;
     private final Connection connection;
     private final boolean ownsTransaction;
     private final KeyOrder keyOrder;
@@ -43,7 +43,7 @@ final class TransactionBoundStore implements IdempotencyStore {
     TransactionBoundStore(JdbcIdempotencyStore store, Connection connection, boolean ownsTransaction,
             KeyOrder keyOrder) {
         this.store = store;
-        this.sql = store.sql();
+        this.sql = store.sql().requests();
         this.connection = connection;
         this.ownsTransaction = ownsTransaction;
         this.keyOrder = keyOrder;
@@ -183,7 +183,7 @@ final class TransactionBoundStore implements IdempotencyStore {
     @Override
     public Optional<IdempotencyRecord> inspect(IdempotencyKey key) {
         try {
-            return sql.inspect(connection, key);
+            return store.sql().operators().inspect(connection, key);
         } catch (SQLException e) {
             throw store.failure("inspect", e);
         }

@@ -71,7 +71,7 @@ public final class TransactionalRetrySafe {
             throw new IllegalArgumentException("transactional mode cannot fail open: the store is the transaction's "
                     + "own database, so there is nothing to run without it");
         }
-        if (keyOrder == KeyOrder.LAST && !store.sql().supportsKeyLast()) {
+        if (keyOrder == KeyOrder.LAST && !store.sql().requests().supportsKeyLast()) {
             throw new IllegalArgumentException("the key can be written last only on PostgreSQL's standard layout, where"
                     + " a unique index makes a second insert of a key fail; store " + store.name() + " is "
                     + store.dialect() + " with layout " + store.layout());

@@ -128,7 +128,7 @@ class MariaDbPurgeIT {
             // A transactional claim in flight: its uncommitted row is the first live one past the expired range.
             claimant.setAutoCommit(false);
             OwnerToken token = OwnerToken.random();
-            assertThat(store.sql().tryClaim(claimant, new ClaimRequest(IdempotencyKey.of("purge", "in-flight"), fp, token,
+            assertThat(store.sql().requests().tryClaim(claimant, new ClaimRequest(IdempotencyKey.of("purge", "in-flight"), fp, token,
                     Duration.ofSeconds(30), Duration.ofHours(1)), Duration.ofSeconds(1), null))
                     .isEqualTo(new ClaimResult.Claimed(token, 1));
             // Another transaction holds one expired record.
@@ -153,12 +153,12 @@ class MariaDbPurgeIT {
         expire(1);
         JdbcPurger purger = store.purger().build();
         try (Connection other = ds.getConnection()) {
-            assertThat(store.sql().tryLock(other, "retrysafe-purge:" + TABLE)).isTrue();
+            assertThat(store.sql().maintenance().tryLock(other, "retrysafe-purge:" + TABLE)).isTrue();
             PurgeResult skipped = purger.purge();
             assertThat(skipped.ran()).isFalse();
             assertThat(skipped.deleted()).isZero();
             assertThat(rows()).isEqualTo(1);
-            store.sql().unlock(other, "retrysafe-purge:" + TABLE);
+            store.sql().maintenance().unlock(other, "retrysafe-purge:" + TABLE);
         }
         assertThat(purger.purge().deleted()).isEqualTo(1);
     }
@@ -169,13 +169,13 @@ class MariaDbPurgeIT {
         String one = common + "table_one";
         String two = common + "table_two";
         try (Connection first = ds.getConnection(); Connection second = ds.getConnection()) {
-            assertThat(store.sql().tryLock(first, one)).isTrue();
-            assertThat(store.sql().tryLock(second, one)).as("the same long name is the same lock").isFalse();
-            assertThat(store.sql().tryLock(second, two)).as("a long name differing past 64 characters").isTrue();
-            store.sql().unlock(first, one);
-            store.sql().unlock(second, two);
-            assertThat(store.sql().tryLock(second, one)).as("released").isTrue();
-            store.sql().unlock(second, one);
+            assertThat(store.sql().maintenance().tryLock(first, one)).isTrue();
+            assertThat(store.sql().maintenance().tryLock(second, one)).as("the same long name is the same lock").isFalse();
+            assertThat(store.sql().maintenance().tryLock(second, two)).as("a long name differing past 64 characters").isTrue();
+            store.sql().maintenance().unlock(first, one);
+            store.sql().maintenance().unlock(second, two);
+            assertThat(store.sql().maintenance().tryLock(second, one)).as("released").isTrue();
+            store.sql().maintenance().unlock(second, one);
         }
     }
 

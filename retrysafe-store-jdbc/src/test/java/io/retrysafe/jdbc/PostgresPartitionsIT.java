@@ -7,7 +7,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import io.retrysafe.Fingerprint;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.StoredResponse;
-import io.retrysafe.jdbc.internal.PostgresPartitionedSqlDialect;
+import io.retrysafe.jdbc.internal.PostgresPartitionSql;
 import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.FencedWrite;
@@ -44,7 +44,7 @@ class PostgresPartitionsIT {
     private static HikariDataSource pool;
 
     private JdbcIdempotencyStore store;
-    private PostgresPartitionedSqlDialect sql;
+    private PostgresPartitionSql sql;
     private LocalDate today;
     private final Fingerprint fp = Fingerprint.sha256(new byte[] {1});
 
@@ -72,7 +72,7 @@ class PostgresPartitionsIT {
         store = JdbcIdempotencyStore.builder(pool).layout(JdbcLayout.PARTITIONED_BY_EXPIRY_DAY).table(TABLE)
                 .lockTimeout(Duration.ofSeconds(5)).build();
         store.createSchema();
-        sql = (PostgresPartitionedSqlDialect) store.sql();
+        sql = store.sql().partitions();
         try (Connection c = pool.getConnection()) {
             today = sql.today(c);
         }

@@ -99,12 +99,12 @@ class PostgresPurgeIT {
         expire(1);
         JdbcPurger purger = store.purger().build();
         try (Connection other = ds.getConnection()) {
-            assertThat(store.sql().tryLock(other, "retrysafe-purge:rs_pg_purge_it")).isTrue();
+            assertThat(store.sql().maintenance().tryLock(other, "retrysafe-purge:rs_pg_purge_it")).isTrue();
             PurgeResult skipped = purger.purge();
             assertThat(skipped.ran()).isFalse();
             assertThat(skipped.deleted()).isZero();
             assertThat(rows()).isEqualTo(1);
-            store.sql().unlock(other, "retrysafe-purge:rs_pg_purge_it");
+            store.sql().maintenance().unlock(other, "retrysafe-purge:rs_pg_purge_it");
         }
         assertThat(purger.purge().deleted()).isEqualTo(1);
     }

@@ -1,33 +1,29 @@
 package io.retrysafe.jdbc.internal;
 
-import io.retrysafe.Fingerprint;
+import static io.retrysafe.jdbc.internal.MariaDb.LOCK_WAIT_TIMEOUT;
+import static io.retrysafe.jdbc.internal.MariaDb.T;
+import static io.retrysafe.jdbc.internal.MariaDb.bounded;
+import static io.retrysafe.jdbc.internal.MariaDb.bytes;
+import static io.retrysafe.jdbc.internal.MariaDb.micros;
+
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.internal.HeaderCodec;
 import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
-import io.retrysafe.spi.IdempotencyRecord;
 import io.retrysafe.spi.OwnerToken;
-import io.retrysafe.spi.RecordStatus;
-import java.nio.ByteBuffer;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Savepoint;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.LocalDateTime;
-import java.time.ZoneOffset;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
-import java.util.Optional;
 
 /**
- * MariaDB 10.6 or later (InnoDB). The claim is one {@code INSERT … ON DUPLICATE KEY UPDATE}: it
- * inserts an absent key, or takes over an expired record, a released one or one whose lease
- * expired, and otherwise changes nothing. A concurrent claim of the same key waits on the primary
+ * MariaDB's request path (10.6 or later, InnoDB). The claim is one {@code INSERT … ON DUPLICATE KEY
+ * UPDATE}: it inserts an absent key, or takes over an expired record, a released one or one whose
+ * lease expired, and otherwise changes nothing. A concurrent claim of the same key waits on the primary
  * key for the first transaction to end, so the decision is the database's, never a read followed by
  * a write. The row it leaves is then read back under the lock that statement took, and tells who won.
  *
@@ -36,19 +32,12 @@ import java.util.Optional;
  * assignment, which installs the request's token; every later assignment applies only where the
  * row now carries that token (tokens are random per claim, so no old row has it).
  *
- * <p>{@code UTC_TIMESTAMP(6)} is the clock: the database's, read once per statement, and stored in
- * {@code DATETIME(6)} columns, which no session time zone converts.
- *
- * <p>Waits on another transaction's row lock are bounded per statement with {@code SET STATEMENT
- * innodb_lock_wait_timeout = n FOR …} (whole seconds, at least 1), so the bound never leaks into the
- * session. Past it, InnoDB rolls back the statement only (error 1205); a deadlock (1213) rolls back
- * the whole transaction, and a claim, being its transaction's first statement, simply runs again.
+ * <p>A deadlock (1213) rolls back the whole transaction, and a claim, being its transaction's first
+ * statement, simply runs again.
  *
  * <p>MariaDB only: MySQL has no {@code SET STATEMENT} and no NO PAD {@code ascii} collation.
  */
-public final class MariaDbSqlDialect extends SqlDialect {
-    /** ER_LOCK_WAIT_TIMEOUT, SQLState HY000: only the statement was rolled back (innodb_rollback_on_timeout=OFF). */
-    private static final int LOCK_WAIT_TIMEOUT = 1205;
+public final class MariaDbRequestSql extends RequestSql {
     /** ER_LOCK_DEADLOCK, SQLState 40001: the whole transaction was rolled back. */
     private static final int DEADLOCK = 1213;
     /** Claims chosen as a deadlock's victim are tried again this often before the error is reported. */
@@ -60,7 +49,6 @@ public final class MariaDbSqlDialect extends SqlDialect {
      * lease). The dialect is not told the store's lock timeout here, hence a constant.
      */
     private static final int WRITE_LOCK_WAIT_SECONDS = 1;
-    private static final String T = "UTC_TIMESTAMP(6)";
 
     private final String claimSql;
     private final String readBackSql;
@@ -69,14 +57,12 @@ public final class MariaDbSqlDialect extends SqlDialect {
     private final String releaseSql;
     private final String renewSql;
     private final String holdsSql;
-    private final String inspectSql;
-    private final String purgeSql;
-    private final String lockSql;
-    private final String unlockSql;
 
-    public MariaDbSqlDialect(String table) {
-        super(table, "/io/retrysafe/jdbc/schema-mariadb.sql");
+    public MariaDbRequestSql(String table) {
         String won = "owner_token = VALUES(owner_token)";
+        // The first assignment is ClaimDecision's takeover in SQL: the takeover must be this statement's,
+        // atomic with the insert. The read-back then tells whether it claimed, and ClaimDecision answers
+        // from the row when it did not.
         claimSql = "INSERT INTO " + table + " (scope, idem_key, fingerprint, status, owner_token, attempt, created_at,"
                 + " lease_expires_at, expires_at) VALUES (?, ?, ?, 'IN_PROGRESS', ?, 1, " + T + ", " + T
                 + " + INTERVAL ? MICROSECOND, " + T + " + INTERVAL ? MICROSECOND) ON DUPLICATE KEY UPDATE"
@@ -115,38 +101,12 @@ public final class MariaDbSqlDialect extends SqlDialect {
         // A plain (consistent) read: what is committed, without waiting for the transaction holding the row.
         holdsSql = "SELECT owner_token = ? AND status = 'IN_PROGRESS' AND expires_at > " + T + " AND lease_expires_at > "
                 + T + " FROM " + table + " WHERE scope = ? AND idem_key = ?";
-        inspectSql = "SELECT fingerprint, status, attempt, created_at, lease_expires_at, completed_at, expires_at,"
-                + " response_status, response_headers, response_body FROM " + table
-                + " WHERE scope = ? AND idem_key = ? AND expires_at > " + T;
-        // MariaDB's DELETE cannot skip locked rows, and a range delete waits on the first live row past the
-        // range if an open transaction (a transactional claim) holds it. The derived table picks the batch
-        // oldest first, skipping rows locked by others, and locks it; the join then deletes exactly those.
-        purgeSql = "DELETE r FROM (SELECT scope, idem_key FROM " + table + " WHERE expires_at <= " + T
-                + " ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED) x STRAIGHT_JOIN " + table
-                + " r ON r.scope = x.scope AND r.idem_key = x.idem_key WHERE r.expires_at <= " + T;
-        // GET_LOCK names are server-wide and at most 64 characters: qualify an unqualified table's lock by
-        // the current database, as PostgreSQL's advisory locks are per database, and hash long names.
-        String name = table.indexOf('.') >= 0 ? "?" : "CONCAT(COALESCE(DATABASE(), ''), '.', ?)";
-        String lockName = "(SELECT IF(CHAR_LENGTH(n) <= 64, n, SHA2(n, 256)) AS n FROM (SELECT " + name + " AS n) l) l";
-        lockSql = "SELECT GET_LOCK(n, 0) FROM " + lockName;
-        unlockSql = "SELECT RELEASE_LOCK(n) FROM " + lockName;
-    }
-
-    /** The statement with its lock waits bounded to {@code seconds}, for this statement only. */
-    private static String bounded(long seconds, String sql) {
-        return "SET STATEMENT innodb_lock_wait_timeout = " + seconds + " FOR " + sql;
-    }
-
-    /** MariaDB counts the lock wait in whole seconds: rounded up, at least one. */
-    private static long lockWaitSeconds(Duration lockTimeout) {
-        long seconds = lockTimeout.getSeconds() + (lockTimeout.getNano() > 0 ? 1 : 0);
-        return Math.max(1, seconds);
     }
 
     @Override
     public ClaimResult tryClaim(Connection c, ClaimRequest request, Duration lockTimeout, Savepoint undo)
             throws SQLException {
-        long waitSeconds = lockWaitSeconds(lockTimeout);
+        long waitSeconds = MariaDb.lockWaitSeconds(lockTimeout);
         String claim = bounded(waitSeconds, claimSql);
         String readBack = bounded(waitSeconds, readBackSql);
         byte[] token = bytes(request.token());
@@ -203,22 +163,7 @@ public final class MariaDbSqlDialect extends SqlDialect {
                 if (Arrays.equals(rs.getBytes(1), token)) {
                     return new ClaimResult.Claimed(request.token(), rs.getInt(2));
                 }
-                if (rs.getBoolean(9)) {
-                    return null; // expired since the insert looked
-                }
-                if (!Fingerprint.of(rs.getBytes(3)).matches(request.fingerprint())) {
-                    return new ClaimResult.FingerprintMismatch();
-                }
-                RecordStatus status = RecordStatus.valueOf(rs.getString(4));
-                if (status == RecordStatus.COMPLETED) {
-                    return new ClaimResult.Replay(StoredResponse.of(rs.getInt(5), HeaderCodec.decode(rs.getString(6)),
-                            body(rs.getBytes(7))));
-                }
-                long leaseMillis = rs.getLong(8);
-                if (status == RecordStatus.IN_PROGRESS && leaseMillis > 0) {
-                    return new ClaimResult.InProgress(Duration.ofMillis(leaseMillis));
-                }
-                return null; // released or lease expired since the insert looked
+                return answer(request, Rows.found(rs, 3, rs.getBoolean(9)));
             }
         }
     }
@@ -317,163 +262,6 @@ public final class MariaDbSqlDialect extends SqlDialect {
             ps.setString(3, key.value());
             try (ResultSet rs = ps.executeQuery()) {
                 return rs.next() && rs.getBoolean(1);
-            }
-        }
-    }
-
-    @Override
-    public Optional<IdempotencyRecord> inspect(Connection c, IdempotencyKey key) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(inspectSql)) {
-            ps.setString(1, key.scope());
-            ps.setString(2, key.value());
-            try (ResultSet rs = ps.executeQuery()) {
-                if (!rs.next()) {
-                    return Optional.empty();
-                }
-                Optional<StoredResponse> response = rs.getObject(8) == null ? Optional.empty()
-                        : Optional.of(StoredResponse.of(rs.getInt(8), HeaderCodec.decode(rs.getString(9)),
-                                body(rs.getBytes(10))));
-                return Optional.of(new IdempotencyRecord(key, Fingerprint.of(rs.getBytes(1)),
-                        RecordStatus.valueOf(rs.getString(2)), rs.getInt(3), instant(rs, 4), instant(rs, 5),
-                        instant(rs, 6), instant(rs, 7), response));
-            }
-        }
-    }
-
-    /** DATETIME columns hold UTC wall-clock times; read them without the JVM's time zone. */
-    private static Instant instant(ResultSet rs, int column) throws SQLException {
-        LocalDateTime t = rs.getObject(column, LocalDateTime.class);
-        return t == null ? null : t.toInstant(ZoneOffset.UTC);
-    }
-
-    @Override
-    public int purgeBatch(Connection c, int limit) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(purgeSql)) {
-            ps.setInt(1, limit);
-            return ps.executeUpdate();
-        }
-    }
-
-    @Override
-    public boolean tryLock(Connection c, String name) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(lockSql)) {
-            ps.setString(1, name);
-            try (ResultSet rs = ps.executeQuery()) {
-                return rs.next() && rs.getInt(1) == 1; // NULL (an error) is not the lock
-            }
-        }
-    }
-
-    @Override
-    public void unlock(Connection c, String name) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(unlockSql)) {
-            ps.setString(1, name);
-            ps.executeQuery().close();
-        }
-    }
-
-    /** The token as BINARY(16): the UUID's 128 bits, most significant first. */
-    private static byte[] bytes(OwnerToken token) {
-        return ByteBuffer.allocate(16).putLong(token.value().getMostSignificantBits())
-                .putLong(token.value().getLeastSignificantBits()).array();
-    }
-
-    private static long micros(Duration d) {
-        return Math.multiplyExact(d.toMillis(), 1000L);
-    }
-
-    private static byte[] body(byte[] stored) {
-        return stored == null ? new byte[0] : stored;
-    }
-
-    // ---------------------------------------------------------------- operators (JdbcAdmin)
-    // Rarely run, so the statements are built per call; every value is a bind parameter.
-
-    @Override
-    public List<AdminRow> list(Connection c, RecordStatus status, Duration olderThan, int limit) throws SQLException {
-        String sql = "SELECT scope, idem_key, status, attempt, created_at, lease_expires_at, expires_at FROM " + table
-                + " WHERE expires_at > " + T + " AND created_at <= " + T + " - INTERVAL ? MICROSECOND"
-                + (status == null ? "" : " AND status = ?") + " ORDER BY created_at, scope, idem_key LIMIT ?";
-        try (PreparedStatement ps = c.prepareStatement(sql)) {
-            int i = 1;
-            ps.setLong(i++, micros(olderThan));
-            if (status != null) {
-                ps.setString(i++, status.name());
-            }
-            ps.setInt(i, limit);
-            List<AdminRow> rows = new ArrayList<>();
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    rows.add(new AdminRow(rs.getString(1), rs.getString(2), RecordStatus.valueOf(rs.getString(3)),
-                            rs.getInt(4), instant(rs, 5), instant(rs, 6), instant(rs, 7)));
-                }
-            }
-            return rows;
-        }
-    }
-
-    @Override
-    public boolean forceRelease(Connection c, IdempotencyKey key, Integer attempt, Duration lockTimeout)
-            throws SQLException {
-        String sql = bounded(lockWaitSeconds(lockTimeout), "UPDATE " + table + " SET status = 'FAILED',"
-                + " lease_expires_at = LEAST(lease_expires_at, " + T + ")"
-                + " WHERE scope = ? AND idem_key = ? AND status = 'IN_PROGRESS' AND expires_at > " + T
-                + (attempt == null ? "" : " AND attempt = ?"));
-        try (PreparedStatement ps = c.prepareStatement(sql)) {
-            ps.setString(1, key.scope());
-            ps.setString(2, key.value());
-            if (attempt != null) {
-                ps.setInt(3, attempt);
-            }
-            // The status always changes where the row matches, so found and affected rows agree.
-            return ps.executeUpdate() == 1;
-        }
-    }
-
-    @Override
-    public RecordCounts counts(Connection c) throws SQLException {
-        String live = "expires_at > " + T;
-        String sql = "SELECT COALESCE(SUM(" + live + " AND status = 'IN_PROGRESS'), 0),"
-                + " COALESCE(SUM(" + live + " AND status = 'COMPLETED'), 0),"
-                + " COALESCE(SUM(" + live + " AND status = 'FAILED'), 0),"
-                + " COALESCE(SUM(" + live + " AND created_at > " + T + " - INTERVAL 1 HOUR), 0),"
-                + " COALESCE(SUM(" + live + " AND created_at <= " + T + " - INTERVAL 1 HOUR"
-                + " AND created_at > " + T + " - INTERVAL 24 HOUR), 0),"
-                + " COALESCE(SUM(" + live + " AND created_at <= " + T + " - INTERVAL 24 HOUR"
-                + " AND created_at > " + T + " - INTERVAL 168 HOUR), 0),"
-                + " COALESCE(SUM(" + live + " AND created_at <= " + T + " - INTERVAL 168 HOUR), 0),"
-                + " COALESCE(SUM(expires_at <= " + T + "), 0) FROM " + table;
-        try (PreparedStatement ps = c.prepareStatement(sql); ResultSet rs = ps.executeQuery()) {
-            rs.next();
-            return new RecordCounts(rs.getLong(1), rs.getLong(2), rs.getLong(3), rs.getLong(4), rs.getLong(5),
-                    rs.getLong(6), rs.getLong(7), rs.getLong(8));
-        }
-    }
-
-    @Override
-    public long countExpired(Connection c) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT COUNT(*) FROM " + table + " WHERE expires_at <= " + T);
-                ResultSet rs = ps.executeQuery()) {
-            rs.next();
-            return rs.getLong(1);
-        }
-    }
-
-    @Override
-    public long tableBytes(Connection c) throws SQLException {
-        // InnoDB's own estimate: data and indexes, refreshed with the table's statistics (ANALYZE TABLE).
-        int dot = table.indexOf('.');
-        try (PreparedStatement ps = c.prepareStatement("SELECT COALESCE(SUM(data_length + index_length), 0)"
-                + " FROM information_schema.tables WHERE table_schema = COALESCE(?, DATABASE()) AND table_name = ?")) {
-            if (dot < 0) {
-                ps.setNull(1, java.sql.Types.VARCHAR);
-            } else {
-                ps.setString(1, table.substring(0, dot));
-            }
-            ps.setString(2, table.substring(dot + 1));
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                return rs.getLong(1);
             }
         }
     }

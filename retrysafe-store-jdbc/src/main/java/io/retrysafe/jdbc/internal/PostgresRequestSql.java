@@ -1,0 +1,170 @@
+package io.retrysafe.jdbc.internal;
+
+import static io.retrysafe.jdbc.internal.Postgres.LOCK_NOT_AVAILABLE;
+import static io.retrysafe.jdbc.internal.Postgres.T;
+import static io.retrysafe.jdbc.internal.Postgres.UNIQUE_VIOLATION;
+
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.StoredResponse;
+import io.retrysafe.internal.HeaderCodec;
+import io.retrysafe.spi.ClaimRequest;
+import io.retrysafe.spi.ClaimResult;
+import io.retrysafe.spi.FoundRecord;
+import io.retrysafe.spi.OwnerToken;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Savepoint;
+import java.time.Duration;
+
+/**
+ * PostgreSQL's request path. The claim is its layout's one atomic statement, which inserts or takes
+ * over; when that did not claim, {@link io.retrysafe.spi.ClaimDecision} answers from the record the
+ * statement returned or, in the standard layout, the record read right after it. With a unique key
+ * (the standard layout) it can also write the key last.
+ */
+public final class PostgresRequestSql extends RequestSql {
+    private final PostgresLayout layout;
+    private final String selectSql;
+    private final String renewSql;
+    private final String insertCompletedSql;
+    private final String insertCompletedAndCommitSql;
+
+    public PostgresRequestSql(String table, PostgresLayout layout) {
+        this.layout = layout;
+        selectSql = "SELECT fingerprint, status, response_status, response_headers, response_body,"
+                + " CEIL(EXTRACT(EPOCH FROM (lease_expires_at - " + T + ")) * 1000)::bigint,"
+                + " expires_at <= " + T + " FROM " + table + " WHERE scope = ? AND idem_key = ?";
+        renewSql = "UPDATE " + table + " SET lease_expires_at = " + T + " + ? * interval '1 millisecond'"
+                + " WHERE scope = ? AND idem_key = ? AND owner_token = ? AND status = 'IN_PROGRESS' AND expires_at > " + T;
+        // Key last: a plain INSERT, so that a key another attempt committed is an error (23505) that
+        // aborts this transaction before its COMMIT runs; ON CONFLICT DO NOTHING would commit the
+        // loser's writes. The lock bound applies to the insert alone, as to the claim: it is
+        // restored before the COMMIT, whose deferred checks wait as the application's would.
+        String insert = "INSERT INTO " + table + " (scope, idem_key, fingerprint, status, owner_token, attempt,"
+                + " created_at, lease_expires_at, completed_at, expires_at, response_status, response_headers,"
+                + " response_body) VALUES (?, ?, ?, 'COMPLETED', ?, 1, " + T + ", " + T + ", " + T + ", " + T
+                + " + ? * interval '1 millisecond', ?, ?, ?)";
+        insertCompletedSql = "SELECT set_config('retrysafe.saved_lock_timeout', current_setting('lock_timeout'), true),"
+                + " set_config('lock_timeout', ?, true);" + insert + ";"
+                + "SELECT set_config('lock_timeout', current_setting('retrysafe.saved_lock_timeout'), true)";
+        insertCompletedAndCommitSql = insertCompletedSql + ";COMMIT";
+    }
+
+    @Override
+    public ClaimResult tryClaim(Connection c, ClaimRequest request, Duration lockTimeout, Savepoint undo)
+            throws SQLException {
+        for (int round = 0; round < CLAIM_ROUNDS; round++) {
+            PostgresLayout.Claim claim;
+            try {
+                claim = layout.claim(c, request, lockTimeout);
+            } catch (SQLException e) {
+                if (!LOCK_NOT_AVAILABLE.equals(e.getSQLState())) {
+                    throw e;
+                }
+                // The holder's transaction outlived the bound. PostgreSQL aborted ours: undo the claim.
+                undoAbortedClaim(c, undo);
+                return new ClaimResult.InProgress(lockTimeout);
+            }
+            if (claim.isClaimed()) {
+                return new ClaimResult.Claimed(request.token(), claim.attempt());
+            }
+            FoundRecord found = claim.found() != null ? claim.found() : read(c, request.key());
+            ClaimResult answer = found == null ? null : answer(request, found);
+            if (answer != null) {
+                return answer;
+            }
+            // purged, expired, released or lease expired since the statement looked: claim again
+        }
+        return new ClaimResult.InProgress(Duration.ZERO);
+    }
+
+    /** The record as committed, read without waiting; null if there is none. */
+    private FoundRecord read(Connection c, IdempotencyKey key) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(selectSql)) {
+            ps.setString(1, key.scope());
+            ps.setString(2, key.value());
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? Rows.found(rs, 1, rs.getBoolean(7)) : null;
+            }
+        }
+    }
+
+    @Override
+    public boolean complete(Connection c, IdempotencyKey key, OwnerToken token, StoredResponse response,
+            Duration retention, boolean commit) throws SQLException {
+        return layout.complete(c, key, token, response, retention, commit);
+    }
+
+    @Override
+    public boolean renewLease(Connection c, IdempotencyKey key, OwnerToken token, Duration leaseTtl)
+            throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(renewSql)) {
+            ps.setLong(1, leaseTtl.toMillis());
+            ps.setString(2, key.scope());
+            ps.setString(3, key.value());
+            ps.setObject(4, token.value());
+            return ps.executeUpdate() == 1;
+        }
+    }
+
+    @Override
+    public boolean release(Connection c, IdempotencyKey key, OwnerToken token) throws SQLException {
+        return layout.release(c, key, token);
+    }
+
+    // ---------------------------------------------------------------- key last
+
+    /** Only with a unique key: the loser's plain insert must fail ({@link PostgresLayout#hasUniqueKey()}). */
+    @Override
+    public boolean supportsKeyLast() {
+        return layout.hasUniqueKey();
+    }
+
+    @Override
+    public ClaimResult lookup(Connection c, ClaimRequest request) throws SQLException {
+        FoundRecord found = read(c, request.key());
+        if (found == null) {
+            return new ClaimResult.Unclaimed(request.token());
+        }
+        ClaimResult answer = answer(request, found);
+        // A live lease is left to the claim, which waits for its holder.
+        return answer instanceof ClaimResult.Replay || answer instanceof ClaimResult.FingerprintMismatch ? answer : null;
+    }
+
+    @Override
+    public boolean insertCompleted(Connection c, ClaimRequest request, StoredResponse response, Duration lockTimeout,
+            boolean commit) throws SQLException {
+        if (!supportsKeyLast()) {
+            return super.insertCompleted(c, request, response, lockTimeout, commit);
+        }
+        try (PreparedStatement ps = c.prepareStatement(commit ? insertCompletedAndCommitSql : insertCompletedSql)) {
+            ps.setString(1, Postgres.lockTimeout(lockTimeout));
+            ps.setString(2, request.key().scope());
+            ps.setString(3, request.key().value());
+            ps.setBytes(4, request.fingerprint().bytes());
+            ps.setObject(5, request.token().value());
+            ps.setLong(6, request.retention().toMillis());
+            ps.setInt(7, response.status());
+            ps.setString(8, HeaderCodec.encode(response.headers()));
+            ps.setBytes(9, response.body());
+            ps.execute();
+            return true;
+        } catch (SQLException e) {
+            // Committed by another attempt (23505), or still in its transaction past the bound (55P03).
+            if (!UNIQUE_VIOLATION.equals(e.getSQLState()) && !LOCK_NOT_AVAILABLE.equals(e.getSQLState())) {
+                throw e;
+            }
+            if (commit) {
+                c.rollback();
+                // A deferred unique constraint of the operation's own rows also fails with 23505, at
+                // the COMMIT: if no record of the key is there, the failure was the transaction's own.
+                if (UNIQUE_VIOLATION.equals(e.getSQLState()) && lookup(c, request) instanceof ClaimResult.Unclaimed) {
+                    throw e;
+                }
+            }
+            return false;
+        }
+    }
+}

@@ -1,0 +1,152 @@
+package io.retrysafe.jdbc.internal;
+
+import static io.retrysafe.jdbc.internal.Postgres.T;
+
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.StoredResponse;
+import io.retrysafe.internal.HeaderCodec;
+import io.retrysafe.spi.ClaimRequest;
+import io.retrysafe.spi.OwnerToken;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+
+/**
+ * One table with {@code PRIMARY KEY (scope, idem_key)}. The claim is one {@code INSERT … ON CONFLICT
+ * DO UPDATE … WHERE}: it inserts an absent key, or takes over an expired record, a released one or one
+ * whose lease expired, and otherwise changes nothing. A concurrent claim of the same key waits on the
+ * unique index for the first transaction to end, so the decision is the database's, never a read
+ * followed by a write.
+ */
+public final class PostgresStandardLayout implements PostgresLayout {
+    private final String table;
+    private final String claimSql;
+    private final String completeSql;
+    private final String completeAndCommitSql;
+    private final String releaseSql;
+    private final String purgeSql;
+
+    public PostgresStandardLayout(String table) {
+        this.table = table;
+        // The bound applies to the claim alone: set_config(…, true) is SET LOCAL, the previous value
+        // is saved first and put back right after the insert, so neither the rest of the application's
+        // transaction nor its later use of the connection waits under it. Three statements, one round trip.
+        // The WHERE is ClaimDecision's takeover in SQL: the takeover must be this statement's, atomic with
+        // the insert. When it changes nothing, the caller reads the record and ClaimDecision answers.
+        claimSql = "SELECT set_config('retrysafe.saved_lock_timeout', current_setting('lock_timeout'), true),"
+                + " set_config('lock_timeout', ?, true);"
+                + "INSERT INTO " + table + " AS r (scope, idem_key, fingerprint, status, owner_token, attempt, created_at,"
+                + " lease_expires_at, expires_at) VALUES (?, ?, ?, 'IN_PROGRESS', ?, 1, " + T + ", " + T
+                + " + ? * interval '1 millisecond', " + T + " + ? * interval '1 millisecond')"
+                + " ON CONFLICT (scope, idem_key) DO UPDATE SET"
+                + " fingerprint = EXCLUDED.fingerprint, status = 'IN_PROGRESS', owner_token = EXCLUDED.owner_token,"
+                + " attempt = CASE WHEN r.expires_at <= " + T + " THEN 1 ELSE r.attempt + 1 END,"
+                + " created_at = CASE WHEN r.expires_at <= " + T + " THEN " + T + " ELSE r.created_at END,"
+                + " lease_expires_at = EXCLUDED.lease_expires_at, completed_at = NULL, expires_at = EXCLUDED.expires_at,"
+                + " response_status = NULL, response_headers = NULL, response_body = NULL"
+                + " WHERE r.expires_at <= " + T
+                + " OR (r.fingerprint = EXCLUDED.fingerprint AND (r.status = 'FAILED'"
+                + " OR (r.status = 'IN_PROGRESS' AND r.lease_expires_at <= " + T + ")))"
+                + " RETURNING attempt;"
+                + "SELECT set_config('lock_timeout', current_setting('retrysafe.saved_lock_timeout'), true)";
+        String complete = "UPDATE " + table + " SET status = 'COMPLETED', completed_at = " + T + ", expires_at = " + T
+                + " + ? * interval '1 millisecond', response_status = ?, response_headers = ?, response_body = ?"
+                + " WHERE scope = ? AND idem_key = ? AND owner_token = ?";
+        completeSql = complete + " AND status = 'IN_PROGRESS' AND expires_at > " + T;
+        // In the claim's own transaction the row is locked since the claim, so the token alone fences
+        // it. One round trip for the response and the commit: the mode's whole overhead over the bare
+        // transaction is then the claim.
+        completeAndCommitSql = complete + ";COMMIT";
+        releaseSql = "UPDATE " + table + " SET status = 'FAILED'"
+                + " WHERE scope = ? AND idem_key = ? AND owner_token = ? AND status = 'IN_PROGRESS' AND expires_at > " + T;
+        purgeSql = "DELETE FROM " + table + " WHERE (scope, idem_key) IN (SELECT scope, idem_key FROM " + table
+                + " WHERE expires_at <= " + T + " ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED)";
+    }
+
+    @Override
+    public String schemaResource() {
+        return "/io/retrysafe/jdbc/schema-postgresql.sql";
+    }
+
+    @Override
+    public Claim claim(Connection c, ClaimRequest request, Duration lockTimeout) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(claimSql);
+                ResultSet rs = Postgres.runClaim(ps, request, lockTimeout, "insert")) {
+            return rs.next() ? Claim.claimed(rs.getInt(1)) : Claim.notClaimed(null);
+        }
+    }
+
+    @Override
+    public boolean complete(Connection c, IdempotencyKey key, OwnerToken token, StoredResponse response,
+            Duration retention, boolean commit) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(commit ? completeAndCommitSql : completeSql)) {
+            ps.setLong(1, retention.toMillis());
+            ps.setInt(2, response.status());
+            ps.setString(3, HeaderCodec.encode(response.headers()));
+            ps.setBytes(4, response.body());
+            ps.setString(5, key.scope());
+            ps.setString(6, key.value());
+            ps.setObject(7, token.value());
+            ps.execute();
+            return ps.getUpdateCount() == 1;
+        }
+    }
+
+    @Override
+    public boolean release(Connection c, IdempotencyKey key, OwnerToken token) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(releaseSql)) {
+            ps.setString(1, key.scope());
+            ps.setString(2, key.value());
+            ps.setObject(3, token.value());
+            return ps.executeUpdate() == 1;
+        }
+    }
+
+    @Override
+    public boolean hasUniqueKey() {
+        return true;
+    }
+
+    @Override
+    public boolean forceRelease(Connection c, IdempotencyKey key, Integer attempt, Duration lockTimeout)
+            throws SQLException {
+        // Rarely run, so the statement is built per call. As in the claim: SET LOCAL bounds the wait for a
+        // transaction holding the row, in the same round trip.
+        String sql = "SELECT set_config('lock_timeout', ?, true);"
+                + "UPDATE " + table + " SET status = 'FAILED', lease_expires_at = LEAST(lease_expires_at, " + T + ")"
+                + " WHERE scope = ? AND idem_key = ? AND status = 'IN_PROGRESS' AND expires_at > " + T
+                + (attempt == null ? "" : " AND attempt = ?");
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setString(1, Postgres.lockTimeout(lockTimeout));
+            ps.setString(2, key.scope());
+            ps.setString(3, key.value());
+            if (attempt != null) {
+                ps.setInt(4, attempt);
+            }
+            ps.execute(); // first result: set_config
+            if (ps.getMoreResults()) {
+                throw new SQLException("release statement returned rows instead of an update count");
+            }
+            return ps.getUpdateCount() == 1;
+        }
+    }
+
+    @Override
+    public long tableBytes(Connection c) throws SQLException {
+        // The table, its indexes and its TOAST data (large response bodies live there).
+        try (PreparedStatement ps = c.prepareStatement("SELECT pg_total_relation_size(to_regclass(?))")) {
+            ps.setString(1, table);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getLong(1); // NULL (no such table) reads as 0
+            }
+        }
+    }
+
+    @Override
+    public String purgeSql() {
+        return purgeSql;
+    }
+}
