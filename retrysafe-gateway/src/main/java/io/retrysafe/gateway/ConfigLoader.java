@@ -233,10 +233,11 @@ public final class ConfigLoader {
             if (table.isPresent()) {
                 throw s.error("table", "store.table is for postgresql and mariadb; a redis store has key-prefix");
             }
-            String u = url.orElse(cluster.get(0));
-            if (!u.matches("(redis|rediss|redis-sentinel)://.+")) {
-                throw s.error(url.isPresent() ? "url" : "cluster-urls", "a redis URL starts with redis://, rediss:// "
-                        + "or redis-sentinel://, but was \"" + u + "\"");
+            for (String u : url.map(List::of).orElse(cluster)) {
+                if (!u.matches("(redis|rediss|redis-sentinel)://.+")) {
+                    throw s.error(url.isPresent() ? "url" : "cluster-urls", "a redis URL starts with redis://, "
+                            + "rediss:// or redis-sentinel://, but was \"" + u + "\"");
+                }
             }
         } else {
             if (url.isEmpty()) {

@@ -1,5 +1,7 @@
 package io.retrysafe.gateway;
 
+import static io.retrysafe.gateway.GatewayHttp.assertProblem;
+import static io.retrysafe.gateway.GatewayHttp.basic;
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -7,20 +9,16 @@ import io.retrysafe.IdempotencyKey;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.spi.RecordStatus;
 import io.retrysafe.testservices.TestDatabases;
-import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.ServerSocket;
 import java.net.Socket;
-import java.net.URI;
-import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -52,8 +50,7 @@ class GatewayPostgresIT {
     private static Gateway gateway;
     private static JdbcIdempotencyStore records;
     private static int closedPort;
-    private static final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(Duration.ofSeconds(10)).build();
+    private static GatewayHttp client;
 
     private final String key = UUID.randomUUID().toString();
 
@@ -72,6 +69,8 @@ class GatewayPostgresIT {
                 upstream:
                   url: %s
                   response-timeout: 2s
+                  # Loopback, but a loaded machine may take a while to connect: not what these tests are about.
+                  connect-timeout: 10s
                 scope:
                   basic:
                     users-file: users.txt
@@ -102,6 +101,7 @@ class GatewayPostgresIT {
                 closedPort);
         Map<String, String> env = Map.of("TEST_PG_PASSWORD", TestDatabases.postgresPassword());
         gateway = Gateway.start(ConfigLoader.parse("gateway.yaml", yaml, env, dir), env);
+        client = new GatewayHttp(gateway.port());
         records = JdbcIdempotencyStore.builder(TestDatabases.postgres()).table(TABLE).build();
     }
 
@@ -119,8 +119,8 @@ class GatewayPostgresIT {
 
     @Test
     void firstRequestIsForwardedAndTheRetryIsReplayedWithoutASecondCall() throws Exception {
-        HttpResponse<String> first = send(post("/payments", ALICE, key, "{\"amount\":100}"));
-        HttpResponse<String> retry = send(post("/payments", ALICE, key, "{ \"amount\" : 100 }"));
+        HttpResponse<String> first = client.send(client.post("/payments", ALICE, key, "{\"amount\":100}"));
+        HttpResponse<String> retry = client.send(client.post("/payments", ALICE, key, "{ \"amount\" : 100 }"));
 
         assertThat(first.statusCode()).isEqualTo(201);
         assertThat(first.body()).contains("\"attempt\":\"1\"");
@@ -136,8 +136,8 @@ class GatewayPostgresIT {
 
     @Test
     void keysAreScopedToTheCaller() throws Exception {
-        HttpResponse<String> alice = send(post("/payments", ALICE, key, "{\"amount\":100}"));
-        HttpResponse<String> bob = send(post("/payments", BOB, key, "{\"amount\":100}"));
+        HttpResponse<String> alice = client.send(client.post("/payments", ALICE, key, "{\"amount\":100}"));
+        HttpResponse<String> bob = client.send(client.post("/payments", BOB, key, "{\"amount\":100}"));
 
         assertThat(bob.statusCode()).isEqualTo(201);
         assertThat(bob.body()).isNotEqualTo(alice.body());
@@ -146,26 +146,26 @@ class GatewayPostgresIT {
 
     @Test
     void noOrWrongCredentialsAre401AndNothingIsSent() throws Exception {
-        assertProblem(send(post("/payments", null, key, "{\"amount\":100}")), 401, "/problems/unauthenticated");
-        assertProblem(send(post("/payments", basic("alice", "wrong"), key, "{\"amount\":100}")), 401,
+        assertProblem(client.send(client.post("/payments", null, key, "{\"amount\":100}")), 401, "/problems/unauthenticated");
+        assertProblem(client.send(client.post("/payments", basic("alice", "wrong"), key, "{\"amount\":100}")), 401,
                 "/problems/unauthenticated");
-        assertProblem(send(post("/payments", basic("mallory", "x"), key, "{\"amount\":100}")), 401,
+        assertProblem(client.send(client.post("/payments", basic("mallory", "x"), key, "{\"amount\":100}")), 401,
                 "/problems/unauthenticated");
         assertThat(upstream.calls(key)).isZero();
     }
 
     @Test
     void sameKeyWithAnotherRequestIs422() throws Exception {
-        send(post("/payments", ALICE, key, "{\"amount\":100}"));
+        client.send(client.post("/payments", ALICE, key, "{\"amount\":100}"));
 
-        assertProblem(send(post("/payments", ALICE, key, "{\"amount\":999}")), 422, "/problems/key-reused");
+        assertProblem(client.send(client.post("/payments", ALICE, key, "{\"amount\":999}")), 422, "/problems/key-reused");
         assertThat(upstream.calls(key)).isEqualTo(1);
     }
 
     @Test
     void membersOutsideTheFingerprintMayDiffer() throws Exception {
-        HttpResponse<String> first = send(post("/payments", ALICE, key, "{\"amount\":100,\"note\":\"a\"}"));
-        HttpResponse<String> retry = send(post("/payments", ALICE, key, "{\"amount\":100,\"note\":\"b\"}"));
+        HttpResponse<String> first = client.send(client.post("/payments", ALICE, key, "{\"amount\":100,\"note\":\"a\"}"));
+        HttpResponse<String> retry = client.send(client.post("/payments", ALICE, key, "{\"amount\":100,\"note\":\"b\"}"));
 
         assertThat(retry.headers().firstValue("Idempotent-Replayed")).hasValue("true");
         assertThat(retry.body()).isEqualTo(first.body());
@@ -173,8 +173,8 @@ class GatewayPostgresIT {
 
     @Test
     void missingAndMalformedKeysAre400() throws Exception {
-        assertProblem(send(post("/payments", ALICE, null, "{\"amount\":100}")), 400, "/problems/missing-key");
-        HttpResponse<String> tooLong = send(post("/payments", ALICE, "k".repeat(300), "{\"amount\":100}"));
+        assertProblem(client.send(client.post("/payments", ALICE, null, "{\"amount\":100}")), 400, "/problems/missing-key");
+        HttpResponse<String> tooLong = client.send(client.post("/payments", ALICE, "k".repeat(300), "{\"amount\":100}"));
         assertProblem(tooLong, 400, "/problems/invalid-key");
         assertThat(tooLong.body()).contains("\"rule\"");
         assertThat(upstream.calls("k".repeat(300))).isZero();
@@ -182,7 +182,7 @@ class GatewayPostgresIT {
 
     @Test
     void bodyOverTheBoundIs413() throws Exception {
-        assertProblem(send(post("/payments", ALICE, key, "{\"amount\":\"" + "9".repeat(2000) + "\"}")), 413,
+        assertProblem(client.send(client.post("/payments", ALICE, key, "{\"amount\":\"" + "9".repeat(2000) + "\"}")), 413,
                 "/problems/request-too-large");
         assertThat(upstream.calls(key)).isZero();
     }
@@ -190,7 +190,7 @@ class GatewayPostgresIT {
     @Test
     void optionalKeyPassesThroughUnprotectedWithoutOne() throws Exception {
         String test = UUID.randomUUID().toString();
-        HttpResponse<String> r = send(HttpRequest.newBuilder(uri("/optional")).header("X-Test", test)
+        HttpResponse<String> r = client.send(HttpRequest.newBuilder(client.uri("/optional")).header("X-Test", test)
                 .POST(HttpRequest.BodyPublishers.ofString("{}")));
 
         assertThat(r.statusCode()).isEqualTo(201);
@@ -208,7 +208,7 @@ class GatewayPostgresIT {
             for (int i = 0; i < n; i++) {
                 Callable<HttpResponse<String>> call = () -> {
                     go.await();
-                    return send(post("/payments?block=" + block, ALICE, key, "{\"amount\":100}"));
+                    return client.send(client.post("/payments?block=" + block, ALICE, key, "{\"amount\":100}"));
                 };
                 answers.add(pool.submit(call));
             }
@@ -253,20 +253,20 @@ class GatewayPostgresIT {
 
     @Test
     void upstreamRefusingTheConnectionIs503WithRetryAfterAndTheKeyIsReleased() throws Exception {
-        HttpResponse<String> r = send(post("/refused", ALICE, key, "{}"));
+        HttpResponse<String> r = client.send(client.post("/refused", ALICE, key, "{}"));
 
         assertProblem(r, 503, "/problems/upstream-unavailable");
         assertThat(r.headers().firstValue("Retry-After")).hasValue("1");
         assertThat(status("POST /refused", key)).isEqualTo(RecordStatus.FAILED);
         // Released: the retry is sent again (and refused again), not answered in progress.
-        assertProblem(send(post("/refused", ALICE, key, "{}")), 503, "/problems/upstream-unavailable");
+        assertProblem(client.send(client.post("/refused", ALICE, key, "{}")), 503, "/problems/upstream-unavailable");
     }
 
     @Test
     void upstream5xxIsPassedThroughAndTheRetryIsSentAgain() throws Exception {
         // The same request twice (the query is in the fingerprint); the upstream fails the first only.
-        HttpResponse<String> first = send(post("/payments?fail-once=" + key, ALICE, key, "{\"amount\":1}"));
-        HttpResponse<String> retry = send(post("/payments?fail-once=" + key, ALICE, key, "{\"amount\":1}"));
+        HttpResponse<String> first = client.send(client.post("/payments?fail-once=" + key, ALICE, key, "{\"amount\":1}"));
+        HttpResponse<String> retry = client.send(client.post("/payments?fail-once=" + key, ALICE, key, "{\"amount\":1}"));
 
         assertThat(first.statusCode()).isEqualTo(503);
         assertThat(first.body()).contains("\"attempt\":\"1\"");
@@ -277,12 +277,12 @@ class GatewayPostgresIT {
 
     @Test
     void requestSentAndNeverAnsweredIsOutcomeUnknownAndTheKeyStaysInProgress() throws Exception {
-        HttpResponse<String> r = send(post("/payments?hang", ALICE, key, "{\"amount\":5}"));
+        HttpResponse<String> r = client.send(client.post("/payments?hang", ALICE, key, "{\"amount\":5}"));
 
         assertProblem(r, 503, "/problems/outcome-unknown");
         assertThat(r.headers().firstValue("Retry-After")).hasValue(Long.toString(LEASE.toSeconds()));
         assertThat(status("POST /payments", key)).isEqualTo(RecordStatus.IN_PROGRESS);
-        assertProblem(send(post("/payments?hang", ALICE, key, "{\"amount\":5}")), 409, "/problems/request-in-progress");
+        assertProblem(client.send(client.post("/payments?hang", ALICE, key, "{\"amount\":5}")), 409, "/problems/request-in-progress");
         assertThat(upstream.calls(key)).as("never a second send while the first may run").isEqualTo(1);
     }
 
@@ -291,10 +291,8 @@ class GatewayPostgresIT {
     @Test
     void upstreamAnswerOverTheBoundIsStreamedWholeAndReplayedWithoutItsBody() throws Exception {
         int size = 3 * 1024 * 1024;
-        HttpResponse<byte[]> first = http.send(post("/payments?big=" + size, ALICE, key, "{\"amount\":7}").build(),
-                HttpResponse.BodyHandlers.ofByteArray());
-        HttpResponse<byte[]> retry = http.send(post("/payments?big=" + size, ALICE, key, "{\"amount\":7}").build(),
-                HttpResponse.BodyHandlers.ofByteArray());
+        HttpResponse<byte[]> first = client.sendForBytes(client.post("/payments?big=" + size, ALICE, key, "{\"amount\":7}"));
+        HttpResponse<byte[]> retry = client.sendForBytes(client.post("/payments?big=" + size, ALICE, key, "{\"amount\":7}"));
 
         assertThat(first.statusCode()).isEqualTo(201);
         assertThat(first.body()).hasSize(size);
@@ -324,9 +322,9 @@ class GatewayPostgresIT {
 
     @Test
     void healthSaysTheStoreIsUpAndMetricsUseTheMicrometerNames() throws Exception {
-        send(post("/payments", ALICE, key, "{\"amount\":100}"));
-        HttpResponse<String> health = send(HttpRequest.newBuilder(uri("/health")).GET());
-        HttpResponse<String> metrics = send(HttpRequest.newBuilder(uri("/metrics")).GET());
+        client.send(client.post("/payments", ALICE, key, "{\"amount\":100}"));
+        HttpResponse<String> health = client.send(HttpRequest.newBuilder(client.uri("/health")).GET());
+        HttpResponse<String> metrics = client.send(HttpRequest.newBuilder(client.uri("/metrics")).GET());
 
         assertThat(health.statusCode()).isEqualTo(200);
         assertThat(health.body()).contains("\"status\":\"UP\"");
@@ -339,35 +337,5 @@ class GatewayPostgresIT {
 
     private static RecordStatus status(String operation, String key) {
         return records.inspect(IdempotencyKey.of("user:alice|" + operation, key)).orElseThrow().status();
-    }
-
-    static String basic(String user, String password) {
-        return "Basic " + Base64.getEncoder().encodeToString((user + ":" + password).getBytes(UTF_8));
-    }
-
-    private static URI uri(String path) {
-        return URI.create("http://127.0.0.1:" + gateway.port() + path);
-    }
-
-    private static HttpRequest.Builder post(String path, String authorization, String key, String json) {
-        HttpRequest.Builder b = HttpRequest.newBuilder(uri(path)).header("Content-Type", "application/json")
-                .timeout(Duration.ofSeconds(30)).POST(HttpRequest.BodyPublishers.ofString(json));
-        if (authorization != null) {
-            b.header("Authorization", authorization);
-        }
-        if (key != null) {
-            b.header("Idempotency-Key", key);
-        }
-        return b;
-    }
-
-    private static HttpResponse<String> send(HttpRequest.Builder request) throws IOException, InterruptedException {
-        return http.send(request.build(), HttpResponse.BodyHandlers.ofString());
-    }
-
-    static void assertProblem(HttpResponse<String> r, int status, String type) {
-        assertThat(r.statusCode()).as(r.body()).isEqualTo(status);
-        assertThat(r.headers().firstValue("Content-Type")).hasValue("application/problem+json");
-        assertThat(r.body()).contains("\"type\":\"" + type + "\"");
     }
 }

@@ -1,0 +1,59 @@
+package io.retrysafe.gateway;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.Base64;
+
+/** A client of a gateway on a port: requests as the tests send them, and what they assert of problems. */
+final class GatewayHttp {
+    private static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(10)).build();
+
+    private final int port;
+
+    GatewayHttp(int port) {
+        this.port = port;
+    }
+
+    URI uri(String path) {
+        return URI.create("http://127.0.0.1:" + port + path);
+    }
+
+    /** A JSON POST; {@code authorization} and {@code key} are left out when null. */
+    HttpRequest.Builder post(String path, String authorization, String key, String json) {
+        HttpRequest.Builder b = HttpRequest.newBuilder(uri(path)).header("Content-Type", "application/json")
+                .timeout(Duration.ofSeconds(30)).POST(HttpRequest.BodyPublishers.ofString(json));
+        if (authorization != null) {
+            b.header("Authorization", authorization);
+        }
+        if (key != null) {
+            b.header("Idempotency-Key", key);
+        }
+        return b;
+    }
+
+    HttpResponse<String> send(HttpRequest.Builder request) throws IOException, InterruptedException {
+        return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    HttpResponse<byte[]> sendForBytes(HttpRequest.Builder request) throws IOException, InterruptedException {
+        return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofByteArray());
+    }
+
+    static String basic(String user, String password) {
+        return "Basic " + Base64.getEncoder().encodeToString((user + ":" + password).getBytes(UTF_8));
+    }
+
+    static void assertProblem(HttpResponse<String> r, int status, String type) {
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(status);
+        assertThat(r.headers().firstValue("Content-Type")).hasValue("application/problem+json");
+        assertThat(r.body()).contains("\"type\":\"" + type + "\"");
+    }
+}
