@@ -71,9 +71,15 @@ final class JwtScope implements ScopeResolver {
         if (authorization == null || !authorization.regionMatches(true, 0, "Bearer ", 0, 7)) {
             return null;
         }
+        String sub = subject(authorization.substring(7).strip());
+        return sub == null ? null : "sub:" + sub;
+    }
+
+    /** The verified token's subject; null when it does not verify or has none. */
+    String subject(String token) {
         try {
-            String sub = processor.process(authorization.substring(7).strip(), null).getSubject();
-            return sub == null || sub.isBlank() ? null : "sub:" + sub;
+            String sub = processor.process(token, null).getSubject();
+            return sub == null || sub.isBlank() ? null : sub;
         } catch (ParseException | BadJOSEException | JOSEException e) {
             return null;
         }

@@ -1,0 +1,131 @@
+package io.retrysafe.gateway;
+
+import static io.retrysafe.gateway.GatewayHttp.assertProblem;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.UUID;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+/**
+ * What the gateway does whatever its store and its source of callers: each subclass runs it on one store, with
+ * one scope source, against a real server.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+abstract class GatewayContract {
+    protected Path dir;
+    private TestUpstream upstream;
+    private Gateway gateway;
+    private GatewayHttp client;
+    private final String key = UUID.randomUUID().toString();
+
+    /** The {@code store:} section. */
+    abstract String store();
+
+    /** The {@code scope:} section; files it names are written into {@link #dir} first by {@link #prepare()}. */
+    abstract String scope();
+
+    /** Extra environment the configuration reads (passwords, secrets). */
+    Map<String, String> env() {
+        return Map.of();
+    }
+
+    void prepare() throws Exception {
+    }
+
+    /** Applies the credentials of caller {@code name} (one of alice, bob) to the request. */
+    abstract HttpRequest.Builder as(String name, HttpRequest.Builder request);
+
+    /** Credentials the scope source refuses. */
+    abstract HttpRequest.Builder asNobody(HttpRequest.Builder request);
+
+    @BeforeAll
+    void start() throws Exception {
+        dir = Files.createTempDirectory("retrysafe-gateway-it");
+        prepare();
+        upstream = TestUpstream.start();
+        String yaml = """
+                listen:
+                  port: 0
+                upstream:
+                  url: %s
+                  response-timeout: 1s
+                  connect-timeout: 10s
+                scope:
+                %s
+                store:
+                %s
+                idempotency:
+                  lease: 2s
+                routes:
+                  - method: POST
+                    path: /payments
+                """.formatted(upstream.url(), scope().indent(2).stripTrailing(), store().indent(2).stripTrailing());
+        gateway = Gateway.start(ConfigLoader.parse("gateway.yaml", yaml, env(), dir), env());
+        client = new GatewayHttp(gateway.port());
+    }
+
+    @AfterAll
+    void stop() {
+        if (gateway != null) {
+            gateway.close();
+        }
+        if (upstream != null) {
+            upstream.close();
+        }
+    }
+
+    private HttpRequest.Builder payment(String path, String key, String json) {
+        return client.post(path, null, key, json);
+    }
+
+    @Test
+    void firstIsForwardedOnceAndTheRetryReplayed() throws Exception {
+        HttpResponse<String> first = client.send(as("alice", payment("/payments", key, "{\"amount\":1}")));
+        HttpResponse<String> retry = client.send(as("alice", payment("/payments", key, "{\"amount\":1}")));
+        HttpResponse<String> reused = client.send(as("alice", payment("/payments", key, "{\"amount\":2}")));
+
+        assertThat(first.statusCode()).as(first.body()).isEqualTo(201);
+        assertThat(retry.body()).isEqualTo(first.body());
+        assertThat(retry.headers().firstValue("Idempotent-Replayed")).hasValue("true");
+        assertProblem(reused, 422, "/problems/key-reused");
+        assertThat(upstream.calls(key)).isEqualTo(1);
+    }
+
+    @Test
+    void oneCallersKeyIsNotAnothers() throws Exception {
+        String shared = UUID.randomUUID().toString();
+        HttpResponse<String> alice = client.send(as("alice", payment("/payments", shared, "{\"amount\":1}")));
+        HttpResponse<String> bob = client.send(as("bob", payment("/payments", shared, "{\"amount\":1}")));
+
+        assertThat(bob.statusCode()).isEqualTo(201);
+        assertThat(bob.body()).isNotEqualTo(alice.body());
+        assertThat(upstream.calls(shared)).isEqualTo(2);
+    }
+
+    @Test
+    void noCallerIs401() throws Exception {
+        String mine = UUID.randomUUID().toString();
+        assertProblem(client.send(payment("/payments", mine, "{}")), 401, "/problems/unauthenticated");
+        assertProblem(client.send(asNobody(payment("/payments", mine, "{}"))), 401, "/problems/unauthenticated");
+        assertThat(upstream.calls(mine)).isZero();
+    }
+
+    @Test
+    void sentWithoutAnAnswerStaysInProgressUntilTheLeaseEnds() throws Exception {
+        String mine = UUID.randomUUID().toString();
+        HttpResponse<String> r = client.send(as("alice", payment("/payments?hang", mine, "{}")));
+
+        assertProblem(r, 503, "/problems/outcome-unknown");
+        assertProblem(client.send(as("alice", payment("/payments?hang", mine, "{}"))), 409,
+                "/problems/request-in-progress");
+        assertThat(upstream.calls(mine)).isEqualTo(1);
+    }
+}
