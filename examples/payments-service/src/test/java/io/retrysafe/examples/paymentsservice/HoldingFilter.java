@@ -10,6 +10,7 @@ import jakarta.servlet.ServletRequest;
 import jakarta.servlet.ServletResponse;
 import jakarta.servlet.http.HttpServletRequest;
 import java.io.IOException;
+import java.net.http.HttpRequest;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
@@ -28,7 +29,7 @@ final class HoldingFilter implements Filter {
     private static final Map<String, Hold> HOLDS = new ConcurrentHashMap<>();
 
     static Hold hold(String name) {
-        Hold hold = new Hold();
+        Hold hold = new Hold(name);
         HOLDS.put(name, hold);
         return hold;
     }
@@ -52,15 +53,27 @@ final class HoldingFilter implements Filter {
         chain.doFilter(request, response);
     }
 
-    static final class Hold implements AutoCloseable {
+    static final class Hold implements io.retrysafe.conformance.Hold {
+        private final String name;
         private final CountDownLatch arrived = new CountDownLatch(1);
         private final CountDownLatch released = new CountDownLatch(1);
 
-        void awaitArrived() throws InterruptedException {
+        private Hold(String name) {
+            this.name = name;
+        }
+
+        @Override
+        public HttpRequest.Builder mark(HttpRequest.Builder request) {
+            return request.header(HEADER, name);
+        }
+
+        @Override
+        public void awaitArrived() throws InterruptedException {
             assertThat(arrived.await(30, TimeUnit.SECONDS)).as("the held request reached the handler").isTrue();
         }
 
-        void release() {
+        @Override
+        public void release() {
             released.countDown();
         }
 

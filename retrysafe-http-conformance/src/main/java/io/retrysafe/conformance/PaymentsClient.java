@@ -1,0 +1,55 @@
+package io.retrysafe.conformance;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * A client of a {@link ConformanceTarget}'s {@code POST /payments} over real HTTP/1.1, for the suite
+ * and for a target's own extra tests.
+ */
+public final class PaymentsClient {
+    /** How long one request may take: a duplicate may wait for the first before it is answered. */
+    public static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(60);
+
+    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(10)).build();
+    private final ConformanceTarget target;
+
+    public PaymentsClient(ConformanceTarget target) {
+        this.target = target;
+    }
+
+    /** {@code {"account":"…","amount":…}}, members in that order. */
+    public static String payment(String account, long amount) {
+        return "{\"account\":\"" + account + "\",\"amount\":" + amount + "}";
+    }
+
+    /** A request to {@code path} of the target, as {@code user} (null: no credentials). */
+    public HttpRequest.Builder request(Credentials user, String path) {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(target.baseUri() + path)).timeout(REQUEST_TIMEOUT);
+        return user == null ? b : b.header("Authorization", user.authorization());
+    }
+
+    /** {@code POST /payments} of this JSON body, as {@code user}, under {@code key} (null: no key, no user). */
+    public HttpRequest.Builder postPayment(Credentials user, String key, String body) {
+        HttpRequest.Builder b = request(user, "/payments").header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body));
+        return key == null ? b : b.header("Idempotency-Key", key);
+    }
+
+    public HttpResponse<String> send(HttpRequest.Builder request) throws Exception {
+        return http.send(request.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    public CompletableFuture<HttpResponse<String>> sendAsync(HttpRequest.Builder request) {
+        return http.sendAsync(request.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    public HttpResponse<String> get(Credentials user, String path) throws Exception {
+        return send(request(user, path).GET());
+    }
+}
