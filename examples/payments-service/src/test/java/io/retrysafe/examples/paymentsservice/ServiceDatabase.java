@@ -1,5 +1,6 @@
 package io.retrysafe.examples.paymentsservice;
 
+import io.retrysafe.testservices.Sql;
 import io.retrysafe.testservices.TestDatabases;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -89,25 +90,14 @@ final class ServiceDatabase {
     }
 
     static long queryLong(String sql, Object... args) throws SQLException {
-        try (Connection c = connect(); PreparedStatement ps = c.prepareStatement(sql)) {
-            for (int i = 0; i < args.length; i++) {
-                ps.setObject(i + 1, args[i]);
-            }
-            try (ResultSet rs = ps.executeQuery()) {
-                if (!rs.next()) {
-                    throw new AssertionError("no row for " + sql);
-                }
-                return rs.getLong(1);
-            }
+        try (Connection c = connect()) {
+            return Sql.queryLong(c, sql, args);
         }
     }
 
     static int update(String sql, Object... args) throws SQLException {
-        try (Connection c = connect(); PreparedStatement ps = c.prepareStatement(sql)) {
-            for (int i = 0; i < args.length; i++) {
-                ps.setObject(i + 1, args[i]);
-            }
-            return ps.executeUpdate();
+        try (Connection c = connect()) {
+            return Sql.update(c, sql, args);
         }
     }
 
