@@ -5,7 +5,9 @@ import io.nats.client.Message;
 import io.nats.client.PublishOptions;
 import io.nats.client.impl.Headers;
 import io.nats.client.impl.NatsJetStreamMetaData;
+import io.retrysafe.InvalidKeyException;
 import io.retrysafe.inbox.DeadLetterHeaders;
+import io.retrysafe.inbox.DeadLetterSink;
 import io.retrysafe.inbox.Delivery;
 import io.retrysafe.inbox.Inbox;
 import io.retrysafe.inbox.InboxResult;
@@ -106,17 +108,21 @@ public final class IdempotentMessageProcessor {
         NatsJetStreamMetaData meta = msg.metaData();
         String position = meta.getStream() + "#" + meta.streamSequence();
         String id;
+        InvalidKeyException unreadable = null;
         try {
             id = messageIds.idOf(msg);
         } catch (RuntimeException e) {
             LOG.log(Level.ERROR, () -> "[" + name + "] message " + position + ": reading its id with " + messageIds
-                    + " failed; it is taken as having none", e);
+                    + " failed", e);
             id = null;
+            unreadable = e instanceof InvalidKeyException k ? k
+                    : new InvalidKeyException(InvalidKeyException.Rule.MALFORMED, "reading the message id failed: " + e);
         }
         Delivery delivery = new Delivery(scope(meta.getStream(), meta.getConsumer()), id, msg.getData(), position,
                 (int) Math.min(meta.deliveredCount(), Integer.MAX_VALUE));
-        InboxResult result = inbox.process(delivery, (connection, attempt) -> handler.handle(msg, connection, attempt),
-                deadLetter -> deadLetter(msg, meta, position, deadLetter));
+        DeadLetterSink deadLetters = deadLetter -> deadLetter(msg, meta, position, deadLetter);
+        InboxResult result = unreadable != null ? inbox.refuse(delivery, unreadable, deadLetters)
+                : inbox.process(delivery, (connection, attempt) -> handler.handle(msg, connection, attempt), deadLetters);
         if (result instanceof InboxResult.Processed && afterCommit != null) {
             afterCommit.accept(msg);
         }

@@ -29,8 +29,9 @@ public interface MessageIds {
 
     /**
      * The message's id, or null when it has none: such a message is dead-lettered
-     * ({@code missing-message-id}) and terminated, never processed unprotected. An exception thrown
-     * here is logged and taken as no id.
+     * ({@code missing-message-id}) and terminated, never processed unprotected. A message whose id
+     * cannot be read throws: it is dead-lettered too, as {@code invalid-message-id} (or as the
+     * {@link io.retrysafe.InvalidKeyException} thrown says).
      */
     String idOf(Message message);
 

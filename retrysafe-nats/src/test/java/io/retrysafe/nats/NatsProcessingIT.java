@@ -380,7 +380,7 @@ class NatsProcessingIT {
         awaitSettled(() -> recorder.all().size() == 4);
 
         assertThat(recorder.results()).containsExactly("dead-letter missing-message-id 0",
-                "dead-letter invalid-message-id 0", "processed 1", "dead-letter missing-message-id 0");
+                "dead-letter invalid-message-id 0", "processed 1", "dead-letter invalid-message-id 0");
         assertThat(handled).containsExactly(valid);
         assertThat(invalidKeys).hasValue(3);
         Message advisory = advisories.nextMessage(BOUND);
