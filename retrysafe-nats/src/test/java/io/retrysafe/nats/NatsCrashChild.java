@@ -10,8 +10,7 @@ import io.retrysafe.inbox.RetryStyle;
 import io.retrysafe.jdbc.JdbcDialect;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
-import java.io.IOException;
-import java.io.InputStream;
+import io.retrysafe.testservices.ChildJvm;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import org.postgresql.ds.PGSimpleDataSource;
@@ -48,17 +47,12 @@ public final class NatsCrashChild {
             throw new IllegalArgumentException("usage: NatsCrashChild after-commit|inside-handler NATS_URL STREAM"
                     + " DURABLE PG_URL PG_USER PG_PASSWORD, but was " + args.length + " arguments");
         }
-        haltWhenStdinCloses();
+        ChildJvm.haltWhenParentDies();
         String mode = args[0];
         if (!mode.equals("after-commit") && !mode.equals("inside-handler")) {
             throw new IllegalArgumentException("mode must be after-commit or inside-handler, but was " + mode);
         }
-        PGSimpleDataSource dataSource = new PGSimpleDataSource();
-        dataSource.setURL(args[4]);
-        dataSource.setUser(args[5]);
-        dataSource.setPassword(args[6]);
-        JdbcIdempotencyStore store = JdbcIdempotencyStore.builder(dataSource).dialect(JdbcDialect.POSTGRESQL)
-                .table(Effects.STORE_TABLE).build();
+        JdbcIdempotencyStore store = store(args[4], args[5], args[6], Effects.STORE_TABLE);
         Inbox inbox = Inbox.builder(TransactionalRetrySafe.of(RetrySafe.builder(store).name("crash-child").build()))
                 .retryStyle(RetryStyle.BROKER_REDELIVERY).build();
         IdempotentMessageProcessor.Builder processor = IdempotentMessageProcessor.builder(inbox, (msg, c, attempt) -> {
@@ -88,19 +82,12 @@ public final class NatsCrashChild {
         Runtime.getRuntime().halt(4); // never reached unless interrupted: never acknowledge
     }
 
-    private static void haltWhenStdinCloses() {
-        Thread watchdog = new Thread(() -> {
-            try {
-                InputStream in = System.in;
-                while (in.read() != -1) {
-                    // the parent never writes; only end of stream matters
-                }
-            } catch (IOException ignored) {
-                // a broken pipe means the same as end of stream
-            }
-            Runtime.getRuntime().halt(3);
-        }, "crash-child-stdin-watchdog");
-        watchdog.setDaemon(true);
-        watchdog.start();
+    /** The inbox of a child consumer: the records table {@code table} in the test's PostgreSQL database. */
+    static JdbcIdempotencyStore store(String url, String user, String password, String table) {
+        PGSimpleDataSource dataSource = new PGSimpleDataSource();
+        dataSource.setURL(url);
+        dataSource.setUser(user);
+        dataSource.setPassword(password);
+        return JdbcIdempotencyStore.builder(dataSource).dialect(JdbcDialect.POSTGRESQL).table(table).build();
     }
 }
