@@ -171,22 +171,7 @@ class NatsInboxContractIT extends UnorderedInboxContract {
                     durable, deadLetters, scope(), TestDatabases.postgresJdbcUrl(), TestDatabases.postgresUser(),
                     TestDatabases.postgresPassword());
             running.add(child);
-            return new InboxHarness.DyingConsumer() {
-                @Override
-                public void awaitCommitted(Duration bound) throws Exception {
-                    child.awaitLine(bound);
-                }
-
-                @Override
-                public void kill() throws Exception {
-                    child.kill();
-                }
-
-                @Override
-                public void close() throws Exception {
-                    child.close();
-                }
-            };
+            return InboxHarness.DyingConsumer.of(child::awaitLine, child::kill, child);
         }
 
         @Override

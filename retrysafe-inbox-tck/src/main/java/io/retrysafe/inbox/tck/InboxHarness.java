@@ -66,5 +66,40 @@ public interface InboxHarness {
 
         @Override
         void close() throws Exception;
+
+        /**
+         * The three steps from a child process handle's methods:
+         * {@code DyingConsumer.of(child::awaitLine, child::kill, child)}.
+         */
+        static DyingConsumer of(Await awaitCommitted, Step kill, AutoCloseable close) {
+            return new DyingConsumer() {
+                @Override
+                public void awaitCommitted(Duration bound) throws Exception {
+                    awaitCommitted.await(bound);
+                }
+
+                @Override
+                public void kill() throws Exception {
+                    kill.run();
+                }
+
+                @Override
+                public void close() throws Exception {
+                    close.close();
+                }
+            };
+        }
+
+        /** Waits for the child, up to a bound. */
+        @FunctionalInterface
+        interface Await {
+            void await(Duration bound) throws Exception;
+        }
+
+        /** One step that may fail. */
+        @FunctionalInterface
+        interface Step {
+            void run() throws Exception;
+        }
     }
 }
