@@ -32,9 +32,10 @@ public interface MessageIdExtractor {
 
     /**
      * The record's message id, or {@code null} if it has none (it is then dead-lettered as
-     * {@link DeadLetterReason#MISSING_MESSAGE_ID}).
+     * {@link io.retrysafe.inbox.DeadLetterReason#MISSING_MESSAGE_ID}).
      *
-     * @throws InvalidKeyException if the record carries an id that cannot be one
+     * @throws InvalidKeyException if the record carries an id that cannot be one (dead-lettered as
+     *     {@link io.retrysafe.inbox.DeadLetterReason#INVALID_MESSAGE_ID})
      */
     String messageId(ConsumerRecord<?, ?> record);
 
