@@ -6,6 +6,7 @@ import jakarta.servlet.http.HttpServletRequest;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
+import java.util.TreeSet;
 import java.util.regex.Pattern;
 
 /**
@@ -29,6 +30,7 @@ public final class IdempotentRoute {
     private final boolean keyRequired;
     private final OperationPolicy policy;
     private final List<String> jsonMembers;
+    private final List<String> fingerprintHeaders;
 
     private IdempotentRoute(Builder b) {
         this.method = b.method;
@@ -37,6 +39,7 @@ public final class IdempotentRoute {
         this.keyRequired = b.keyRequired == null || b.keyRequired;
         this.policy = b.policy;
         this.jsonMembers = b.jsonMembers == null ? List.of() : b.jsonMembers;
+        this.fingerprintHeaders = b.fingerprintHeaders == null ? List.of() : b.fingerprintHeaders;
     }
 
     public static Builder of(String method, String pattern) {
@@ -64,6 +67,14 @@ public final class IdempotentRoute {
     /** JSON Pointers of the members the fingerprint covers; empty for the whole body. */
     public List<String> jsonMembers() {
         return jsonMembers;
+    }
+
+    /**
+     * Lower-case names of the request headers the fingerprint covers besides the request line, content type and
+     * body (an account header, a currency); empty for none.
+     */
+    public List<String> fingerprintHeaders() {
+        return fingerprintHeaders;
     }
 
     /** Whether this route protects the request: its method, and its path normalised as the filter matches it. */
@@ -104,6 +115,7 @@ public final class IdempotentRoute {
         private Boolean keyRequired;
         private OperationPolicy policy;
         private List<String> jsonMembers;
+        private List<String> fingerprintHeaders;
 
         private Builder(String method, String pattern) {
             Require.notNull(method, "method");
@@ -148,6 +160,23 @@ public final class IdempotentRoute {
                 }
             }
             this.jsonMembers = List.of(pointers);
+            return this;
+        }
+
+        /**
+         * Fingerprint these request headers too: a retry with another value under the same key is refused
+         * {@code 422}. Their values count as sent (several field lines in order); an absent header counts too.
+         */
+        public Builder fingerprintHeaders(String... names) {
+            Require.unset(this.fingerprintHeaders, "fingerprintHeaders");
+            TreeSet<String> lower = new TreeSet<>();
+            for (String n : names) {
+                if (n == null || !n.matches("[A-Za-z0-9!#$%&'*+.^_`|~-]+")) {
+                    throw new IllegalArgumentException("a header name is a token, but was " + n);
+                }
+                lower.add(n.toLowerCase(Locale.ROOT));
+            }
+            this.fingerprintHeaders = List.copyOf(lower);
             return this;
         }
 

@@ -314,7 +314,8 @@ public final class RetrySafeFilter implements Filter {
         }
         String contentType = request.getContentType();
         // The normalised path: the same request spelled /p%61yments or /payments;x is the same intent.
-        String target = path + (request.getQueryString() == null ? "" : "?" + request.getQueryString());
+        String target = withHeaders(path + (request.getQueryString() == null ? "" : "?" + request.getQueryString()),
+                request, route.fingerprintHeaders());
         Fingerprinter fingerprinter = fingerprinters.get(route);
         if (contentType != null && contentType.toLowerCase(Locale.ROOT).startsWith("application/x-www-form-urlencoded")) {
             // The container parses form bodies itself from the stream: fingerprint the parsed form
@@ -375,6 +376,25 @@ public final class RetrySafeFilter implements Filter {
         } catch (MalformedJsonException e) {
             return FingerprintedRequest.refused(Problem.MALFORMED_JSON, e.getMessage());
         }
+    }
+
+    /**
+     * The route's fingerprinted headers after the target, each value length-prefixed so that no path, query or value
+     * can spell another request's; the target alone when the route fingerprints no header.
+     */
+    private static String withHeaders(String target, HttpServletRequest request, List<String> headers) {
+        if (headers.isEmpty()) {
+            return target;
+        }
+        StringBuilder out = new StringBuilder().append(target.length()).append(':').append(target);
+        for (String name : headers) {
+            List<String> values = Collections.list(request.getHeaders(name));
+            out.append('\n').append(name).append('=').append(values.size());
+            for (String v : values) {
+                out.append(',').append(v.length()).append(':').append(v);
+            }
+        }
+        return out.toString();
     }
 
     /** No declared charset is the container's default; a declared one must be known to this JVM. */

@@ -129,4 +129,12 @@ class IdempotentRouteTest {
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("but was " + pointer);
     }
+
+    @Test
+    void fingerprintHeadersAreTokensKeptLowerCaseAndSorted() {
+        assertThat(IdempotentRoute.of("POST", "/p").fingerprintHeaders("X-Currency", "X-Account").build()
+                .fingerprintHeaders()).containsExactly("x-account", "x-currency");
+        assertThatThrownBy(() -> IdempotentRoute.of("POST", "/p").fingerprintHeaders("X Account"))
+                .isInstanceOf(IllegalArgumentException.class).hasMessage("a header name is a token, but was X Account");
+    }
 }

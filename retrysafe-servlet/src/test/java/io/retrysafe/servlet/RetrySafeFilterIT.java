@@ -109,6 +109,7 @@ class RetrySafeFilterIT {
         HttpIdempotency byHeader = HttpIdempotency.custom()
                 .route(IdempotentRoute.of("POST", "/payments").build())
                 .route(IdempotentRoute.of("POST", "/optional").keyRequired(false).build())
+                .route(IdempotentRoute.of("POST", "/by-account").fingerprintHeaders("X-Account").build())
                 .scope(ScopeResolver.header("X-User"))
                 .maxRequestBytes(MAX_REQUEST_BYTES)
                 .maxResponseBytes(MAX_RESPONSE_BYTES)
@@ -437,6 +438,20 @@ class RetrySafeFilterIT {
         // Not released: the handler's effect may still be happening, so no retry runs it before the lease ends.
         HttpResponse<byte[]> retry = send(post("/payments?unknown", ALICE, key, JSON, "{\"amount\":100}"));
         assertProblem(retry, 409, "/problems/request-in-progress");
+        assertThat(runs(key)).isEqualTo(1);
+    }
+
+    @Test
+    void aFingerprintedHeaderIsPartOfTheIntent() throws Exception {
+        HttpResponse<byte[]> first = send(post("/by-account", ALICE, key, JSON, "{\"amount\":1}").header("X-Account", "a"));
+        HttpResponse<byte[]> retry = send(post("/by-account", ALICE, key, JSON, "{\"amount\":1}").header("X-Account", "a"));
+        HttpResponse<byte[]> other = send(post("/by-account", ALICE, key, JSON, "{\"amount\":1}").header("X-Account", "b"));
+        HttpResponse<byte[]> none = send(post("/by-account", ALICE, key, JSON, "{\"amount\":1}"));
+
+        assertThat(first.statusCode()).isEqualTo(201);
+        assertReplayOf(retry, first);
+        assertProblem(other, 422, "/problems/key-reused");
+        assertProblem(none, 422, "/problems/key-reused");
         assertThat(runs(key)).isEqualTo(1);
     }
 
