@@ -1,6 +1,7 @@
 package io.retrysafe;
 
 import io.retrysafe.internal.Require;
+import io.retrysafe.spi.AsyncIdempotencyStore;
 import io.retrysafe.spi.ClaimDecision;
 import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
@@ -15,9 +16,12 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 
 /**
  * The reference store: thread-safe, expiring, bounded, in one JVM. For tests, for single-instance
@@ -32,6 +36,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * silently let a retry run twice. Keys already stored keep replaying at the bound. A completion is
  * never refused (its operation already ran): the byte bound can be passed by the responses of the
  * claims in flight when it was reached.
+ *
+ * <p>It serves both SPIs: {@link #async()} is the same records as an {@link AsyncIdempotencyStore},
+ * each claim decided by the same {@link ClaimDecision}.
+ * Every step is a compare-and-set on a map entry, never a wait, so the asynchronous view answers with
+ * stages already completed, on the calling thread.
  */
 public final class InMemoryIdempotencyStore implements IdempotencyStore {
     public static final int DEFAULT_MAX_ENTRIES = 100_000;
@@ -322,6 +331,67 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
     @Override
     public String name() {
         return "memory";
+    }
+
+    /** This store's records behind the asynchronous SPI: each call is made at once and its stage returned completed. */
+    public AsyncIdempotencyStore async() {
+        return async;
+    }
+
+    private final AsyncIdempotencyStore async = new AsyncView();
+
+    /** The asynchronous view: no step here waits, so none needs another thread. */
+    private final class AsyncView implements AsyncIdempotencyStore {
+
+        @Override
+        public CompletionStage<ClaimResult> tryClaim(ClaimRequest request) {
+            return now(() -> InMemoryIdempotencyStore.this.tryClaim(request));
+        }
+
+        @Override
+        public CompletionStage<FencedWrite> complete(IdempotencyKey key, OwnerToken token, StoredResponse response,
+                Duration retention) {
+            return now(() -> InMemoryIdempotencyStore.this.complete(key, token, response, retention));
+        }
+
+        @Override
+        public CompletionStage<FencedWrite> release(IdempotencyKey key, OwnerToken token) {
+            return now(() -> InMemoryIdempotencyStore.this.release(key, token));
+        }
+
+        @Override
+        public boolean canRenewLease() {
+            return true;
+        }
+
+        @Override
+        public CompletionStage<FencedWrite> renewLease(IdempotencyKey key, OwnerToken token, Duration leaseTtl) {
+            return now(() -> InMemoryIdempotencyStore.this.renewLease(key, token, leaseTtl));
+        }
+
+        @Override
+        public CompletionStage<Optional<IdempotencyRecord>> inspect(IdempotencyKey key) {
+            return now(() -> InMemoryIdempotencyStore.this.inspect(key));
+        }
+
+        @Override
+        public CompletionStage<Integer> purgeExpired(int limit) {
+            return now(() -> InMemoryIdempotencyStore.this.purgeExpired(limit));
+        }
+
+        @Override
+        public String name() {
+            return InMemoryIdempotencyStore.this.name();
+        }
+
+        /** A failure is the stage's, as the SPI says, never a throw. */
+        private <R> CompletionStage<R> now(Supplier<R> call) {
+            try {
+                return CompletableFuture.completedFuture(call.get());
+            } catch (RuntimeException e) {
+                return CompletableFuture.failedFuture(e);
+            }
+        }
     }
 
     /** Builds an {@link InMemoryIdempotencyStore}; each value may be set once. */

@@ -4,8 +4,9 @@ import io.retrysafe.spi.FencedWrite;
 import io.retrysafe.spi.OwnerToken;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
@@ -22,8 +23,6 @@ final class LeaseRenewal implements AutoCloseable {
     static final int SHARE = 3;
 
     private static final System.Logger LOG = System.getLogger(RetrySafe.class.getName());
-    /** Shared by every engine in the process: beats are short store calls, and the threads must not keep a JVM alive. */
-    private static final ScheduledThreadPoolExecutor BEATS = beats();
 
     private static final LeaseRenewal NONE = new LeaseRenewal(null);
 
@@ -33,47 +32,41 @@ final class LeaseRenewal implements AutoCloseable {
         this.beat = beat;
     }
 
-    private static ScheduledThreadPoolExecutor beats() {
-        ScheduledThreadPoolExecutor pool = new ScheduledThreadPoolExecutor(2, r -> {
-            Thread t = new Thread(r, "retrysafe-lease-renewal");
-            t.setDaemon(true);
-            return t;
-        });
-        pool.setRemoveOnCancelPolicy(true);
-        return pool;
-    }
-
     /**
      * Starts renewing {@code key}'s lease every {@code leaseTtl / SHARE}; {@code renew} is one fenced
-     * store call. Nothing is scheduled when {@code enabled} is false (a store that cannot renew, or
+     * store call, whose stage a beat does not wait for (on a non-blocking store, no thread waits
+     * for the store). Nothing is scheduled when {@code enabled} is false (a store that cannot renew, or
      * one bound to the operation's transaction, where nobody else can take the key over).
      */
     static LeaseRenewal start(boolean enabled, String engine, IdempotencyKey key, OwnerToken token, Duration leaseTtl,
-            Supplier<FencedWrite> renew) {
+            Supplier<CompletionStage<FencedWrite>> renew) {
         if (!enabled) {
             return NONE;
         }
         long period = Math.max(1, leaseTtl.toMillis() / SHARE);
         ScheduledFuture<?>[] self = new ScheduledFuture<?>[1];
         Runnable beat = () -> {
-            FencedWrite renewed;
+            CompletionStage<FencedWrite> renewal;
             try {
-                renewed = renew.get();
+                renewal = renew.get();
             } catch (RuntimeException e) {
-                LOG.log(Level.WARNING, () -> "[" + engine + "] could not renew the lease of key " + key.digest()
-                        + "; trying again in " + period + " ms: " + e);
-                return;
+                renewal = CompletableFuture.failedFuture(e);
             }
-            if (renewed instanceof FencedWrite.LeaseLost) {
-                LOG.log(Level.WARNING, () -> "[" + engine + "] key " + key.digest() + " is no longer held by this "
-                        + "attempt (" + token + "); its lease is not renewed any more");
-                synchronized (self) {
-                    self[0].cancel(false);
+            renewal.whenComplete((renewed, failure) -> {
+                if (failure != null) {
+                    LOG.log(Level.WARNING, () -> "[" + engine + "] could not renew the lease of key " + key.digest()
+                            + "; trying again in " + period + " ms: " + EngineCore.unwrap(failure));
+                } else if (renewed instanceof FencedWrite.LeaseLost) {
+                    LOG.log(Level.WARNING, () -> "[" + engine + "] key " + key.digest() + " is no longer held by this "
+                            + "attempt (" + token + "); its lease is not renewed any more");
+                    synchronized (self) {
+                        self[0].cancel(false);
+                    }
                 }
-            }
+            });
         };
         synchronized (self) {
-            self[0] = BEATS.scheduleAtFixedRate(beat, period, period, TimeUnit.MILLISECONDS);
+            self[0] = EngineCore.TIMER.scheduleAtFixedRate(beat, period, period, TimeUnit.MILLISECONDS);
         }
         return new LeaseRenewal(self[0]);
     }

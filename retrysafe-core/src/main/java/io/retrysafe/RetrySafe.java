@@ -1,18 +1,14 @@
 package io.retrysafe;
 
-import io.retrysafe.Outcome.Completion;
-import io.retrysafe.internal.GuardedListener;
 import io.retrysafe.internal.Require;
+import io.retrysafe.spi.AsyncIdempotencyStore;
 import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.FencedWrite;
 import io.retrysafe.spi.IdempotencyStore;
-import io.retrysafe.spi.OwnerToken;
 import io.retrysafe.spi.RetrySafeListener;
-import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
@@ -44,30 +40,14 @@ public final class RetrySafe {
     /** The first pause between those writes; doubled after each (so at most 0.7 s of pauses by default). */
     public static final Duration DEFAULT_COMPLETION_BACKOFF = Duration.ofMillis(100);
 
-    private static final System.Logger LOG = System.getLogger(RetrySafe.class.getName());
-    /** A duplicate waiting for the attempt in flight asks the store again after 5 ms, 10 ms, … up to 250 ms. */
-    private static final Backoff POLL = Backoff.exponential(Duration.ofMillis(5), Duration.ofMillis(250));
-    private static final int MAX_COMPLETION_ATTEMPTS = 10;
-
-    private final String name;
+    private final EngineCore core;
     private final IdempotencyStore store;
-    private final OperationPolicy policy;
-    private final RetrySafeListener listener;
-    private final boolean failOpen;
     private final InFlightKeys inFlight;
-    private final int completionAttempts;
-    private final Backoff completionBackoff;
 
-    private RetrySafe(String name, IdempotencyStore store, OperationPolicy policy, RetrySafeListener listener,
-            boolean failOpen, InFlightKeys inFlight, int completionAttempts, Backoff completionBackoff) {
-        this.name = name;
+    private RetrySafe(EngineCore core, IdempotencyStore store, InFlightKeys inFlight) {
+        this.core = core;
         this.store = store;
-        this.policy = policy;
-        this.listener = listener;
-        this.failOpen = failOpen;
         this.inFlight = inFlight;
-        this.completionAttempts = completionAttempts;
-        this.completionBackoff = completionBackoff;
     }
 
     public static Builder builder(IdempotencyStore store) {
@@ -76,14 +56,13 @@ public final class RetrySafe {
 
     /** The same engine with another policy, for an operation that needs its own retention or outcome policy. */
     public RetrySafe with(OperationPolicy policy) {
-        return new RetrySafe(name, store, Require.notNull(policy, "policy"), listener, failOpen, inFlight,
-                completionAttempts, completionBackoff);
+        return new RetrySafe(core.with(Require.notNull(policy, "policy")), store, inFlight);
     }
 
     /** The same engine on another store; transactional stores bind one per transaction. */
     public RetrySafe withStore(IdempotencyStore store) {
-        return new RetrySafe(name, Require.notNull(store, "store"), policy, listener, failOpen, inFlight,
-                completionAttempts, completionBackoff);
+        Require.notNull(store, "store");
+        return new RetrySafe(core.withStore(store.name()), store, inFlight);
     }
 
     /**
@@ -91,16 +70,24 @@ public final class RetrySafe {
      * an adapter that holds back the outcome until it knows whether its own transaction committed.
      */
     public RetrySafe withListener(RetrySafeListener listener) {
-        return new RetrySafe(name, store, policy, new GuardedListener(name, Require.notNull(listener, "listener")),
-                failOpen, inFlight, completionAttempts, completionBackoff);
+        return new RetrySafe(core.withListener(Require.notNull(listener, "listener")), store, inFlight);
+    }
+
+    /**
+     * This engine's settings (name, policy, listener, fail-open, completion writes) on a non-blocking
+     * store: the asynchronous engine, deciding exactly as this one does.
+     */
+    public AsyncRetrySafe withAsyncStore(AsyncIdempotencyStore store) {
+        Require.notNull(store, "store");
+        return new AsyncRetrySafe(core.withStore(store.name()), store);
     }
 
     public String name() {
-        return name;
+        return core.name;
     }
 
     public OperationPolicy policy() {
-        return policy;
+        return core.policy;
     }
 
     public IdempotencyStore store() {
@@ -108,12 +95,12 @@ public final class RetrySafe {
     }
 
     public boolean failOpen() {
-        return failOpen;
+        return core.failOpen;
     }
 
     /** The engine's listener, guarded: adapters report what they refuse before the engine (bad keys) through it. */
     public RetrySafeListener listener() {
-        return listener;
+        return core.listener;
     }
 
     /** The keys in flight on this instance: one registry, shared by every copy of this engine. */
@@ -134,9 +121,8 @@ public final class RetrySafe {
         Require.notNull(work, "work");
         try (InFlightKeys.Admission admission = inFlight.admit(key, fingerprint, wait)) {
             if (admission instanceof InFlightKeys.Admission.Busy) {
-                Outcome<T> busy = new Outcome.InProgress<>(policy.retryAfter());
-                listener.onOutcome(key, busy);
-                return busy;
+                Outcome<T> busy = core.inProgress();
+                return core.finished(key, busy);
             }
             return work.get();
         }
@@ -165,14 +151,14 @@ public final class RetrySafe {
         Outcome<T> outcome = decide(key, fingerprint, codec, new Verdict<T, Outcome<T>>() {
             @Override
             public Outcome<T> run(ClaimResult.Claimed claimed) {
-                Attempt attempt = begin(key, claimed);
+                Attempt attempt = core.begin(key, claimed);
                 try (LeaseRenewal renewal = renewLease(key, claimed)) {
                     T value;
                     try {
                         value = operation.run(attempt);
                     } catch (Throwable t) {
-                        releaseUnlessUnknown(key, claimed.token(), t);
-                        throw propagate(t);
+                        releaseUnlessUnknown(key, claimed, t);
+                        throw EngineCore.propagate(t);
                     }
                     return record(key, claimed, attempt, codec, value);
                 }
@@ -188,12 +174,11 @@ public final class RetrySafe {
                 try {
                     return new Outcome.Unprotected<>(operation.run(new Attempt(key, 1)), storeFailure);
                 } catch (Throwable t) {
-                    throw propagate(t);
+                    throw EngineCore.propagate(t);
                 }
             }
         });
-        listener.onOutcome(key, outcome);
-        return outcome;
+        return core.finished(key, outcome);
     }
 
     /**
@@ -213,7 +198,7 @@ public final class RetrySafe {
         CompletionStage<Outcome<T>> outcome = decide(key, fingerprint, codec, new Verdict<T, CompletionStage<Outcome<T>>>() {
             @Override
             public CompletionStage<Outcome<T>> run(ClaimResult.Claimed claimed) {
-                Attempt attempt = begin(key, claimed);
+                Attempt attempt = core.begin(key, claimed);
                 // Renewed until the outcome is written, on whichever thread completes the stage.
                 LeaseRenewal renewal = renewLease(key, claimed);
                 CompletionStage<T> stage;
@@ -221,14 +206,14 @@ public final class RetrySafe {
                     stage = Require.notNull(operation.run(attempt), "the operation's stage");
                 } catch (Throwable t) {
                     renewal.close();
-                    releaseUnlessUnknown(key, claimed.token(), t);
-                    return CompletableFuture.failedFuture(propagate(t));
+                    releaseUnlessUnknown(key, claimed, t);
+                    return CompletableFuture.failedFuture(EngineCore.propagate(t));
                 }
                 return stage.handle((value, failure) -> {
                     try (renewal) {
                         if (failure != null) {
-                            releaseUnlessUnknown(key, claimed.token(), unwrap(failure));
-                            throw propagate(unwrap(failure));
+                            releaseUnlessUnknown(key, claimed, EngineCore.unwrap(failure));
+                            throw EngineCore.propagate(EngineCore.unwrap(failure));
                         }
                         return record(key, claimed, attempt, codec, value);
                     }
@@ -246,14 +231,11 @@ public final class RetrySafe {
                     return operation.run(new Attempt(key, 1))
                             .thenApply(value -> new Outcome.Unprotected<>(value, storeFailure));
                 } catch (Throwable t) {
-                    return CompletableFuture.failedFuture(propagate(t));
+                    return CompletableFuture.failedFuture(EngineCore.propagate(t));
                 }
             }
         });
-        return outcome.thenApply(o -> {
-            listener.onOutcome(key, o);
-            return o;
-        });
+        return outcome.thenApply(o -> core.finished(key, o));
     }
 
     /** What {@link #decide} does with its verdict: the synchronous and the asynchronous entry points differ only here. */
@@ -268,313 +250,141 @@ public final class RetrySafe {
         R unprotected(RuntimeException storeFailure);
     }
 
+    /** Claims until the key is decided; a wait for another attempt sleeps on this thread, the store being blocking. */
     private <T, R> R decide(IdempotencyKey key, Fingerprint fingerprint, ResponseCodec<T> codec, Verdict<T, R> verdict) {
-        long deadline = System.nanoTime() + policy.waitForResult().toNanos();
-        for (int poll = 1; ; poll++) {
-            OwnerToken token = OwnerToken.random();
-            ClaimRequest request = new ClaimRequest(key, fingerprint, token, policy.leaseTtl(), policy.retention());
-            ClaimResult claim;
+        EngineCore.Wait wait = core.startWait();
+        while (true) {
+            ClaimRequest request = core.claimRequest(key, fingerprint);
+            EngineCore.Step<T> step;
             try {
-                claim = timed("claim", () -> store.tryClaim(request));
-            } catch (RuntimeException e) {
-                return storeFailedBeforeRun(key, e, verdict);
+                ClaimResult claim = timed("claim", () -> store.tryClaim(request));
+                step = core.decide(key, claim, codec, wait);
+            } catch (StoreFailure failure) {
+                step = core.claimFailed(key, failure.getCause());
             }
-            if (claim instanceof ClaimResult.Claimed claimed) {
-                return verdict.run(claimed);
-            } else if (claim instanceof ClaimResult.Unclaimed unclaimed) {
-                // Key last: the completion inserts the record, or finds another attempt's committed first.
-                return verdict.run(new ClaimResult.Claimed(unclaimed.token(), 1));
-            } else if (claim instanceof ClaimResult.Replay replay) {
-                return verdict.answer(new Outcome.Replayed<>(codec.decode(open(key, replay.response()))));
-            } else if (claim instanceof ClaimResult.FingerprintMismatch) {
-                return verdict.answer(new Outcome.FingerprintMismatch<>());
+            if (step instanceof EngineCore.Step.ClaimAgain<T> again) {
+                try {
+                    TimeUnit.NANOSECONDS.sleep(again.pauseNanos());
+                    continue;
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return verdict.answer(core.inProgress());
+                }
             }
-            Duration leaseRemaining = ((ClaimResult.InProgress) claim).leaseRemaining();
-            long remaining = deadline - System.nanoTime();
-            if (remaining <= 0) {
-                return verdict.answer(new Outcome.InProgress<>(policy.retryAfter()));
+            if (step instanceof EngineCore.Step.Run<T> run) {
+                return verdict.run(run.claimed());
+            } else if (step instanceof EngineCore.Step.Unprotected<T> unprotected) {
+                return verdict.unprotected(unprotected.storeFailure());
             }
-            // Poll rather than subscribe: the store is the only shared state, and the wait is opt-in and bounded.
-            long pause = Math.min(Math.min(POLL.delay(poll).toNanos(), remaining),
-                    Math.max(leaseRemaining.toNanos(), 1_000_000L));
-            try {
-                TimeUnit.NANOSECONDS.sleep(pause);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return verdict.answer(new Outcome.InProgress<>(policy.retryAfter()));
-            }
+            return verdict.answer(((EngineCore.Step.Answer<T>) step).outcome());
         }
     }
 
-    private Attempt begin(IdempotencyKey key, ClaimResult.Claimed claimed) {
-        Attempt attempt = new Attempt(key, claimed.attempt());
-        if (!attempt.isFirst()) {
-            listener.onTakeover(key, attempt.number());
-            LOG.log(Level.INFO, () -> "[" + name + "] key " + key.digest() + " runs again as attempt " + attempt.number());
-        }
-        return attempt;
-    }
-
-    /**
-     * Standalone: renews the lease while the operation runs and its outcome is written, so that a slow
-     * operation is not taken over. Bound to a transaction, nobody can take the key over.
-     */
     private LeaseRenewal renewLease(IdempotencyKey key, ClaimResult.Claimed claimed) {
-        return LeaseRenewal.start(store.isStandalone() && store.canRenewLease(), name, key, claimed.token(),
-                policy.leaseTtl(), () -> timed("renew lease", () -> store.renewLease(key, claimed.token(),
-                        policy.leaseTtl())));
+        return core.renewLease(store.isStandalone(), store.canRenewLease(), key, claimed, () -> {
+            try {
+                return CompletableFuture.completedFuture(
+                        timed("renew lease", () -> store.renewLease(key, claimed.token(), policy().leaseTtl())));
+            } catch (StoreFailure failure) {
+                return CompletableFuture.failedFuture(failure.getCause());
+            }
+        });
     }
 
     /** Stores the operation's result, or releases the key, per the outcome policy, fenced by the claim's token. */
     private <T> Outcome<T> record(IdempotencyKey key, ClaimResult.Claimed claimed, Attempt attempt,
             ResponseCodec<T> codec, T value) {
-        OutcomePolicy.Decision decision;
-        StoredResponse response;
+        EngineCore.Recording recording;
         try {
-            response = codec.encode(value);
-            decision = policy.outcomePolicy().decide(response);
+            recording = core.prepare(key, codec, value);
         } catch (Throwable t) {
-            releaseQuietly(key, claimed.token());
-            throw propagate(t);
+            releaseQuietly(key, claimed);
+            throw EngineCore.propagate(t);
         }
-        StoredResponse sealed;
-        try {
-            sealed = decision == OutcomePolicy.Decision.STORE ? policy.protection().seal(key, response) : null;
-        } catch (RuntimeException e) {
-            // Nothing was stored: the key is freed, so a retry runs again rather than waiting for the lease.
-            releaseQuietly(key, claimed.token());
-            throw e;
-        }
-        FencedWrite write = writeOutcome(key, claimed.token(), decision == OutcomePolicy.Decision.STORE, sealed);
-        if (write instanceof FencedWrite.Superseded superseded) {
-            // This attempt's writes were rolled back: the caller gets what the key holds, as a duplicate would.
-            LOG.log(Level.DEBUG, () -> "[" + name + "] attempt of key " + key.digest() + " was superseded by another's"
-                    + " commit; its writes were rolled back");
-            ClaimResult decided = superseded.decided();
-            if (decided instanceof ClaimResult.Replay replay) {
-                return new Outcome.Replayed<>(codec.decode(open(key, replay.response())));
-            } else if (decided instanceof ClaimResult.FingerprintMismatch) {
-                return new Outcome.FingerprintMismatch<>();
-            }
-            return new Outcome.InProgress<>(policy.retryAfter());
-        }
-        if (write instanceof FencedWrite.LeaseLost) {
-            listener.onLeaseLost(key);
-            LOG.log(Level.WARNING, () -> "[" + name + "] attempt " + attempt.number() + " of key " + key.digest()
-                    + " lost its lease before completing; its result was not stored");
-            return new Outcome.Executed<>(value, attempt, Completion.LEASE_LOST);
-        }
-        return new Outcome.Executed<>(value, attempt,
-                decision == OutcomePolicy.Decision.STORE ? Completion.STORED : Completion.RELEASED);
+        FencedWrite write = writeOutcome(key, claimed, recording);
+        return core.recorded(key, attempt, codec, value, recording, write);
     }
 
-    /**
-     * Completes (or releases) the key. In standalone mode a failed write is tried again, up to
-     * {@code completionAttempts} in all with a doubling pause from {@code completionBackoff}: the
-     * operation's effects are out, and a lost completion would let a retry run it again. Still failing,
-     * the outcome is unknown ({@link OutcomeUnknownException}). Bound to a transaction, the first failure
-     * is final: the completion is the transaction's, and the operation's writes were rolled back with it.
-     */
-    private FencedWrite writeOutcome(IdempotencyKey key, OwnerToken token, boolean store, StoredResponse sealed) {
-        boolean standalone = this.store.isStandalone();
-        int attempts = standalone ? completionAttempts : 1;
+    /** Completes (or releases) the key, written again after a pause on this thread as {@link EngineCore#pauseBeforeWritingAgain} says. */
+    private FencedWrite writeOutcome(IdempotencyKey key, ClaimResult.Claimed claimed, EngineCore.Recording recording) {
         for (int n = 1; ; n++) {
             try {
-                return store
-                        ? timed("complete", () -> this.store.complete(key, token, sealed, policy.retention()))
-                        : timed("release", () -> this.store.release(key, token));
-            } catch (RuntimeException e) {
-                if (!standalone) {
-                    throw new StoreUnavailableException(this.store.name(), policy.retryAfter(), "[" + name + "] the "
-                            + "operation for key " + key.digest() + " ran, but the store failed to record its outcome: "
-                            + e.getMessage(), e);
+                return recording.store()
+                        ? timed("complete", () -> store.complete(key, claimed.token(), recording.sealed(),
+                                policy().retention()))
+                        : timed("release", () -> store.release(key, claimed.token()));
+            } catch (StoreFailure failure) {
+                long pause = core.pauseBeforeWritingAgain(store.isStandalone(), key, n, failure.getCause());
+                try {
+                    TimeUnit.NANOSECONDS.sleep(pause);
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    throw core.outcomeUnknown(key, n, failure.getCause(), true);
                 }
-                boolean interrupted = false;
-                if (n < attempts) {
-                    int failed = n;
-                    LOG.log(Level.WARNING, () -> "[" + name + "] recording the outcome of key " + key.digest()
-                            + " failed (" + failed + " of " + attempts + "); trying again: " + e);
-                    if (completionBackoff.sleep(n)) {
-                        continue;
-                    }
-                    interrupted = true;
-                }
-                int tried = n;
-                LOG.log(Level.ERROR, () -> "[" + name + "] the operation for key " + key.digest() + " ran, but its "
-                        + "outcome could not be recorded after " + tried + " attempt(s); it may run again once its "
-                        + "lease expires: " + e);
-                throw new OutcomeUnknownException(this.store.name(), policy.retryAfter(), "[" + name + "] the "
-                        + "operation for key " + key.digest() + " ran, but the store failed to record its outcome "
-                        + (interrupted ? "(interrupted while trying again)" : "in " + tried + " attempts") + ": "
-                        + e.getMessage(), e);
             }
         }
     }
 
-    /** The stored response as it was before {@link StoredResponseProtection#seal}; never what is stored, if it cannot be opened. */
-    private StoredResponse open(IdempotencyKey key, StoredResponse stored) {
-        try {
-            return policy.protection().open(key, stored);
-        } catch (StoredResponseUnreadableException e) {
-            LOG.log(Level.ERROR, () -> "[" + name + "] " + e.getMessage() + "; refusing the replay, not running again");
-            throw e;
+    /** After the operation threw: releases the key, unless {@link EngineCore#keepsKeyAfter} says the failure keeps it in progress. */
+    private void releaseUnlessUnknown(IdempotencyKey key, ClaimResult.Claimed claimed, Throwable failure) {
+        if (!core.keepsKeyAfter(key, failure)) {
+            releaseQuietly(key, claimed);
         }
     }
 
-    private <T, R> R storeFailedBeforeRun(IdempotencyKey key, RuntimeException e, Verdict<T, R> verdict) {
-        // Fail-open covers a store that cannot be reached, nothing else: a full store, a record it
-        // cannot read, or a misconfiguration would otherwise run every request unprotected for good.
-        if (failOpen && e instanceof StoreUnavailableException sue && sue.isUnreachable()) {
-            LOG.log(Level.WARNING, () -> "[" + name + "] store " + store.name() + " failed; running key " + key.digest()
-                    + " unprotected (fail-open): " + e);
-            return verdict.unprotected(e);
+    private void releaseQuietly(IdempotencyKey key, ClaimResult.Claimed claimed) {
+        try {
+            timed("release", () -> store.release(key, claimed.token()));
+        } catch (StoreFailure failure) {
+            core.releaseFailed(key, failure.getCause());
         }
-        LOG.log(Level.WARNING, () -> "[" + name + "] store " + store.name() + " failed; refusing key " + key.digest()
-                + ": " + e);
-        StoreUnavailableException failure = e instanceof StoreUnavailableException sue
-                ? sue.withRetryAfter(policy.retryAfter())
-                : new StoreUnavailableException(store.name(), policy.retryAfter(),
-                        "[" + name + "] idempotency store " + store.name() + " failed: " + e.getMessage(), e);
-        return verdict.answer(new Outcome.StoreUnavailable<>(failure));
     }
 
     /**
-     * After the operation threw: releases the key so that a retry runs again, unless the operation said its own
-     * outcome is unknown ({@link OutcomeUnknownException}, such as a request sent to a remote service that never
-     * answered). Its effect may be happening still; the key stays in progress, its lease no longer renewed, so no
-     * retry runs it a second time before the lease ends.
+     * One store call, reported to the listener. Its failure comes out wrapped, so that a caller tells
+     * the store's failure apart from one of its own code around the call.
      */
-    private void releaseUnlessUnknown(IdempotencyKey key, OwnerToken token, Throwable failure) {
-        if (failure instanceof OutcomeUnknownException) {
-            LOG.log(Level.WARNING, () -> "[" + name + "] the operation for key " + key.digest() + " does not know its "
-                    + "outcome; the key stays in progress until its lease ends: " + failure.getMessage());
-            return;
-        }
-        releaseQuietly(key, token);
-    }
-
-    private void releaseQuietly(IdempotencyKey key, OwnerToken token) {
-        try {
-            timed("release", () -> store.release(key, token));
-        } catch (RuntimeException e) {
-            // The lease expires on its own; the operation's own failure is what the caller must see.
-            LOG.log(Level.WARNING, () -> "[" + name + "] could not release key " + key.digest()
-                    + " after a failed attempt; it frees when its lease expires: " + e);
-        }
-    }
-
     private <R> R timed(String operation, Supplier<R> call) {
         long start = System.nanoTime();
+        R result;
         try {
-            return call.get();
+            result = call.get();
         } catch (RuntimeException e) {
-            listener.onStoreError(store.name(), operation, e);
-            throw e;
-        } finally {
-            listener.onStoreLatency(store.name(), operation, System.nanoTime() - start);
+            core.storeCallEnded(operation, start, e);
+            throw new StoreFailure(e);
         }
+        core.storeCallEnded(operation, start, null);
+        return result;
     }
 
-    private static Throwable unwrap(Throwable t) {
-        return t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
-    }
+    /** A store call's failure, carried out of {@link #timed}; never leaves this class. */
+    private static final class StoreFailure extends RuntimeException {
+        StoreFailure(RuntimeException cause) {
+            super(cause);
+        }
 
-    private static RuntimeException propagate(Throwable t) {
-        if (t instanceof RuntimeException re) {
-            return re;
+        @Override
+        public synchronized RuntimeException getCause() {
+            return (RuntimeException) super.getCause();
         }
-        if (t instanceof Error error) {
-            throw error;
-        }
-        return new OperationFailedException(t);
     }
 
     @Override
     public String toString() {
-        return "RetrySafe[name=" + name + ", store=" + store.name() + ", " + policy + ", failOpen=" + failOpen + "]";
+        return "RetrySafe[name=" + name() + ", store=" + store.name() + ", " + policy() + ", failOpen=" + failOpen()
+                + "]";
     }
 
     /** Builds a {@link RetrySafe}; each value may be set once. */
-    public static final class Builder {
+    public static final class Builder extends EngineBuilder<Builder> {
         private final IdempotencyStore store;
-        private String name;
-        private OperationPolicy policy;
-        private RetrySafeListener listener;
-        private Boolean failOpen;
-        private Integer completionAttempts;
-        private Duration completionBackoff;
 
         private Builder(IdempotencyStore store) {
             this.store = Require.notNull(store, "store");
         }
 
-        /** Prefixes every log line, so that several engines in one process can be told apart. */
-        public Builder name(String name) {
-            Require.unset(this.name, "name");
-            this.name = Require.notBlank(name, "name");
-            return this;
-        }
-
-        /** The default policy for {@link #execute}; {@link RetrySafe#with} overrides it per operation. */
-        public Builder policy(OperationPolicy policy) {
-            Require.unset(this.policy, "policy");
-            this.policy = Require.notNull(policy, "policy");
-            return this;
-        }
-
-        public Builder listener(RetrySafeListener listener) {
-            Require.unset(this.listener, "listener");
-            this.listener = Require.notNull(listener, "listener");
-            return this;
-        }
-
-        /**
-         * When the store cannot be reached before the operation runs: {@code false} (the default)
-         * refuses with {@link Outcome.StoreUnavailable}; {@code true} runs the operation unprotected.
-         * Only an unreachable store ({@link StoreUnavailableException#isUnreachable()}) fails open: a
-         * full store, a record that cannot be read, or any other failure is still refused. Fail open
-         * only where a duplicate effect is cheaper than an outage.
-         */
-        public Builder failOpen(boolean failOpen) {
-            Require.unset(this.failOpen, "failOpen");
-            this.failOpen = failOpen;
-            return this;
-        }
-
-        /**
-         * Standalone mode: how many times, the first included, the outcome of an operation that ran is
-         * written before the caller is told it is unknown ({@link OutcomeUnknownException}); 1 to 10.
-         */
-        public Builder completionAttempts(int completionAttempts) {
-            Require.unset(this.completionAttempts, "completionAttempts");
-            this.completionAttempts = Require.between(completionAttempts, 1, MAX_COMPLETION_ATTEMPTS,
-                    "completionAttempts");
-            return this;
-        }
-
-        /** The first pause between two writes of an outcome, doubled after each; at most 10 s. */
-        public Builder completionBackoff(Duration completionBackoff) {
-            Require.unset(this.completionBackoff, "completionBackoff");
-            Require.atLeastOneMilli(completionBackoff, "completionBackoff");
-            if (completionBackoff.compareTo(Duration.ofSeconds(10)) > 0) {
-                throw new IllegalArgumentException("completionBackoff must be at most 10s, but was " + completionBackoff);
-            }
-            this.completionBackoff = completionBackoff;
-            return this;
-        }
-
         public RetrySafe build() {
-            String n = name == null ? DEFAULT_NAME : name;
-            return new RetrySafe(n, store, policy == null ? OperationPolicy.ofDefaults() : policy,
-                    new GuardedListener(n, listener == null ? RetrySafeListener.NONE : listener),
-                    failOpen == null ? DEFAULT_FAIL_OPEN : failOpen, new InFlightKeys(),
-                    completionAttempts == null ? DEFAULT_COMPLETION_ATTEMPTS : completionAttempts,
-                    doubling(completionBackoff == null ? DEFAULT_COMPLETION_BACKOFF : completionBackoff));
-        }
-
-        /** Doubling from {@code first} with no cap short of the last pause: at most nine pauses, the last 256 × {@code first}. */
-        private static Backoff doubling(Duration first) {
-            return Backoff.exponential(first, first.multipliedBy(1L << (MAX_COMPLETION_ATTEMPTS - 2)));
+            return new RetrySafe(core(store.name()), store, new InFlightKeys());
         }
     }
 }
