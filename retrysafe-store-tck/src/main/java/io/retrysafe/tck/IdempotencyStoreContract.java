@@ -51,6 +51,9 @@ import org.junit.jupiter.api.Test;
  * }
  * }</pre>
  *
+ * <p>A store on the asynchronous SPI extends {@link AsyncStandaloneStoreContract}: the same tests,
+ * each call made through its stages, plus races of many calls in flight at once.
+ *
  * <p>Every test works in a fresh random scope ({@code "tck-" + UUID}), so a store backed by a shared
  * database needs no cleanup between tests, and the tests may share one store instance. Tests never
  * sleep: time-dependent tests use leases and retentions of a few hundred milliseconds and poll the
