@@ -315,9 +315,17 @@ public final class ConfigLoader {
         }
         boolean keyRequired = s.bool("key-required", true);
         List<String> members = List.of();
+        List<String> headers = List.of();
         YamlSection fingerprint = s.section("fingerprint");
         if (fingerprint != null) {
             members = fingerprint.strings("json-members", List.of());
+            headers = fingerprint.strings("headers", List.of());
+            try {
+                IdempotentRoute.of(method, path).fingerprintHeaders(headers.toArray(String[]::new));
+            } catch (IllegalArgumentException e) {
+                throw fingerprint.error("headers", fingerprint.qualified("headers") + ": " + e.getMessage());
+            }
+            headers = headers.stream().map(h -> h.toLowerCase(Locale.ROOT)).toList();
             for (String m : members) {
                 if (!m.startsWith("/")) {
                     throw fingerprint.error("json-members", "each of " + fingerprint.qualified("json-members")
@@ -332,7 +340,7 @@ public final class ConfigLoader {
         Duration responseTimeout = s.duration("response-timeout", upstream.responseTimeout());
         Set<String> stored = storedHeaders(s, defaults.storedHeaders());
         s.done();
-        return new Route(method.toUpperCase(Locale.ROOT), path, target, keyRequired, members, lease, retention,
-                responseTimeout, stored);
+        return new Route(method.toUpperCase(Locale.ROOT), path, target, keyRequired, members, headers, lease,
+                retention, responseTimeout, stored);
     }
 }

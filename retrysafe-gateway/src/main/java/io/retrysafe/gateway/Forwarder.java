@@ -113,7 +113,7 @@ final class Forwarder extends HttpServlet {
             failed(request, response, target, sent.get(), "interrupted while waiting for the answer", e);
         }
         if (answer != null) {
-            copy(answer, listener, response, target);
+            copy(upstream, answer, listener, response, target);
         }
     }
 
@@ -166,8 +166,8 @@ final class Forwarder extends HttpServlet {
                 + " and " + what, cause);
     }
 
-    private static void copy(Response answer, InputStreamResponseListener listener, HttpServletResponse response,
-            Routes.Target target) throws IOException {
+    private static void copy(Request upstream, Response answer, InputStreamResponseListener listener,
+            HttpServletResponse response, Routes.Target target) throws IOException {
         response.setStatus(answer.getStatus());
         for (HttpField field : answer.getHeaders()) {
             String lower = field.getLowerCaseName();
@@ -196,7 +196,16 @@ final class Forwarder extends HttpServlet {
                 if (n < 0) {
                     break;
                 }
-                out.write(buffer, 0, n);
+                try {
+                    out.write(buffer, 0, n);
+                } catch (IOException e) {
+                    // The client left while an answer over the bound streamed to it. The upstream answered: its
+                    // outcome is recorded (without the body) rather than released, so a retry is not sent again.
+                    LOG.log(Level.INFO, () -> "the client left while the answer of " + target.upstream()
+                            + " streamed to it: " + e);
+                    upstream.abort(e);
+                    return;
+                }
             }
         }
     }

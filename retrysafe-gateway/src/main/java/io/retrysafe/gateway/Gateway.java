@@ -85,6 +85,9 @@ public final class Gateway implements AutoCloseable {
                 if (!r.jsonMembers().isEmpty()) {
                     route.jsonMembers(r.jsonMembers().toArray(String[]::new));
                 }
+                if (!r.fingerprintHeaders().isEmpty()) {
+                    route.fingerprintHeaders(r.fingerprintHeaders().toArray(String[]::new));
+                }
                 IdempotentRoute built = route.build();
                 HttpIdempotency http = HttpIdempotency.custom().route(built).scope(scope)
                         .maxRequestBytes(config.idempotency().maxRequestBytes())

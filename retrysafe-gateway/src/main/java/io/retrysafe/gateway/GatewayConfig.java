@@ -83,9 +83,11 @@ public record GatewayConfig(Listen listen, Upstream upstream, Scope scope, Store
 
     /** A protected method and path pattern, where it goes, and its own rules. */
     public record Route(String method, String path, URI upstream, boolean keyRequired, List<String> jsonMembers,
-            Duration lease, Duration retention, Duration responseTimeout, Set<String> storedHeaders) {
+            List<String> fingerprintHeaders, Duration lease, Duration retention, Duration responseTimeout,
+            Set<String> storedHeaders) {
         public Route {
             jsonMembers = List.copyOf(jsonMembers);
+            fingerprintHeaders = List.copyOf(fingerprintHeaders);
             storedHeaders = Set.copyOf(storedHeaders);
         }
     }

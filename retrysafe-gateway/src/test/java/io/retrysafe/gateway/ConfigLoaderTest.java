@@ -14,6 +14,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -95,7 +96,7 @@ class ConfigLoaderTest {
                     path: /orders/{id}/pay
                     upstream: http://other:82
                     key-required: false
-                    fingerprint: { json-members: [/amount] }
+                    fingerprint: { json-members: [/amount], headers: [X-Account] }
                     lease: 5s
                     retention: 1h
                     response-timeout: 2s
@@ -110,7 +111,8 @@ class ConfigLoaderTest {
         assertThat(c.idempotency().storedHeaders()).containsExactlyInAnyOrder("content-type", "etag");
         assertThat(c.idempotency().retention()).isEqualTo(Duration.ofDays(7));
         assertThat(c.routes()).containsExactly(new Route("POST", "/orders/{id}/pay", URI.create("http://other:82"), false,
-                List.of("/amount"), Duration.ofSeconds(5), Duration.ofHours(1), Duration.ofSeconds(2), java.util.Set.of("location")));
+                List.of("/amount"), List.of("x-account"), Duration.ofSeconds(5), Duration.ofHours(1),
+                Duration.ofSeconds(2), Set.of("location")));
     }
 
     @Test

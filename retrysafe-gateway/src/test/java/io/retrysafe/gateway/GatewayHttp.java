@@ -47,6 +47,10 @@ final class GatewayHttp {
         return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofByteArray());
     }
 
+    HttpResponse<java.io.InputStream> sendForStream(HttpRequest.Builder request) throws IOException, InterruptedException {
+        return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofInputStream());
+    }
+
     static String basic(String user, String password) {
         return "Basic " + Base64.getEncoder().encodeToString((user + ":" + password).getBytes(UTF_8));
     }

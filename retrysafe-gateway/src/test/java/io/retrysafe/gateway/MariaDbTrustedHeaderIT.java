@@ -1,30 +1,19 @@
 package io.retrysafe.gateway;
 
-import io.retrysafe.testservices.TestDatabases;
 import java.net.http.HttpRequest;
 import java.util.Map;
-import java.util.UUID;
 
 /** MariaDB, the schema created at start; the caller named by a header a trusted proxy sets. */
 class MariaDbTrustedHeaderIT extends GatewayContract {
-    private static final String TABLE = "gw_it_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
 
     @Override
     String store() {
-        return """
-                type: mariadb
-                url: %s
-                username: %s
-                password-env: TEST_MARIADB_PASSWORD
-                pool-size: 4
-                table: %s
-                create-schema: true
-                """.formatted(TestDatabases.mariadbJdbcUrl(), TestDatabases.mariadbUser(), TABLE);
+        return TestStores.mariadb(TestStores.table());
     }
 
     @Override
     Map<String, String> env() {
-        return Map.of("TEST_MARIADB_PASSWORD", TestDatabases.mariadbPassword());
+        return TestStores.mariadbEnv();
     }
 
     @Override

@@ -11,17 +11,14 @@ import com.nimbusds.jose.jwk.RSAKey;
 import com.nimbusds.jose.jwk.gen.RSAKeyGenerator;
 import com.nimbusds.jwt.JWTClaimsSet;
 import com.nimbusds.jwt.SignedJWT;
-import io.retrysafe.testservices.TestDatabases;
 import java.net.http.HttpRequest;
 import java.nio.file.Files;
 import java.util.Date;
 import java.util.Map;
-import java.util.UUID;
 import org.junit.jupiter.api.Test;
 
 /** PostgreSQL; callers named by RS256 JWTs verified against a JWKS file. */
 class PostgresJwksIT extends GatewayContract {
-    private static final String TABLE = "gw_it_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
     private RSAKey key;
     private RSAKey stranger;
 
@@ -34,20 +31,12 @@ class PostgresJwksIT extends GatewayContract {
 
     @Override
     String store() {
-        return """
-                type: postgresql
-                url: %s
-                username: %s
-                password-env: TEST_PG_PASSWORD
-                pool-size: 4
-                table: %s
-                create-schema: true
-                """.formatted(TestDatabases.postgresJdbcUrl(), TestDatabases.postgresUser(), TABLE);
+        return TestStores.postgres(TestStores.table());
     }
 
     @Override
     Map<String, String> env() {
-        return Map.of("TEST_PG_PASSWORD", TestDatabases.postgresPassword());
+        return TestStores.postgresEnv();
     }
 
     @Override

@@ -22,7 +22,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@code Idempotency-Key} and answers {@code 201} with a JSON body unique to the call, naming the attempt header it
  * got. Query parameters change that: {@code status=N} answers N; {@code block=NAME} waits until the test
  * {@link #release releases} NAME; {@code hang} never answers (the connection is left open until the test ends);
- * {@code big=N} answers N bytes; {@code fail-once=NAME} answers {@code 503} the first time.
+ * {@code big=N} answers N bytes; {@code fail-once=NAME} answers {@code 503} the first time;
+ * {@code delay=MS} waits that long first; {@code remember} makes one payment per key and repeats its answer.
  */
 final class TestUpstream implements AutoCloseable {
     private final HttpServer server;
@@ -30,6 +31,22 @@ final class TestUpstream implements AutoCloseable {
     private final Map<String, CountDownLatch> latches = new ConcurrentHashMap<>();
     private final CountDownLatch closing = new CountDownLatch(1);
     final Map<String, String> lastHeaders = new ConcurrentHashMap<>();
+    /** Per key: each call's attempt header and when it began and ended (nanoTime), in order of arrival. */
+    final Map<String, java.util.List<Call>> history = new ConcurrentHashMap<>();
+    /** Per key, with {@code remember}: the answer of its one effect. */
+    private final Map<String, byte[]> remembered = new ConcurrentHashMap<>();
+    private final Map<String, AtomicInteger> effects = new ConcurrentHashMap<>();
+
+    /** One call as the upstream saw it. */
+    static final class Call {
+        final String attempt;
+        final long began = System.nanoTime();
+        volatile long ended;
+
+        Call(String attempt) {
+            this.attempt = attempt;
+        }
+    }
     private final java.util.Set<String> failedOnce = ConcurrentHashMap.newKeySet();
 
     private TestUpstream(HttpServer server) {
@@ -54,6 +71,12 @@ final class TestUpstream implements AutoCloseable {
         return n == null ? 0 : n.get();
     }
 
+    /** Payments made for the key (with {@code remember}: once, whatever the number of calls). */
+    int effects(String key) {
+        AtomicInteger n = effects.get(key);
+        return n == null ? 0 : n.get();
+    }
+
     CountDownLatch latch(String name) {
         return latches.computeIfAbsent(name, n -> new CountDownLatch(1));
     }
@@ -68,7 +91,23 @@ final class TestUpstream implements AutoCloseable {
         int call = calls.computeIfAbsent(key == null ? "-" : key, k -> new AtomicInteger()).incrementAndGet();
         exchange.getRequestHeaders().forEach((name, values) -> lastHeaders.put(name.toLowerCase(), values.get(0)));
         Map<String, String> query = query(exchange.getRequestURI().getRawQuery());
+        Call seen = new Call(exchange.getRequestHeaders().getFirst("Idempotency-Attempt"));
+        if (key != null) {
+            history.computeIfAbsent(key, k -> java.util.Collections.synchronizedList(new java.util.ArrayList<>())).add(seen);
+        }
         try {
+            serve(exchange, key, call, received, query);
+        } finally {
+            seen.ended = System.nanoTime();
+        }
+    }
+
+    private void serve(HttpExchange exchange, String key, int call, byte[] received, Map<String, String> query)
+            throws IOException {
+        try {
+            if (query.containsKey("delay")) {
+                Thread.sleep(Long.parseLong(query.get("delay")));
+            }
             if (query.containsKey("hang")) {
                 closing.await(60, TimeUnit.SECONDS);
                 exchange.close();
@@ -94,6 +133,19 @@ final class TestUpstream implements AutoCloseable {
                 for (long left = size; left > 0; left -= chunk.length) {
                     out.write(chunk, 0, (int) Math.min(chunk.length, left));
                 }
+            }
+            return;
+        }
+        if (query.containsKey("remember") && key != null) {
+            // A service with an Idempotency-Key of its own: one payment per key, its answer repeated.
+            byte[] first = remembered.computeIfAbsent(key, k -> {
+                effects.computeIfAbsent(k, e -> new AtomicInteger()).incrementAndGet();
+                return ("{\"payment\":\"" + UUID.randomUUID() + "\"}").getBytes(UTF_8);
+            });
+            exchange.getResponseHeaders().add("Content-Type", "application/json");
+            exchange.sendResponseHeaders(201, first.length);
+            try (OutputStream out = exchange.getResponseBody()) {
+                out.write(first);
             }
             return;
         }

@@ -41,7 +41,7 @@ class ReleaseStagingIT {
     /** The published modules; CONTRIBUTING.md, Releases, says why these and no others. */
     private static final Set<String> PUBLISHED_JARS = Set.of("retrysafe-core", "retrysafe-store-tck",
             "retrysafe-store-jdbc", "retrysafe-store-redis", "retrysafe-servlet", "retrysafe-client", "retrysafe-cli",
-            "retrysafe-micrometer", "retrysafe-inbox", "retrysafe-inbox-tck", "retrysafe-nats", "retrysafe-kafka", "retrysafe-spring-boot-starter",
+            "retrysafe-gateway", "retrysafe-micrometer", "retrysafe-inbox", "retrysafe-inbox-tck", "retrysafe-nats", "retrysafe-kafka", "retrysafe-spring-boot-starter",
             "retrysafe-spring-boot3-starter");
     private static final Set<String> PUBLISHED_POMS = Set.of("retrysafe-parent", "retrysafe-bom",
             "retrysafe-spring-boot3-parent");

@@ -112,6 +112,16 @@ public final class ChildJvm implements AutoCloseable {
         }
     }
 
+    /** SIGTERM: the child's shutdown hooks run; returns its exit value once it has exited. */
+    public int terminate() throws InterruptedException {
+        process.destroy();
+        if (!process.waitFor(EXIT_BOUND.toMillis(), TimeUnit.MILLISECONDS)) {
+            throw new AssertionError("the child " + process.pid() + " is still alive " + EXIT_BOUND + " after SIGTERM\n"
+                    + "--- its stderr:\n" + stderr());
+        }
+        return process.exitValue();
+    }
+
     private String state() {
         return process.isAlive() ? "still running, pid " + process.pid() : "exited with " + process.exitValue();
     }

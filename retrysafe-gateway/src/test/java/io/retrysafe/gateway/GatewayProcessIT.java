@@ -1,0 +1,238 @@
+package io.retrysafe.gateway;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.jdbc.JdbcIdempotencyStore;
+import io.retrysafe.spi.RecordStatus;
+import io.retrysafe.testservices.ChildJvm;
+import io.retrysafe.testservices.TestDatabases;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The gateway as a process of its own ({@link GatewayMain}, as the runnable jar starts it), on PostgreSQL: killed
+ * with SIGKILL under load and started again, and stopped with SIGTERM while a request is in flight.
+ */
+class GatewayProcessIT {
+    private static final Duration START = Duration.ofSeconds(60);
+    private static final String TENANT = "acme";
+
+    @TempDir
+    Path dir;
+    private TestUpstream upstream;
+    private final String table = TestStores.table();
+    private int port;
+    private Path config;
+    private final List<ChildJvm> children = new ArrayList<>();
+
+    @BeforeEach
+    void configure() throws IOException {
+        upstream = TestUpstream.start();
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        // The child inherits this JVM's environment, not the test's map: no password-env for an empty password.
+        String store = TestStores.postgres(table);
+        if (TestDatabases.postgresPassword().isEmpty()) {
+            store = store.replaceAll("(?m)^password-env:.*\\n", "");
+        }
+        config = dir.resolve("gateway.yaml");
+        Files.writeString(config, """
+                listen:
+                  port: %d
+                  drain-timeout: 20s
+                upstream:
+                  url: %s
+                  connect-timeout: 10s
+                  response-timeout: 20s
+                scope:
+                  trusted-header:
+                    name: X-Tenant
+                store:
+                %s
+                idempotency:
+                  lease: 2s
+                routes:
+                  - method: POST
+                    path: /payments
+                """.formatted(port, upstream.url(), store.indent(2).stripTrailing()));
+    }
+
+    @AfterEach
+    void stop() throws IOException {
+        for (ChildJvm child : children) {
+            child.close();
+        }
+        upstream.close();
+    }
+
+    private ChildJvm startGateway() throws IOException, InterruptedException {
+        ChildJvm child = ChildJvm.start(GatewayMain.class, "retrysafe-gateway", "--config", config.toString());
+        children.add(child);
+        assertThat(child.awaitLine(START)).isEqualTo("listening on port " + port);
+        return child;
+    }
+
+    @Test
+    void afterSigkillUnderLoadAndClientRetriesEveryIntentHasOneEffectAndOneAnswer() throws Exception {
+        ChildJvm gateway = startGateway();
+        GatewayHttp client = new GatewayHttp(port);
+        int intents = 40;
+        List<String> keys = new ArrayList<>();
+        for (int i = 0; i < intents; i++) {
+            keys.add(UUID.randomUUID().toString());
+        }
+        Map<String, List<String>> answers = new ConcurrentHashMap<>();
+        AtomicBoolean stop = new AtomicBoolean();
+        ExecutorService clients = Executors.newFixedThreadPool(8);
+        List<Future<?>> work = new ArrayList<>();
+        for (String key : keys) {
+            work.add(clients.submit(() -> {
+                // A client that retries with the same key until it has an answer, then asks once more (a replay).
+                while (!stop.get() && answers.getOrDefault(key, List.of()).size() < 2) {
+                    try {
+                        HttpResponse<String> r = client.send(client.post("/payments?delay=100&remember", null, key,
+                                "{\"amount\":1}").header("X-Tenant", TENANT));
+                        if (r.statusCode() == 201) {
+                            answers.computeIfAbsent(key, k -> new ArrayList<>()).add(r.body());
+                            continue;
+                        }
+                        assertThat(r.statusCode()).as(r.body()).isIn(409, 503);
+                    } catch (IOException e) {
+                        // The gateway is down: try again, as a client would.
+                    }
+                    Thread.sleep(100);
+                }
+                return null;
+            }));
+        }
+        // Kill it while requests are in flight at the upstream, twice, and start it again each time.
+        for (int kill = 1; kill <= 2; kill++) {
+            int answered = kill * intents / 4;
+            awaitCondition(() -> answers.size() >= answered && inFlight() > 0, Duration.ofSeconds(60),
+                    "answers before kill " + kill);
+            gateway.kill();
+            gateway = startGateway();
+        }
+        try {
+            for (Future<?> f : work) {
+                f.get(120, TimeUnit.SECONDS);
+            }
+        } finally {
+            stop.set(true);
+            clients.shutdownNow();
+        }
+
+        assertThat(keys).as("some intent was in flight at a kill, and sent again after it")
+                .anySatisfy(key -> assertThat(upstream.history.get(key)).hasSizeGreaterThan(1));
+        for (String key : keys) {
+            List<String> seen = answers.get(key);
+            assertThat(seen).as("answers of %s", key).hasSize(2);
+            assertThat(seen.get(1)).as("the replay of %s equals the first answer", key).isEqualTo(seen.get(0));
+            assertThat(upstream.effects(key)).as("effects of %s", key).isEqualTo(1);
+            List<TestUpstream.Call> calls = List.copyOf(upstream.history.get(key));
+            for (int i = 1; i < calls.size(); i++) {
+                // Sent again only after the crash, once the earlier attempt had ended: never two at once, and each
+                // time as a later attempt, so that the upstream can tell a re-send from a new intent.
+                assertThat(calls.get(i).began).as("call %d of %s began after the one before ended", i, key)
+                        .isGreaterThan(calls.get(i - 1).ended);
+                assertThat(Integer.parseInt(calls.get(i).attempt)).as("attempt of call %d of %s", i, key)
+                        .isGreaterThan(Integer.parseInt(calls.get(i - 1).attempt));
+            }
+        }
+    }
+
+    @Test
+    void sigtermLetsTheRequestInFlightFinishAndRecordsItsOutcome() throws Exception {
+        ChildJvm gateway = startGateway();
+        GatewayHttp client = new GatewayHttp(port);
+        String key = UUID.randomUUID().toString();
+        CompletableFuture<HttpResponse<String>> inFlight = CompletableFuture.supplyAsync(() -> {
+            try {
+                return client.send(client.post("/payments?block=" + key, null, key, "{\"amount\":1}")
+                        .header("X-Tenant", TENANT));
+            } catch (IOException | InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        awaitCondition(() -> upstream.calls(key) == 1, Duration.ofSeconds(30), "the request at the upstream");
+
+        CompletableFuture<Integer> exit = CompletableFuture.supplyAsync(() -> {
+            try {
+                return gateway.terminate();
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        // The gateway waits for its request in flight; the upstream answers only now.
+        upstream.release(key);
+
+        HttpResponse<String> answer = inFlight.get(30, TimeUnit.SECONDS);
+        assertThat(answer.statusCode()).isEqualTo(201);
+        assertThat(exit.get(30, TimeUnit.SECONDS)).as("exit status after SIGTERM").isEqualTo(143);
+        JdbcIdempotencyStore records = JdbcIdempotencyStore.builder(TestDatabases.postgres()).table(table).build();
+        assertThat(records.inspect(IdempotencyKey.of("header:X-Tenant:" + TENANT + "|POST /payments", key))
+                .orElseThrow().status()).isEqualTo(RecordStatus.COMPLETED);
+    }
+
+    @Test
+    void anUpstreamAnswerManyTimesTheHeapPassesThroughInBoundedMemory() throws Exception {
+        startGateway(); // a 256 MB heap (ChildJvm), and max-response-bytes of 1 MiB
+        GatewayHttp client = new GatewayHttp(port);
+        String key = UUID.randomUUID().toString();
+        long size = 600L * 1024 * 1024;
+
+        HttpResponse<java.io.InputStream> r = client.sendForStream(client.post("/payments?big=" + size, null, key,
+                "{\"amount\":1}").header("X-Tenant", TENANT));
+        long received;
+        try (java.io.InputStream body = r.body()) {
+            received = body.transferTo(java.io.OutputStream.nullOutputStream());
+        }
+
+        assertThat(r.statusCode()).isEqualTo(201);
+        assertThat(received).isEqualTo(size);
+        HttpResponse<String> replay = client.send(client.post("/payments?big=" + size, null, key, "{\"amount\":1}")
+                .header("X-Tenant", TENANT));
+        assertThat(replay.headers().firstValue("Idempotent-Replay-Body-Omitted")).hasValue(Long.toString(size));
+        assertThat(upstream.calls(key)).isEqualTo(1);
+    }
+
+    private int inFlight() {
+        int n = 0;
+        for (List<TestUpstream.Call> calls : upstream.history.values()) {
+            synchronized (calls) {
+                for (TestUpstream.Call c : calls) {
+                    if (c.ended == 0) {
+                        n++;
+                    }
+                }
+            }
+        }
+        return n;
+    }
+
+    private static void awaitCondition(java.util.function.BooleanSupplier condition, Duration bound, String what) {
+        org.awaitility.Awaitility.await(what).atMost(bound).pollInterval(Duration.ofMillis(10))
+                .until(condition::getAsBoolean);
+    }
+}
