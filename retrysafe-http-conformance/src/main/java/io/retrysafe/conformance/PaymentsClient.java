@@ -5,7 +5,15 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 /**
  * A client of a {@link ConformanceTarget}'s {@code POST /payments} over real HTTP/1.1, for the suite
@@ -47,6 +55,32 @@ public final class PaymentsClient {
 
     public CompletableFuture<HttpResponse<String>> sendAsync(HttpRequest.Builder request) {
         return http.sendAsync(request.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    /**
+     * Sends {@code n} copies of the request at once, each from a thread of its own released by one latch,
+     * and returns every answer, in no particular order.
+     */
+    public List<HttpResponse<String>> sendAtOnce(int n, Supplier<HttpRequest.Builder> request) throws Exception {
+        List<HttpResponse<String>> answers = new ArrayList<>();
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        try {
+            CountDownLatch start = new CountDownLatch(1);
+            List<Future<HttpResponse<String>>> futures = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                futures.add(pool.submit(() -> {
+                    start.await();
+                    return send(request.get());
+                }));
+            }
+            start.countDown();
+            for (Future<HttpResponse<String>> f : futures) {
+                answers.add(f.get(2 * REQUEST_TIMEOUT.toSeconds(), TimeUnit.SECONDS));
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        return answers;
     }
 
     public HttpResponse<String> get(Credentials user, String path) throws Exception {

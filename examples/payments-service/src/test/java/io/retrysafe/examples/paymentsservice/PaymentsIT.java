@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
  * {@code POST /payments} with {@code Idempotency-Key}: every row of the HTTP table, as a client sees it.
  * The rows every stack answers alike are the shared conformance suite ({@link Conformance}); the cases
  * here are what only this service has: its ledger, {@code GET /payments/{id}}, a member outside the
- * fingerprint, its 402 and its realm.
+ * fingerprint and its realm.
  */
 class PaymentsIT extends ServiceITSupport {
 
@@ -82,28 +82,6 @@ class PaymentsIT extends ServiceITSupport {
             assertThat(r.body()).contains("\"type\":\"/problems/unauthenticated\"");
         }
         assertThat(payments(account)).isZero();
-    }
-
-    @Test
-    void insufficientFundsIs402AndTheRefusalIsReplayed() throws Exception {
-        String account = newAccount(50);
-        String key = key();
-
-        HttpResponse<String> refused = send(postPayment(ALICE, key, payment(account, 100)));
-        ServiceDatabase.update("UPDATE account SET balance = 1000 WHERE id = ?", account);
-        HttpResponse<String> retry = send(postPayment(ALICE, key, payment(account, 100)));
-
-        assertThat(refused.statusCode()).isEqualTo(402);
-        assertThat(refused.headers().firstValue("Content-Type")).hasValue("application/problem+json");
-        assertThat(refused.body()).contains("\"type\":\"/problems/insufficient-funds\"", "\"balance\":50");
-        // The refusal was the answer to this intent: a retry gets it again, even though the money is there now.
-        assertThat(retry.statusCode()).isEqualTo(402);
-        assertThat(retry.headers().firstValue("Idempotent-Replayed")).hasValue("true");
-        assertThat(retry.body()).isEqualTo(refused.body());
-        assertThat(payments(account)).isZero();
-
-        HttpResponse<String> newIntent = send(postPayment(ALICE, key(), payment(account, 100)));
-        assertThat(newIntent.statusCode()).isEqualTo(201);
     }
 
     @Test

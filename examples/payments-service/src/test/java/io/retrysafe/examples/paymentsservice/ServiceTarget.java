@@ -33,6 +33,11 @@ record ServiceTarget(int port) implements ConformanceTarget {
     }
 
     @Override
+    public void setBalance(String account, long balance) throws Exception {
+        ServiceDatabase.update("UPDATE account SET balance = ? WHERE id = ?", balance, account);
+    }
+
+    @Override
     public long effects(String account) throws Exception {
         return ServiceDatabase.payments(account);
     }
