@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The example in one command: the Python payments service on 127.0.0.1:8081 and the RetrySafe gateway
 # in front of it on PORT (default 8080), until Ctrl-C. The gateway keeps its keys in the PostgreSQL at
-# 127.0.0.1:5432 (gateway.yaml, store); the payments are in payments.db beside this script.
+# 127.0.0.1:5432 (gateway.yaml, store); the payments in target/payments.db (PAYMENTS_DB) beside this script.
 #
 #   examples/gateway/run.sh              # builds the gateway's jar first if it is not there
 #   PORT=9090 examples/gateway/run.sh
@@ -23,7 +23,8 @@ if [[ ! -f "$JAR" ]]; then
     (cd "$ROOT" && ./mvnw -q -pl retrysafe-gateway -am package -DskipTests -DskipITs)
 fi
 
-UPSTREAM_PORT=$UPSTREAM_PORT PAYMENTS_DB="${PAYMENTS_DB:-payments.db}" python3 upstream/payments.py &
+mkdir -p target
+UPSTREAM_PORT=$UPSTREAM_PORT PAYMENTS_DB="${PAYMENTS_DB:-target/payments.db}" python3 upstream/payments.py &
 upstream=$!
 trap 'kill "$upstream" 2>/dev/null || true; wait "$upstream" 2>/dev/null || true' EXIT
 trap 'exit 130' INT TERM

@@ -1,0 +1,125 @@
+package io.retrysafe.examples.gateway;
+
+import io.retrysafe.testservices.TestDatabases;
+import io.retrysafe.testservices.TestRedis;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.regex.Pattern;
+
+/**
+ * The gateway as a child JVM, started from its runnable jar with the example's own {@code gateway.yaml}
+ * and {@code users.txt}, changed only where a test must: the upstream's port, the test store, a short lease.
+ */
+final class Gateway implements AutoCloseable {
+    /** The runnable jar, which the build makes in retrysafe-gateway's package phase (pom.xml names it). */
+    static final Path JAR = Path.of(System.getProperty("retrysafe.gateway.jar",
+            "../../retrysafe-gateway/target/retrysafe-gateway.jar")).toAbsolutePath().normalize();
+    static final Path CONFIG = Path.of("gateway.yaml").toAbsolutePath();
+    static final Path USERS = Path.of("users.txt").toAbsolutePath();
+    /** gateway.yaml's idempotency.max-request-bytes. */
+    static final long MAX_REQUEST_BYTES = 65_536;
+    /** The lease in tests: a request whose gateway or upstream died holds its key this long. */
+    static final Duration LEASE = Duration.ofSeconds(3);
+    static final Duration READY_BOUND = Duration.ofSeconds(60);
+
+    enum Store {
+        POSTGRESQL, REDIS
+    }
+
+    private static final Pattern READY = Pattern.compile("retrysafe-gateway listening on port (\\d+)");
+
+    private final Path dir;
+    private final Path config;
+    private ChildProcess process;
+    private int port;
+
+    private Gateway(Path dir, Path config) {
+        this.dir = dir;
+        this.config = config;
+    }
+
+    static Gateway start(Path dir, Upstream upstream, Store store) throws IOException, InterruptedException {
+        Path config = dir.resolve("gateway-" + store.name().toLowerCase() + ".yaml");
+        Files.writeString(config, config(upstream, store), StandardCharsets.UTF_8);
+        Gateway gateway = new Gateway(dir, config);
+        gateway.launch(0);
+        return gateway;
+    }
+
+    /** The example's gateway.yaml, with what a test must change; every change must apply. */
+    static String config(Upstream upstream, Store store) throws IOException {
+        String yaml = Files.readString(CONFIG, StandardCharsets.UTF_8);
+        yaml = replace(yaml, "url: http://127.0.0.1:8081", "url: " + upstream.uri());
+        yaml = replace(yaml, "users-file: users.txt", "users-file: " + USERS);
+        yaml = replace(yaml, "lease: 30s", "lease: " + LEASE.toSeconds() + "s");
+        String pgStore = """
+                  type: postgresql
+                  url: jdbc:postgresql://127.0.0.1:5432/postgres
+                  username: postgres
+                """;
+        String testStore = switch (store) {
+            case POSTGRESQL -> "  type: postgresql\n  url: " + TestDatabases.postgresJdbcUrl() + "\n  username: "
+                    + TestDatabases.postgresUser() + "\n" + (TestDatabases.postgresPassword().isEmpty() ? ""
+                            : "  password-env: GATEWAY_STORE_PASSWORD\n");
+            case REDIS -> "  type: redis\n  url: " + TestRedis.standaloneUri().toURI() + "\n  key-prefix: gw-example-" + UUID.randomUUID()
+                    + ":\n";
+        };
+        yaml = replace(yaml, pgStore, testStore);
+        if (store == Store.REDIS) {
+            yaml = replace(yaml, "  create-schema: true", "");
+        }
+        return yaml;
+    }
+
+    private static String replace(String yaml, String what, String with) {
+        if (!yaml.contains(what)) {
+            throw new AssertionError(CONFIG + " no longer contains \"" + what + "\"; the test's changes need updating");
+        }
+        return yaml.replace(what, with);
+    }
+
+    private void launch(int onPort) throws IOException, InterruptedException {
+        process = ChildProcess.start("gateway", dir, List.of(Path.of(System.getProperty("java.home"), "bin", "java")
+                .toString(), "-XX:TieredStopAtLevel=1", "-Xmx256m", "-jar", JAR.toString(), "--config", config.toString()),
+                Map.of("PORT", Integer.toString(onPort), "GATEWAY_STORE_PASSWORD", TestDatabases.postgresPassword()),
+                READY);
+        port = process.awaitReady(READY_BOUND);
+    }
+
+    URI uri() {
+        return URI.create("http://127.0.0.1:" + port);
+    }
+
+    long maxRequestBytes() {
+        return MAX_REQUEST_BYTES;
+    }
+
+    /** SIGKILL: nothing it held in memory survives, requests in flight get no answer. */
+    void kill() throws InterruptedException {
+        process.kill();
+    }
+
+    void stop() throws InterruptedException {
+        process.close();
+    }
+
+    /** Starts it again on the same port, configuration and store. */
+    void restart() throws IOException, InterruptedException {
+        if (process.isAlive()) {
+            process.close();
+        }
+        launch(port);
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        process.close();
+    }
+}
