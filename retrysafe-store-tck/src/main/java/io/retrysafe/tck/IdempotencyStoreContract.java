@@ -65,8 +65,12 @@ public abstract sealed class IdempotencyStoreContract permits StandaloneStoreCon
     protected static final Duration LONG_LEASE = Duration.ofSeconds(30);
     /** A retention that does not run out during a test. */
     protected static final Duration LONG_RETENTION = Duration.ofHours(1);
-    /** A lease or retention the tests wait out. */
-    protected static final Duration SHORT = Duration.ofMillis(300);
+    /**
+     * A lease or retention the tests wait out. Long enough that a store on a loaded machine still
+     * answers the checks made before it runs out (a completion and a replay took over 300 ms on a
+     * busy CI host), short enough that waiting it out stays cheap.
+     */
+    protected static final Duration SHORT = Duration.ofSeconds(1);
     /** Bound for waiting out {@link #SHORT}. */
     protected static final Duration AWAIT = Duration.ofSeconds(10);
     /** Bound for the race tests; generous, because a transactional store may block up to its lock timeout. */
