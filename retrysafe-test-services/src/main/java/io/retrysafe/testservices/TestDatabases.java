@@ -1,5 +1,10 @@
 package io.retrysafe.testservices;
 
+import static io.retrysafe.testservices.SharedService.env;
+import static io.retrysafe.testservices.SharedService.isCi;
+import static io.retrysafe.testservices.SharedService.log;
+import static io.retrysafe.testservices.SharedService.unavailable;
+
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
@@ -13,7 +18,6 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.Properties;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.Assumptions;
 
 /**
   * Databases for RetrySafe's own tests, one of each per JVM.
@@ -41,7 +45,6 @@ public final class TestDatabases {
 
     // Short, so a missing server costs the suite seconds, not minutes.
     private static final int PROBE_TIMEOUT_SECONDS = 2;
-    private static final String LOG_PREFIX = "[retrysafe-test-services] ";
 
     private static final Object LOCK = new Object();
 
@@ -213,11 +216,7 @@ public final class TestDatabases {
         if (endpoint != null) {
             return endpoint;
         }
-        if (isCi()) {
-            // In CI the services are part of the contract: a silent skip would hide a broken setup.
-            throw new AssertionError(failure);
-        }
-        return Assumptions.abort(failure);
+        return unavailable(failure);
     }
 
     // ---------------------------------------------------------------- helpers
@@ -295,7 +294,7 @@ public final class TestDatabases {
                 try {
                     embeddedPostgres.close();
                 } catch (IOException e) {
-                    System.err.println(LOG_PREFIX + "stopping embedded PostgreSQL failed: " + e);
+                    log("stopping embedded PostgreSQL failed: " + e);
                 }
             }
         }
@@ -309,19 +308,6 @@ public final class TestDatabases {
         } catch (IOException | RuntimeException e) {
             return "root".equals(System.getProperty("user.name"));
         }
-    }
-
-    private static boolean isCi() {
-        return "true".equalsIgnoreCase(env("CI", "").strip());
-    }
-
-    private static String env(String name, String defaultValue) {
-        String value = System.getenv(name);
-        return value == null || value.isEmpty() ? defaultValue : value;
-    }
-
-    private static void log(String line) {
-        System.err.println(LOG_PREFIX + line);
     }
 
     private record Endpoint(String url, String user, String password) {}

@@ -1,5 +1,8 @@
 package io.retrysafe.testservices;
 
+import static io.retrysafe.testservices.SharedService.log;
+import static io.retrysafe.testservices.SharedService.oneLine;
+
 import io.nats.client.Connection;
 import io.nats.client.JetStreamApiException;
 import io.nats.client.JetStreamOptions;
@@ -9,7 +12,6 @@ import java.io.IOException;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.UUID;
-import org.junit.jupiter.api.Assumptions;
 
 /**
  * NATS with JetStream for RetrySafe's own tests: the shared local server from
@@ -27,15 +29,12 @@ public final class TestNats {
 
     static final String DEFAULT_URL = "nats://127.0.0.1:4222";
 
-    private static final String LOG_PREFIX = "[retrysafe-test-services] ";
     // Short, so a missing server costs the suite seconds, not minutes.
     private static final Duration PROBE_TIMEOUT = Duration.ofSeconds(2);
     private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(10);
 
-    private static final Object LOCK = new Object();
-    // Guarded by LOCK; probed once per JVM.
-    private static String url;
-    private static String failure;
+    private static final SharedService SERVER = new SharedService("NATS with JetStream", "RETRYSAFE_NATS_URL",
+            DEFAULT_URL, "start one (nats-server -js)", TestNats::probe, url -> url);
 
     private TestNats() {}
 
@@ -44,27 +43,7 @@ public final class TestNats {
      * aborts the calling test (skipped, with the reason), or fails it when {@code CI=true}.
      */
     public static String url() {
-        String resolved;
-        String problem;
-        synchronized (LOCK) {
-            if (url == null && failure == null) {
-                String configured = env("RETRYSAFE_NATS_URL", DEFAULT_URL);
-                String reason = probe(configured);
-                if (reason == null) {
-                    url = configured;
-                } else {
-                    failure = "NATS with JetStream not reachable at " + configured + ": " + reason
-                            + "; start one (nats-server -js) or set RETRYSAFE_NATS_URL (e.g. " + DEFAULT_URL + ")";
-                    log(failure + (isCi() ? " (CI=true: failing)" : " (skipping its tests)"));
-                }
-            }
-            resolved = url;
-            problem = failure;
-        }
-        if (resolved != null) {
-            return resolved;
-        }
-        return unavailable(problem);
+        return SERVER.url();
     }
 
     /** A new connection to {@link #url()} (same skip rule), named for the test's logs; the caller closes it. */
@@ -127,32 +106,5 @@ public final class TestNats {
                 Thread.currentThread().interrupt();
             }
         }
-    }
-
-    private static String oneLine(Exception e) {
-        String message = e.getMessage();
-        return e.getClass().getSimpleName() + (message == null ? "" : ": " + message.strip().replace('\n', ' '));
-    }
-
-    /** Aborts the calling test (skipped with the reason), or fails it when {@code CI=true}. */
-    private static <T> T unavailable(String reason) {
-        if (isCi()) {
-            // In CI the services are part of the contract: a silent skip would hide a broken setup.
-            throw new AssertionError(reason);
-        }
-        return Assumptions.abort(reason);
-    }
-
-    private static boolean isCi() {
-        return "true".equalsIgnoreCase(env("CI", "").strip());
-    }
-
-    private static String env(String name, String defaultValue) {
-        String value = System.getenv(name);
-        return value == null || value.isEmpty() ? defaultValue : value;
-    }
-
-    private static void log(String line) {
-        System.err.println(LOG_PREFIX + line);
     }
 }

@@ -1,5 +1,9 @@
 package io.retrysafe.testservices;
 
+import static io.retrysafe.testservices.SharedService.env;
+import static io.retrysafe.testservices.SharedService.isCi;
+import static io.retrysafe.testservices.SharedService.log;
+import static io.retrysafe.testservices.SharedService.unavailable;
 import static java.nio.charset.StandardCharsets.US_ASCII;
 import static org.awaitility.Awaitility.await;
 
@@ -25,7 +29,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Assumptions;
 
 /**
  * Redis for RetrySafe's own tests.
@@ -47,7 +50,6 @@ public final class TestRedis {
 
     static final String DEFAULT_URL = "redis://127.0.0.1:6379";
 
-    private static final String LOG_PREFIX = "[retrysafe-test-services] ";
     private static final Duration PROBE_TIMEOUT = Duration.ofSeconds(2);
     private static final Duration START_TIMEOUT = Duration.ofSeconds(20);
     private static final Duration CLUSTER_CREATE_TIMEOUT = Duration.ofSeconds(60);
@@ -447,15 +449,6 @@ public final class TestRedis {
         return false;
     }
 
-    /** Aborts the calling test (skipped with the reason), or fails it when {@code CI=true}. */
-    private static <T> T unavailable(String failure) {
-        if (isCi()) {
-            // In CI the services are part of the contract: a silent skip would hide a broken setup.
-            throw new AssertionError(failure);
-        }
-        return Assumptions.abort(failure);
-    }
-
     private static String tail(Path log) {
         try {
             List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
@@ -463,18 +456,5 @@ public final class TestRedis {
         } catch (IOException e) {
             return "(no output: " + e + ")";
         }
-    }
-
-    private static boolean isCi() {
-        return "true".equalsIgnoreCase(env("CI", "").strip());
-    }
-
-    private static String env(String name, String defaultValue) {
-        String value = System.getenv(name);
-        return value == null || value.isEmpty() ? defaultValue : value;
-    }
-
-    private static void log(String line) {
-        System.err.println(LOG_PREFIX + line);
     }
 }
