@@ -13,18 +13,19 @@ final class Deliveries {
     }
 
     /**
-     * How often this message was delivered, this delivery included. A quorum queue counts returns
-     * ({@value #X_DELIVERY_COUNT}, absent on the first delivery); a classic queue only says whether
-     * it delivered the message before ({@code redelivered}), which counts as 2.
+     * How often this message was delivered, this delivery included, or 0 when the broker does not
+     * say. A first delivery is 1 on every queue; a quorum queue counts the returns before
+     * ({@value #X_DELIVERY_COUNT}, absent on the first delivery); a classic queue only tells that it
+     * delivered the message before ({@code redelivered}), not how often: 0.
      */
-    static long deliveryCount(Delivery delivery) {
+    static int deliveryCount(Delivery delivery) {
         AMQP.BasicProperties properties = delivery.getProperties();
         Map<String, Object> headers = properties == null ? null : properties.getHeaders();
         Object count = headers == null ? null : headers.get(X_DELIVERY_COUNT);
         if (count instanceof Number n && n.longValue() >= 0) {
-            return n.longValue() + 1;
+            return (int) Math.min(n.longValue() + 1, Integer.MAX_VALUE);
         }
-        return delivery.getEnvelope().isRedeliver() ? 2 : 1;
+        return delivery.getEnvelope().isRedeliver() ? 0 : 1;
     }
 
     /** {@code queue#deliveryTag}, for logs. */

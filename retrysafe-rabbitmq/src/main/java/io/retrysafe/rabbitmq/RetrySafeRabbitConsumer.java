@@ -54,6 +54,12 @@ public final class RetrySafeRabbitConsumer implements AutoCloseable {
         this.label = label;
     }
 
+    /** Consumes with {@code inbox} on {@code connection}; the connection stays the application's. */
+    public static Builder builder(Connection connection, RabbitInbox inbox) {
+        Require.notNull(inbox, "inbox");
+        return new Builder(connection, inbox::settle, inbox.name());
+    }
+
     static Builder builder(Connection connection, DeliveryProcessor processor, String name) {
         return new Builder(connection, processor, name);
     }

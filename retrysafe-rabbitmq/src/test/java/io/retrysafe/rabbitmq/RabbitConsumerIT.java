@@ -90,11 +90,11 @@ class RabbitConsumerIT {
     }
 
     @Test
-    void aQuorumQueueCountsDeliveriesAndAClassicQueueOnlyTellsARedelivery() throws Exception {
+    void aQuorumQueueCountsDeliveriesAndAClassicQueueOnlyTellsTheFirst() throws Exception {
         for (Queues.Type type : Queues.Type.values()) {
             String queue = queues.declare("rs-count", type);
             queues.publish(queue, "m1", "m1");
-            Map<Integer, Long> counts = new ConcurrentHashMap<>();
+            Map<Integer, Integer> counts = new ConcurrentHashMap<>();
             AtomicInteger deliveries = new AtomicInteger();
             var channel = queues.connection().createChannel();
             channel.basicQos(1);
@@ -107,9 +107,9 @@ class RabbitConsumerIT {
             channel.close();
 
             if (type == Queues.Type.QUORUM) {
-                assertThat(counts).containsExactlyInAnyOrderEntriesOf(Map.of(1, 1L, 2, 2L, 3, 3L));
+                assertThat(counts).containsExactlyInAnyOrderEntriesOf(Map.of(1, 1, 2, 2, 3, 3));
             } else {
-                assertThat(counts).containsExactlyInAnyOrderEntriesOf(Map.of(1, 1L, 2, 2L, 3, 2L));
+                assertThat(counts).containsExactlyInAnyOrderEntriesOf(Map.of(1, 1, 2, 0, 3, 0));
             }
         }
     }

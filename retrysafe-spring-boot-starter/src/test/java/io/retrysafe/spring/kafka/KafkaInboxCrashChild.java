@@ -1,7 +1,6 @@
 package io.retrysafe.spring.kafka;
 
-import java.io.IOException;
-import java.io.InputStream;
+import io.retrysafe.testservices.ChildJvm;
 import org.springframework.boot.WebApplicationType;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 
@@ -23,24 +22,8 @@ public final class KafkaInboxCrashChild {
     }
 
     public static void main(String[] args) {
-        haltWhenStdinCloses();
+        ChildJvm.haltWhenParentDies();
         new SpringApplicationBuilder(KafkaInboxTestApp.class).web(WebApplicationType.NONE)
                 .properties("test.crash-after-commit=true").run(args);
-    }
-
-    private static void haltWhenStdinCloses() {
-        Thread watchdog = new Thread(() -> {
-            try {
-                InputStream in = System.in;
-                while (in.read() != -1) {
-                    // the parent never writes; only end of stream matters
-                }
-            } catch (IOException ignored) {
-                // a broken pipe means the same as end of stream
-            }
-            Runtime.getRuntime().halt(3);
-        }, "crash-child-stdin-watchdog");
-        watchdog.setDaemon(true);
-        watchdog.start();
     }
 }

@@ -10,8 +10,7 @@ import io.retrysafe.RetrySafe;
 import io.retrysafe.jdbc.JdbcDialect;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
-import java.io.IOException;
-import java.io.InputStream;
+import io.retrysafe.testservices.ChildJvm;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -54,7 +53,7 @@ public final class CrashChild {
             throw new IllegalArgumentException("usage: CrashChild transactional|standalone URL USER PASSWORD STORE_TABLE"
                     + " PAYMENT_TABLE SCOPE KEY [LEASE_TTL_MILLIS], but was " + args.length + " arguments");
         }
-        haltWhenStdinCloses();
+        ChildJvm.haltWhenParentDies();
         String mode = args[0];
         String url = args[1];
         String user = args[2];
@@ -127,21 +126,5 @@ public final class CrashChild {
             ps.executeUpdate();
         }
         return id.toString();
-    }
-
-    private static void haltWhenStdinCloses() {
-        Thread watchdog = new Thread(() -> {
-            try {
-                InputStream in = System.in;
-                while (in.read() != -1) {
-                    // the parent never writes; only end of stream matters
-                }
-            } catch (IOException ignored) {
-                // a broken pipe means the same as end of stream
-            }
-            Runtime.getRuntime().halt(3);
-        }, "crash-child-stdin-watchdog");
-        watchdog.setDaemon(true);
-        watchdog.start();
     }
 }
