@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 
 /**
  * Publishes a message and returns only once the broker confirmed it: RabbitMQ's publisher
@@ -19,20 +20,21 @@ import java.util.concurrent.TimeoutException;
  *
  * <p>One publish at a time (publishers of a processor wait for each other): dead letters are rare,
  * and a confirm then names exactly the message just sent. The channel is opened on first use and
- * again after it failed; the connection is the application's and is never closed here.
+ * again after it failed, on the connection the application gives at that moment (a framework's
+ * connection factory may have replaced a failed one); the connection is never closed here.
  */
 public final class ConfirmedPublisher implements AutoCloseable {
     public static final Duration DEFAULT_CONFIRM_TIMEOUT = Duration.ofSeconds(30);
 
     private static final System.Logger LOG = System.getLogger(ConfirmedPublisher.class.getName());
 
-    private final Connection connection;
+    private final Supplier<? extends Connection> connections;
     private final Duration confirmTimeout;
     private Channel channel; // guarded by this
     private volatile String returned; // set by the return listener, between a publish and its confirm
 
-    private ConfirmedPublisher(Connection connection, Duration confirmTimeout) {
-        this.connection = connection;
+    private ConfirmedPublisher(Supplier<? extends Connection> connections, Duration confirmTimeout) {
+        this.connections = connections;
         this.confirmTimeout = confirmTimeout;
     }
 
@@ -42,7 +44,13 @@ public final class ConfirmedPublisher implements AutoCloseable {
     }
 
     public static ConfirmedPublisher of(Connection connection, Duration confirmTimeout) {
-        return new ConfirmedPublisher(Require.notNull(connection, "connection"),
+        Require.notNull(connection, "connection");
+        return of(() -> connection, confirmTimeout);
+    }
+
+    /** Opens its channel on the connection {@code connections} gives when it needs one (the first, or after a failure). */
+    public static ConfirmedPublisher of(Supplier<? extends Connection> connections, Duration confirmTimeout) {
+        return new ConfirmedPublisher(Require.notNull(connections, "connections"),
                 Require.positive(confirmTimeout, "confirmTimeout"));
     }
 
@@ -82,8 +90,9 @@ public final class ConfirmedPublisher implements AutoCloseable {
     }
 
     private Channel channel() throws IOException {
+        // Outside the try of publish: a connection that cannot give a channel is a failed publish too.
         if (channel == null || !channel.isOpen()) {
-            Channel ch = connection.createChannel();
+            Channel ch = connections.get().createChannel();
             if (ch == null) {
                 throw new IOException("the connection has no channel left (channel_max reached)");
             }

@@ -87,7 +87,16 @@ public final class RabbitInbox {
      * @param handler      the work for one message
      */
     public static Builder builder(Inbox inbox, String consumerName, DeliveryHandler handler) {
-        return new Builder(inbox, consumerName, handler);
+        return new Builder(inbox, consumerName, Require.notNull(handler, "handler"));
+    }
+
+    /** Without a handler of its own, for {@link #process(String, Delivery, DeliveryHandler)}; no consumer takes it. */
+    public static Builder builder(Inbox inbox, String consumerName) {
+        return new Builder(inbox, consumerName, null);
+    }
+
+    boolean hasHandler() {
+        return handler != null;
     }
 
     /** The scope of the keys of messages consumed from {@code queue} by {@code consumerName}. */
@@ -100,10 +109,25 @@ public final class RabbitInbox {
         return inbox.keyRules().key(scope(consumerName, queue), messageId);
     }
 
-    /** Processes one delivery from {@code queue} with the inbox; never throws for what the handler or the database do. */
+    /**
+     * Processes one delivery from {@code queue} with the inbox and the builder's handler; never throws
+     * for what the handler or the database do.
+     *
+     * @throws IllegalStateException if the builder was given no handler
+     */
     public InboxResult process(String queue, Delivery delivery) {
+        if (handler == null) {
+            throw new IllegalStateException("this RabbitInbox has no handler of its own: call process(queue, delivery, "
+                    + "handler)");
+        }
+        return process(queue, delivery, handler);
+    }
+
+    /** The same with the handler of this call: a framework's listener, say. */
+    public InboxResult process(String queue, Delivery delivery, DeliveryHandler handler) {
         Require.notNull(queue, "queue");
         Require.notNull(delivery, "delivery");
+        Require.notNull(handler, "handler");
         io.retrysafe.inbox.Delivery message = toInbox(queue, delivery);
         return inbox.process(message, (connection, attempt) -> handler.handle(delivery, connection, attempt),
                 deadLetter -> publishDeadLetter(queue, delivery, deadLetter));
@@ -196,7 +220,7 @@ public final class RabbitInbox {
         private Builder(Inbox inbox, String consumerName, DeliveryHandler handler) {
             this.inbox = Require.notNull(inbox, "inbox");
             this.consumerName = Require.notBlank(consumerName, "consumerName");
-            this.handler = Require.notNull(handler, "handler");
+            this.handler = handler;
             if (inbox.retryStyle() != RetryStyle.IN_PROCESS) {
                 throw new IllegalArgumentException("RabbitMQ retries a failed handler in the process (it cannot requeue "
                         + "with a delay, and a classic queue does not count deliveries): the inbox's retry style must be "

@@ -57,6 +57,10 @@ public final class RetrySafeRabbitConsumer implements AutoCloseable {
     /** Consumes with {@code inbox} on {@code connection}; the connection stays the application's. */
     public static Builder builder(Connection connection, RabbitInbox inbox) {
         Require.notNull(inbox, "inbox");
+        if (!inbox.hasHandler()) {
+            throw new IllegalArgumentException("the RabbitInbox has no handler: build it with RabbitInbox.builder(inbox, "
+                    + "consumerName, handler)");
+        }
         return new Builder(connection, inbox::settle, inbox.name());
     }
 
