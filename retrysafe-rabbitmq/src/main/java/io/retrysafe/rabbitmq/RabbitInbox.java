@@ -4,13 +4,14 @@ import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.Delivery;
 import io.retrysafe.IdempotencyKey;
+import io.retrysafe.InvalidKeyException;
 import io.retrysafe.inbox.DeadLetterHeaders;
+import io.retrysafe.inbox.DeadLetterSink;
 import io.retrysafe.inbox.Inbox;
 import io.retrysafe.inbox.InboxResult;
 import io.retrysafe.inbox.RetryStyle;
 import io.retrysafe.internal.Require;
 import java.io.IOException;
-import java.lang.System.Logger.Level;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.function.UnaryOperator;
@@ -59,7 +60,6 @@ public final class RabbitInbox {
     /** The dead-letter routing key for a queue, by default: the queue's name and this. */
     public static final String DEFAULT_DEAD_LETTER_SUFFIX = ".dlq";
 
-    private static final System.Logger LOG = System.getLogger(RabbitInbox.class.getName());
 
     private final Inbox inbox;
     private final String consumerName;
@@ -128,9 +128,17 @@ public final class RabbitInbox {
         Require.notNull(queue, "queue");
         Require.notNull(delivery, "delivery");
         Require.notNull(handler, "handler");
-        io.retrysafe.inbox.Delivery message = toInbox(queue, delivery);
-        return inbox.process(message, (connection, attempt) -> handler.handle(delivery, connection, attempt),
-                deadLetter -> publishDeadLetter(queue, delivery, deadLetter));
+        DeadLetterSink deadLetters = deadLetter -> publishDeadLetter(queue, delivery, deadLetter);
+        String id;
+        try {
+            id = messageIds.idOf(delivery);
+        } catch (RuntimeException e) {
+            // Not an id at all (a table, a fraction): dead-lettered as invalid, like an id that breaks the key rules.
+            return inbox.refuse(toInbox(queue, delivery, null), new InvalidKeyException(InvalidKeyException.Rule.MALFORMED,
+                    "reading the message id with " + messageIds + " failed: " + e.getMessage()), deadLetters);
+        }
+        return inbox.process(toInbox(queue, delivery, id),
+                (connection, attempt) -> handler.handle(delivery, connection, attempt), deadLetters);
     }
 
     /** What the consumer does with the result. */
@@ -142,16 +150,7 @@ public final class RabbitInbox {
         return Settlement.ACK;
     }
 
-    private io.retrysafe.inbox.Delivery toInbox(String queue, Delivery delivery) {
-        String id;
-        try {
-            id = messageIds.idOf(delivery);
-        } catch (RuntimeException e) {
-            // Not a readable id: given to the inbox as one that breaks the key rules, so it is dead-lettered as invalid.
-            LOG.log(Level.ERROR, () -> "[" + name() + "] " + Deliveries.describe(queue, delivery) + ": reading its id "
-                    + "with " + messageIds + " failed: " + e);
-            id = "";
-        }
+    private io.retrysafe.inbox.Delivery toInbox(String queue, Delivery delivery, String id) {
         return new io.retrysafe.inbox.Delivery(scope(consumerName, queue), id, delivery.getBody(),
                 position(queue, delivery), Deliveries.deliveryCount(delivery));
     }
