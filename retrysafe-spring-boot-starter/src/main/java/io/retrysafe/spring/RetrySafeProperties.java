@@ -21,6 +21,7 @@ import org.springframework.util.unit.DataSize;
  * @param failOpen run requests unprotected when the store fails, instead of answering 503
  * @param fastFilter Redis in front of the store: cached replays and early 409s without the database
  * @param kafka exactly-once {@code @KafkaListener} record listeners (Spring Kafka)
+ * @param rabbit exactly-once {@code @RabbitListener} listeners (Spring AMQP)
  * @param atRest encryption of stored responses (AES-GCM) with rotatable keys
  * @param completion standalone mode: how a failed write of an outcome is tried again
  */
@@ -28,8 +29,8 @@ import org.springframework.util.unit.DataSize;
 public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @DefaultValue("retrysafe") String name,
         Mode mode, @DefaultValue("false") boolean failOpen, @DefaultValue Store store,
         @DefaultValue Policy policy, @DefaultValue Key key, @DefaultValue Http http, @DefaultValue Purge purge,
-        @DefaultValue FastFilter fastFilter, @DefaultValue Kafka kafka, @DefaultValue AtRest atRest,
-        @DefaultValue Completion completion) {
+        @DefaultValue FastFilter fastFilter, @DefaultValue Kafka kafka, @DefaultValue Rabbit rabbit,
+        @DefaultValue AtRest atRest, @DefaultValue Completion completion) {
 
     public enum Mode {
         TRANSACTIONAL, STANDALONE
@@ -132,6 +133,28 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
      */
     public record Kafka(@DefaultValue("false") boolean enabled, @DefaultValue("header") MessageIdSource messageId,
             @DefaultValue("idempotency-key") String header, List<String> containerFactories) {
+    }
+
+    /**
+     * {@code retrysafe.rabbit.*}: every {@code @RabbitListener} of the covered container factories takes
+     * each message's effect once (see docs/messaging.md, Spring AMQP).
+     *
+     * @param enabled cover the listeners; needs spring-rabbit and retrysafe-rabbitmq
+     * @param consumerName the scope's middle part, {@code rabbitmq:<consumer name>:<queue>}; not set:
+     *     {@code spring.application.name}
+     * @param messageIdHeader the header that holds the message id; not set: the AMQP {@code message-id}
+     *     property
+     * @param deadLetterExchange where dead letters are published; empty: the default exchange
+     * @param deadLetterSuffix a dead letter's routing key is the queue's name and this
+     * @param maxAttempts runs of a failing listener before its message is dead-lettered
+     * @param backoff the wait before the second run, doubled for each later one
+     * @param maxBackoff the longest wait between two runs
+     * @param containerFactories the container factories covered (bean names); empty: all
+     */
+    public record Rabbit(@DefaultValue("false") boolean enabled, String consumerName, String messageIdHeader,
+            @DefaultValue("") String deadLetterExchange, @DefaultValue(".dlq") String deadLetterSuffix,
+            @DefaultValue("3") int maxAttempts, @DefaultValue("200ms") Duration backoff,
+            @DefaultValue("5s") Duration maxBackoff, List<String> containerFactories) {
     }
 
     /**

@@ -1,0 +1,88 @@
+package io.retrysafe.spring.rabbit;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.springframework.amqp.core.Message;
+import org.springframework.amqp.core.Queue;
+import org.springframework.amqp.core.QueueBuilder;
+import org.springframework.amqp.rabbit.annotation.RabbitListener;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.jdbc.core.JdbcTemplate;
+
+/**
+ * An application as a user writes it: {@code @RabbitListener}s writing with a {@code JdbcTemplate},
+ * Boot's auto-configured container factory, queues declared as beans, and
+ * {@code retrysafe.rabbit.enabled=true} (set by the tests). The ledger table has no unique index: a
+ * message handled twice shows as two rows.
+ */
+@Configuration(proxyBeanMethods = false)
+@EnableAutoConfiguration
+public class RabbitInboxTestApp {
+
+    /** A quorum queue: it counts deliveries. */
+    @Bean
+    Queue orders(@Value("${test.queue.orders}") String name) {
+        return QueueBuilder.durable(name).quorum().build();
+    }
+
+    @Bean
+    Queue poison(@Value("${test.queue.poison}") String name) {
+        return QueueBuilder.durable(name).build();
+    }
+
+    /** The dead-letter queues, by the default routing key {@code <queue>.dlq}. */
+    @Bean
+    Queue ordersDeadLetters(@Value("${test.queue.orders}") String name) {
+        return QueueBuilder.durable(name + ".dlq").build();
+    }
+
+    @Bean
+    Queue poisonDeadLetters(@Value("${test.queue.poison}") String name) {
+        return QueueBuilder.durable(name + ".dlq").build();
+    }
+
+    @Bean
+    Listeners listeners(JdbcTemplate jdbc, @Value("${test.ledger}") String ledger) {
+        return new Listeners(jdbc, ledger);
+    }
+
+    /** The application's listeners. */
+    public static final class Listeners {
+        private final JdbcTemplate jdbc;
+        private final String ledger;
+        /** Listener calls per message id (or body, for a message without one), failed ones included. */
+        final Map<String, Integer> calls = new ConcurrentHashMap<>();
+
+        Listeners(JdbcTemplate jdbc, String ledger) {
+            this.jdbc = jdbc;
+            this.ledger = ledger;
+        }
+
+        @RabbitListener(id = "orders", queues = "${test.queue.orders}")
+        public void orders(Message message) {
+            book(message);
+        }
+
+        /** Writes, then always fails. */
+        @RabbitListener(id = "poison", queues = "${test.queue.poison}")
+        public void poison(Message message) {
+            book(message);
+            throw new IllegalStateException("the warehouse refuses " + body(message));
+        }
+
+        private void book(Message message) {
+            String id = message.getMessageProperties().getMessageId();
+            calls.merge(id != null ? id : body(message), 1, Integer::sum);
+            jdbc.update("INSERT INTO " + ledger + " (queue, message_id, payload) VALUES (?, ?, ?)",
+                    message.getMessageProperties().getConsumerQueue(), id, body(message));
+        }
+
+        private static String body(Message message) {
+            return new String(message.getBody(), StandardCharsets.UTF_8);
+        }
+    }
+}
