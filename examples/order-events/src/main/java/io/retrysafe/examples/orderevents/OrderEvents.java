@@ -1,6 +1,8 @@
 package io.retrysafe.examples.orderevents;
 
 import com.zaxxer.hikari.HikariDataSource;
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Channel;
 import io.nats.client.Connection;
 import io.nats.client.JetStream;
 import io.nats.client.JetStreamApiException;
@@ -27,6 +29,9 @@ import io.retrysafe.kafka.IdempotentRecordProcessor;
 import io.retrysafe.nats.IdempotentMessageProcessor;
 import io.retrysafe.nats.MessageIds;
 import io.retrysafe.nats.RetrySafeJetStreamConsumer;
+import io.retrysafe.rabbitmq.ConfirmedPublisher;
+import io.retrysafe.rabbitmq.RabbitInbox;
+import io.retrysafe.rabbitmq.RetrySafeRabbitConsumer;
 import io.retrysafe.testservices.KafkaBroker;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
@@ -62,22 +67,23 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
- * Order events booked into PostgreSQL exactly once, from Kafka or from NATS JetStream.
+ * Order events booked into PostgreSQL exactly once, from Kafka, from NATS JetStream or from RabbitMQ.
  *
  * <p>A producer publishes {@code --orders} order events, each {@code --copies} times with the same
- * message id (header {@code idempotency-key}), as a producer does that sends again after a lost
+ * message id (header {@code idempotency-key}; on RabbitMQ the AMQP {@code message-id} property), as a producer does that sends again after a lost
  * acknowledgement or a restart. A consumer books each event it receives: one row in
  * {@code order_booking}, a table with no unique index, so a double booking would show. RetrySafe
  * records the message id in the booking's own transaction, and skips every copy whose id is
  * already there. The run prints what it published, what the consumer did, and what the table holds.
  *
  * <pre>
- * OrderEvents kafka|nats [--orders N] [--copies N] [--run NAME]
+ * OrderEvents kafka|nats|rabbitmq [--orders N] [--copies N] [--run NAME]
  * </pre>
  *
  * Where things are (environment variables, or {@code --name=value} options of the same meaning):
  * {@code KAFKA_BOOTSTRAP_SERVERS} (none: an in-process KRaft broker is started), {@code NATS_URL}
- * (default {@code nats://127.0.0.1:4222}), {@code RETRYSAFE_JDBC_URL} with {@code RETRYSAFE_JDBC_USER}
+ * (default {@code nats://127.0.0.1:4222}), {@code RABBITMQ_URL} (default
+ * {@code amqp://guest:guest@127.0.0.1:5672/%2F}), {@code RETRYSAFE_JDBC_URL} with {@code RETRYSAFE_JDBC_USER}
  * and {@code RETRYSAFE_JDBC_PASSWORD} (none: an embedded PostgreSQL is started).
  */
 public final class OrderEvents {
@@ -116,16 +122,16 @@ public final class OrderEvents {
             run(args, System.out);
         } catch (IllegalArgumentException e) {
             System.err.println(e.getMessage());
-            System.err.println("usage: OrderEvents kafka|nats [--orders=N] [--copies=N] [--run=NAME]");
+            System.err.println("usage: OrderEvents kafka|nats|rabbitmq [--orders=N] [--copies=N] [--run=NAME]");
             System.exit(2);
         }
         System.exit(0); // the Kafka and NATS clients leave non-daemon threads behind
     }
 
-    /** Runs the example on {@code args[0]} (kafka or nats), printing to {@code out}. */
+    /** Runs the example on {@code args[0]} (kafka, nats or rabbitmq), printing to {@code out}. */
     public static Summary run(String[] args, PrintStream out) throws Exception {
-        if (args.length == 0 || !(args[0].equals("kafka") || args[0].equals("nats"))) {
-            throw new IllegalArgumentException("the first argument must be kafka or nats, but was "
+        if (args.length == 0 || !List.of("kafka", "nats", "rabbitmq").contains(args[0])) {
+            throw new IllegalArgumentException("the first argument must be kafka, nats or rabbitmq, but was "
                     + (args.length == 0 ? "nothing" : args[0]));
         }
         Map<String, String> settings = new HashMap<>();
@@ -138,7 +144,11 @@ public final class OrderEvents {
         }
         OrderEvents example = new OrderEvents(args[0], settings, out);
         try (Database db = example.database()) {
-            return args[0].equals("kafka") ? example.kafka(db.dataSource) : example.nats(db.dataSource);
+            return switch (args[0]) {
+                case "kafka" -> example.kafka(db.dataSource);
+                case "nats" -> example.nats(db.dataSource);
+                default -> example.rabbitmq(db.dataSource);
+            };
         }
     }
 
@@ -190,12 +200,7 @@ public final class OrderEvents {
                     .<String, String>builder(inbox(ds), group, (record, connection, attempt) ->
                             book(connection, record.value()))
                     .deadLetters(DeadLetterPublisher.of(producer))
-                    .listener(new InboxListener() {
-                        @Override
-                        public void onResult(Delivery delivery, InboxResult result) {
-                            counts.count(result instanceof InboxResult.Processed, result instanceof InboxResult.Replayed);
-                        }
-                    })
+                    .listener(counts.listener())
                     .build();
             Map<String, Object> consumerConfig = new HashMap<>();
             consumerConfig.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -251,13 +256,7 @@ public final class OrderEvents {
 
             // JetStream retries by redelivering (nakWithDelay): attempt n of the inbox is delivery n.
             Inbox natsInbox = Inbox.builder(inbox(ds)).retryStyle(RetryStyle.BROKER_REDELIVERY)
-                    .listener(new InboxListener() {
-                        @Override
-                        public void onResult(Delivery delivery, InboxResult result) {
-                            counts.count(result instanceof InboxResult.Processed,
-                                    result instanceof InboxResult.Replayed);
-                        }
-                    })
+                    .listener(counts.listener())
                     .build();
             IdempotentMessageProcessor processor = IdempotentMessageProcessor
                     .builder(natsInbox, (msg, connection, attempt) ->
@@ -277,6 +276,50 @@ public final class OrderEvents {
                     }
                 }
                 printPublished(subject);
+                counts.await(orders * copies, null);
+            }
+        }
+        return summary(ds, counts);
+    }
+
+    // ---------------------------------------------------------------- RabbitMQ
+
+    private Summary rabbitmq(DataSource ds) throws Exception {
+        String url = setting("rabbitmq-url", "RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/%2F");
+        String queue = run + ".order-events";
+        String consumerName = run + "-booking";
+        Counts counts = new Counts();
+        com.rabbitmq.client.ConnectionFactory factory = new com.rabbitmq.client.ConnectionFactory();
+        factory.setUri(url);
+        try (com.rabbitmq.client.Connection rabbit = factory.newConnection("order-events");
+                Channel channel = rabbit.createChannel()) {
+            // A quorum queue (replicated, counts deliveries) and its dead-letter queue, if missing.
+            channel.queueDeclare(queue, true, false, false, Map.of("x-queue-type", "quorum"));
+            channel.queueDeclare(queue + RabbitInbox.DEFAULT_DEAD_LETTER_SUFFIX, true, false, false, Map.of());
+            out.println("RabbitMQ: " + url.replaceFirst("//[^@/]*@", "//") + ", queue " + queue + ", consumer "
+                    + consumerName);
+
+            // Retries of a failing booking happen in the process; dead letters go to <queue>.dlq, confirmed.
+            Inbox rabbitInbox = Inbox.builder(inbox(ds))
+                    .listener(counts.listener())
+                    .build();
+            RabbitInbox booking = RabbitInbox.builder(rabbitInbox, consumerName, (delivery, connection, attempt) ->
+                            book(connection, new String(delivery.getBody(), StandardCharsets.UTF_8)))
+                    .deadLetters(ConfirmedPublisher.of(rabbit))
+                    .build();
+            try (RetrySafeRabbitConsumer consumer = RetrySafeRabbitConsumer.builder(rabbit, booking).queue(queue)
+                    .start()) {
+                // The producer: the AMQP message-id property carries the id; each publish waits for its confirm.
+                channel.confirmSelect();
+                for (int copy = 0; copy < copies; copy++) {
+                    for (int i = 1; i <= orders; i++) {
+                        channel.basicPublish("", queue, true, new AMQP.BasicProperties.Builder()
+                                .messageId(messageId(i)).deliveryMode(2).build(),
+                                payload(i).getBytes(StandardCharsets.UTF_8));
+                        channel.waitForConfirmsOrDie(30_000);
+                    }
+                }
+                printPublished(queue);
                 counts.await(orders * copies, null);
             }
         }
@@ -348,6 +391,16 @@ public final class OrderEvents {
         final AtomicInteger booked = new AtomicInteger();
         final AtomicInteger skipped = new AtomicInteger();
         private final Object lock = new Object();
+
+        /** The inbox listener that counts each result. */
+        InboxListener listener() {
+            return new InboxListener() {
+                @Override
+                public void onResult(Delivery delivery, InboxResult result) {
+                    count(result instanceof InboxResult.Processed, result instanceof InboxResult.Replayed);
+                }
+            };
+        }
 
         void count(boolean processed, boolean replayed) {
             if (processed) {

@@ -2,10 +2,12 @@ package io.retrysafe.examples.orderevents;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.rabbitmq.client.Channel;
 import io.nats.client.Connection;
 import io.nats.client.Nats;
 import io.retrysafe.testservices.TestDatabases;
 import io.retrysafe.testservices.TestNats;
+import io.retrysafe.testservices.TestRabbit;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -16,8 +18,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The example end to end, as a user runs it: against an in-process Kafka broker and against the
- * local NATS server, on the real PostgreSQL. Every run publishes each order twice; a second run
+ * The example end to end, as a user runs it: against an in-process Kafka broker, the local NATS
+ * server and the local RabbitMQ, on the real PostgreSQL. Every run publishes each order twice; a second run
  * with the same name publishes them all again, and books nothing more.
  */
 class OrderEventsIT {
@@ -50,16 +52,36 @@ class OrderEventsIT {
     void natsBooksEachOrderOnceAndASecondRunBooksNothing() throws Exception {
         String url = TestNats.url();
         try {
-            OrderEvents.Summary first = run("nats", "--nats-url=" + url);
-            assertThat(first).isEqualTo(new OrderEvents.Summary(2 * ORDERS, ORDERS, ORDERS, ORDERS, ORDERS, cents()));
-
-            OrderEvents.Summary second = run("nats", "--nats-url=" + url);
-            assertThat(second).isEqualTo(new OrderEvents.Summary(2 * ORDERS, 0, 2 * ORDERS, ORDERS, ORDERS, cents()));
+            runTwice("nats", "--nats-url=" + url);
         } finally {
             try (Connection nats = Nats.connect(url)) {
                 nats.jetStreamManagement().deleteStream(run.toUpperCase().replace('-', '_') + "_ORDER_EVENTS");
             }
         }
+    }
+
+    @Test
+    void rabbitmqBooksEachOrderOnceAndASecondRunBooksNothing() throws Exception {
+        String url = TestRabbit.url();
+        try {
+            runTwice("rabbitmq", "--rabbitmq-url=" + url);
+        } finally {
+            try (com.rabbitmq.client.Connection rabbit = TestRabbit.connect("order-events-it-cleanup");
+                    Channel channel = rabbit.createChannel()) {
+                channel.queueDelete(run + ".order-events");
+                channel.queueDelete(run + ".order-events.dlq");
+            }
+        }
+    }
+
+    /** A first run books every order; a second with the same name books nothing more. */
+    private void runTwice(String broker, String... more) throws Exception {
+        OrderEvents.Summary first = run(broker, more);
+        assertThat(first).isEqualTo(new OrderEvents.Summary(2 * ORDERS, ORDERS, ORDERS, ORDERS, ORDERS, cents()));
+
+        OrderEvents.Summary second = run(broker, more);
+        assertThat(second).as("the same events again: all skipped, the table unchanged")
+                .isEqualTo(new OrderEvents.Summary(2 * ORDERS, 0, 2 * ORDERS, ORDERS, ORDERS, cents()));
     }
 
     private OrderEvents.Summary run(String broker, String... more) throws Exception {
