@@ -3,6 +3,7 @@ package io.retrysafe.spring.rabbit;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import org.springframework.amqp.core.Message;
 import org.springframework.amqp.core.Queue;
 import org.springframework.amqp.core.QueueBuilder;
@@ -12,6 +13,8 @@ import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
  * An application as a user writes it: {@code @RabbitListener}s writing with a {@code JdbcTemplate},
@@ -22,6 +25,8 @@ import org.springframework.jdbc.core.JdbcTemplate;
 @Configuration(proxyBeanMethods = false)
 @EnableAutoConfiguration
 public class RabbitInboxTestApp {
+    /** Printed by the crash child's listener once its transaction has committed. */
+    public static final String COMMITTED = "COMMITTED";
 
     /** A quorum queue: it counts deliveries. */
     @Bean
@@ -46,25 +51,44 @@ public class RabbitInboxTestApp {
     }
 
     @Bean
-    Listeners listeners(JdbcTemplate jdbc, @Value("${test.ledger}") String ledger) {
-        return new Listeners(jdbc, ledger);
+    Listeners listeners(JdbcTemplate jdbc, @Value("${test.ledger}") String ledger,
+            @Value("${test.crash-after-commit:false}") boolean crashAfterCommit) {
+        return new Listeners(jdbc, ledger, crashAfterCommit);
     }
 
     /** The application's listeners. */
     public static final class Listeners {
         private final JdbcTemplate jdbc;
         private final String ledger;
+        private final boolean crashAfterCommit;
         /** Listener calls per message id (or body, for a message without one), failed ones included. */
         final Map<String, Integer> calls = new ConcurrentHashMap<>();
 
-        Listeners(JdbcTemplate jdbc, String ledger) {
+        Listeners(JdbcTemplate jdbc, String ledger, boolean crashAfterCommit) {
             this.jdbc = jdbc;
             this.ledger = ledger;
+            this.crashAfterCommit = crashAfterCommit;
         }
 
         @RabbitListener(id = "orders", queues = "${test.queue.orders}")
         public void orders(Message message) {
             book(message);
+            if (crashAfterCommit) {
+                // After the database commit, before the call returns to the container (and its acknowledgement).
+                TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+                    @Override
+                    public void afterCommit() {
+                        System.out.println(COMMITTED + " " + message.getMessageProperties().getMessageId());
+                        System.out.flush();
+                        try {
+                            new CountDownLatch(1).await();
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                        Runtime.getRuntime().halt(4);
+                    }
+                });
+            }
         }
 
         /** Writes, then always fails. */
