@@ -27,6 +27,8 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  *   <li>{@code bare}: no deduplication (a duplicate is booked again);
  *   <li>{@code retrysafe}: {@code IdempotentRecordProcessor.process} with in-memory Kafka records, the
  *       id marked in the business transaction;
+ *   <li>{@code rabbitmq}: the same inbox through {@code RabbitInbox.process}, with in-memory AMQP
+ *       deliveries;
  *   <li>{@code camel}: Camel's {@code JdbcMessageIdRepository.add(id)} (its own transaction, on the
  *       table Camel creates), then the business transaction;
  *   <li>{@code springIntegration}: {@code JdbcMetadataStore.putIfAbsent(id)} on its documented table,
@@ -61,7 +63,7 @@ public class InboxBenchmark {
     /** Duplicates are redeliveries of one of this many most recent messages. */
     static final int DUPLICATE_WINDOW = 100;
 
-    @Param({"bare", "retrysafe", "camel", "springIntegration"})
+    @Param({"bare", "retrysafe", "rabbitmq", "camel", "springIntegration"})
     public String variant;
 
     /** The fraction of deliveries that are redeliveries, 0 to 1. */

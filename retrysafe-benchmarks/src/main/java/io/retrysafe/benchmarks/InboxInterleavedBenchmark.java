@@ -44,7 +44,7 @@ import org.openjdk.jmh.infra.BenchmarkParams;
 public class InboxInterleavedBenchmark {
 
     /** Variants of {@link InboxBenchmark#variant}, separated by {@code +}, taking turns in this order. */
-    @Param({"bare+retrysafe+camel+springIntegration"})
+    @Param({"bare+retrysafe+rabbitmq+camel+springIntegration"})
     public String variants;
 
     /** The fraction of deliveries that are redeliveries, 0 to 1. */
@@ -103,6 +103,7 @@ public class InboxInterleavedBenchmark {
     public static class Deliveries {
         public long bare;
         public long retrysafe;
+        public long rabbitmq;
         public long camel;
         public long springIntegration;
 
@@ -110,6 +111,7 @@ public class InboxInterleavedBenchmark {
         public void clear() {
             bare = 0;
             retrysafe = 0;
+            rabbitmq = 0;
             camel = 0;
             springIntegration = 0;
         }
@@ -118,6 +120,7 @@ public class InboxInterleavedBenchmark {
             switch (variant) {
                 case BARE -> bare++;
                 case RETRYSAFE -> retrysafe++;
+                case RABBITMQ -> rabbitmq++;
                 case CAMEL -> camel++;
                 case SPRING_INTEGRATION -> springIntegration++;
             }

@@ -1,13 +1,19 @@
 package io.retrysafe.benchmarks;
 
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Envelope;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.inbox.Inbox;
 import io.retrysafe.inbox.InboxResult;
+import io.retrysafe.inbox.RetryReason;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.kafka.IdempotentRecordProcessor;
 import io.retrysafe.kafka.MessageIdExtractor;
+import io.retrysafe.rabbitmq.ConfirmedPublisher;
+import io.retrysafe.rabbitmq.RabbitInbox;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -16,6 +22,7 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.ThreadLocalRandom;
@@ -69,6 +76,12 @@ final class InboxWorkload implements AutoCloseable {
          * claim's primary key and then skips.
          */
         RETRYSAFE("retrysafe"),
+        /**
+         * RetrySafe's RabbitMQ adapter on the same inbox: {@link RabbitInbox#process} with an in-memory
+         * AMQP delivery whose {@code message-id} property is the message id. No broker: what it adds to
+         * {@code retrysafe} is the adapter's own work per message (the delivery's mapping, its scope).
+         */
+        RABBITMQ("rabbitmq"),
         /**
          * Camel's {@link JdbcMessageIdRepository} as its Idempotent Consumer EIP uses it by default
          * (eager, {@code removeOnFailure}): {@code add(id)} in a transaction of its own, committed
@@ -163,6 +176,7 @@ final class InboxWorkload implements AutoCloseable {
 
     private final HikariDataSource dataSource;
     private final IdempotentRecordProcessor<String, String> processor;
+    private final RabbitInbox rabbit;
     private final JdbcMessageIdRepository camel;
     private final JdbcMetadataStore metadataStore;
     private final TransactionTemplate springTransaction;
@@ -179,6 +193,17 @@ final class InboxWorkload implements AutoCloseable {
                 .messageIds(MessageIdExtractor.defaultHeader())
                 .maxAttempts(1) // InboxDuplicates injects one failure per message: no in-process retry hides it
                 .deadLetters(deadLetter -> { }) // only InboxDuplicates' injected failures end here
+                .build();
+
+        this.rabbit = RabbitInbox.builder(Inbox.builder(inbox).maxAttempts(1).build(), GROUP,
+                        (delivery, connection, attempt) -> book(connection,
+                                parse(attempt.key().value(), new String(delivery.getBody(), StandardCharsets.UTF_8)),
+                                delivery.getProperties().getHeaders() != null
+                                        && delivery.getProperties().getHeaders().containsKey(FAIL_HEADER)))
+                // No broker here: an injected failure's dead letter is not confirmed, and the result is "retry later".
+                .deadLetters(ConfirmedPublisher.of(() -> {
+                    throw new IllegalStateException("the benchmark has no broker for dead letters");
+                }, Duration.ofSeconds(1)))
                 .build();
 
         // Camel creates its own table (createTableIfNotExists, on start), only the name changed.
@@ -287,6 +312,7 @@ final class InboxWorkload implements AutoCloseable {
         return switch (variant) {
             case BARE -> bare(message, fail);
             case RETRYSAFE -> retrySafe(message, fail);
+            case RABBITMQ -> rabbitMq(message, fail);
             case CAMEL -> camel(message, fail);
             case SPRING_INTEGRATION -> springIntegration(message, fail);
         };
@@ -320,15 +346,27 @@ final class InboxWorkload implements AutoCloseable {
         ConsumerRecord<String, String> record = new ConsumerRecord<>(TOPIC, 0, offsets.getAndIncrement(),
                 ConsumerRecord.NO_TIMESTAMP, TimestampType.NO_TIMESTAMP_TYPE, ConsumerRecord.NULL_SIZE,
                 ConsumerRecord.NULL_SIZE, null, m.json(), headers, Optional.empty());
-        InboxResult result = processor.process(record);
+        return verdict(processor.process(record), m, fail);
+    }
+
+    private Verdict rabbitMq(Message m, boolean fail) {
+        AMQP.BasicProperties properties = new AMQP.BasicProperties.Builder().messageId(m.id())
+                .headers(fail ? Map.of(FAIL_HEADER, true) : null).build();
+        com.rabbitmq.client.Delivery delivery = new com.rabbitmq.client.Delivery(
+                new Envelope(offsets.getAndIncrement(), false, "", TOPIC), properties,
+                m.json().getBytes(StandardCharsets.UTF_8));
+        return verdict(rabbit.process(TOPIC, delivery), m, fail);
+    }
+
+    private static Verdict verdict(InboxResult result, Message m, boolean fail) {
         if (result instanceof InboxResult.Processed) {
             return Verdict.PROCESSED;
         } else if (result instanceof InboxResult.Replayed) {
             return Verdict.SKIPPED;
         } else if (result instanceof InboxResult.DeadLetter && fail) {
             return Verdict.FAILED;
-        } else if (result instanceof InboxResult.RetryLater) {
-            return Verdict.RETRY;
+        } else if (result instanceof InboxResult.RetryLater later) {
+            return fail && later.reason() == RetryReason.DEAD_LETTER_FAILED ? Verdict.FAILED : Verdict.RETRY;
         }
         throw new IllegalStateException("unexpected result for message " + m.id() + ": " + result);
     }
