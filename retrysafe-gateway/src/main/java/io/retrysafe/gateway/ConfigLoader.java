@@ -75,7 +75,8 @@ public final class ConfigLoader {
         YamlSection top = new YamlSection(name, "", root);
         Listen listen = listen(top.section("listen"), top, env);
         Upstream upstream = upstream(top.section("upstream"));
-        Scope scope = scope(top.section("scope"), top, base);
+        YamlSection scopeSection = top.section("scope");
+        Optional<Scope> scope = scopeSection == null ? Optional.empty() : Optional.of(scope(scopeSection, base));
         Store store = store(top.section("store"), top);
         Idempotency idempotency = idempotency(top.section("idempotency"));
         List<YamlSection> routeSections = top.sections("routes");
@@ -85,7 +86,7 @@ public final class ConfigLoader {
         }
         List<Route> routes = new ArrayList<>();
         for (YamlSection r : routeSections) {
-            routes.add(route(r, upstream, idempotency));
+            routes.add(route(r, upstream, idempotency, scope, top, base));
         }
         return new GatewayConfig(listen, upstream, scope, store, idempotency, routes);
     }
@@ -149,11 +150,7 @@ public final class ConfigLoader {
         return uri;
     }
 
-    private static Scope scope(YamlSection s, YamlSection top, Path base) {
-        if (s == null) {
-            throw top.error("scope", "scope is required: name whose intent a key is (basic, jwt or trusted-header); "
-                    + "see docs/gateway.md");
-        }
+    private static Scope scope(YamlSection s, Path base) {
         List<String> given = new ArrayList<>();
         for (String k : List.of("basic", "jwt", "trusted-header")) {
             if (s.has(k)) {
@@ -166,7 +163,7 @@ public final class ConfigLoader {
             s.section("jwt");
             s.section("trusted-header");
             s.done();
-            throw s.error(given.isEmpty() ? "" : given.get(1), "scope must have exactly one of basic, jwt, "
+            throw s.error(given.isEmpty() ? "" : given.get(1), s.path() + " must have exactly one of basic, jwt, "
                     + "trusted-header, but had " + (given.isEmpty() ? "none" : String.join(" and ", given)));
         }
         Scope scope;
@@ -297,7 +294,8 @@ public final class ConfigLoader {
         }
     }
 
-    private static Route route(YamlSection s, Upstream upstream, Idempotency defaults) {
+    private static Route route(YamlSection s, Upstream upstream, Idempotency defaults, Optional<Scope> defaultScope,
+            YamlSection top, Path base) {
         String method = s.requiredString("method");
         String path = s.requiredString("path");
         try {
@@ -339,8 +337,18 @@ public final class ConfigLoader {
         leaseWithinRetention(s, "lease", lease, retention);
         Duration responseTimeout = s.duration("response-timeout", upstream.responseTimeout());
         Set<String> stored = storedHeaders(s, defaults.storedHeaders());
+        YamlSection scopeSection = s.section("scope");
+        Scope scope;
+        if (scopeSection != null) {
+            scope = scope(scopeSection, base);
+        } else if (defaultScope.isPresent()) {
+            scope = defaultScope.get();
+        } else {
+            throw top.error("scope", "scope is required (or one in each route): name whose intent a key is (basic, "
+                    + "jwt or trusted-header); see docs/gateway.md");
+        }
         s.done();
         return new Route(method.toUpperCase(Locale.ROOT), path, target, keyRequired, members, headers, lease,
-                retention, responseTimeout, stored);
+                retention, responseTimeout, stored, scope);
     }
 }

@@ -22,6 +22,7 @@ import java.lang.System.Logger.Level;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.eclipse.jetty.client.HttpClient;
@@ -59,7 +60,13 @@ public final class Gateway implements AutoCloseable {
 
     /** Opens the store, starts the client and the server; on any failure, closes what it had opened. */
     public static Gateway start(GatewayConfig config, Map<String, String> env) throws Exception {
-        ScopeResolver scope = scope(config.scope(), env);
+        // One resolver per source: a users file or a key set is read once, however many routes name it.
+        Map<GatewayConfig.Scope, ScopeResolver> scopes = new HashMap<>();
+        for (Route r : config.routes()) {
+            if (!scopes.containsKey(r.scope())) {
+                scopes.put(r.scope(), scope(r.scope(), env));
+            }
+        }
         Stores.Opened store = Stores.open(config.store(), env);
         HttpClient client = new HttpClient();
         Server server = null;
@@ -89,7 +96,7 @@ public final class Gateway implements AutoCloseable {
                     route.fingerprintHeaders(r.fingerprintHeaders().toArray(String[]::new));
                 }
                 IdempotentRoute built = route.build();
-                HttpIdempotency http = HttpIdempotency.custom().route(built).scope(scope)
+                HttpIdempotency http = HttpIdempotency.custom().route(built).scope(scopes.get(r.scope()))
                         .maxRequestBytes(config.idempotency().maxRequestBytes())
                         .maxResponseBytes(config.idempotency().maxResponseBytes())
                         .replayedHeaders(r.storedHeaders())

@@ -11,8 +11,8 @@ import java.util.Set;
  * The gateway's configuration, as read from its YAML file by {@link ConfigLoader}; immutable. Every key and
  * its default is in {@code docs/gateway.md}.
  */
-public record GatewayConfig(Listen listen, Upstream upstream, Scope scope, Store store, Idempotency idempotency,
-        List<Route> routes) {
+public record GatewayConfig(Listen listen, Upstream upstream, Optional<Scope> scope, Store store,
+        Idempotency idempotency, List<Route> routes) {
 
     public static final int DEFAULT_PORT = 8080;
     public static final Duration DEFAULT_IDLE_TIMEOUT = Duration.ofSeconds(30);
@@ -81,10 +81,10 @@ public record GatewayConfig(Listen listen, Upstream upstream, Scope scope, Store
         }
     }
 
-    /** A protected method and path pattern, where it goes, and its own rules. */
+    /** A protected method and path pattern, where it goes, and its own rules (its scope: its own, or the default). */
     public record Route(String method, String path, URI upstream, boolean keyRequired, List<String> jsonMembers,
             List<String> fingerprintHeaders, Duration lease, Duration retention, Duration responseTimeout,
-            Set<String> storedHeaders) {
+            Set<String> storedHeaders, Scope scope) {
         public Route {
             jsonMembers = List.copyOf(jsonMembers);
             fingerprintHeaders = List.copyOf(fingerprintHeaders);

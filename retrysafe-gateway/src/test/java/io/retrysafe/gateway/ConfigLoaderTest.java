@@ -64,7 +64,7 @@ class ConfigLoaderTest {
         assertThat(c.listen().port()).isEqualTo(GatewayConfig.DEFAULT_PORT);
         assertThat(c.listen().idleTimeout()).isEqualTo(GatewayConfig.DEFAULT_IDLE_TIMEOUT);
         assertThat(c.upstream().connectTimeout()).isEqualTo(GatewayConfig.DEFAULT_CONNECT_TIMEOUT);
-        assertThat(c.scope()).isEqualTo(new HeaderScope("X-Tenant"));
+        assertThat(c.scope()).hasValue(new HeaderScope("X-Tenant"));
         assertThat(c.store().type()).isEqualTo(StoreType.POSTGRESQL);
         assertThat(c.store().createSchema()).isFalse();
         Route route = c.routes().get(0);
@@ -74,6 +74,7 @@ class ConfigLoaderTest {
         assertThat(route.lease()).isEqualTo(Duration.ofSeconds(30));
         assertThat(route.retention()).isEqualTo(Duration.ofHours(24));
         assertThat(route.storedHeaders()).contains("content-type", "location");
+        assertThat(route.scope()).isEqualTo(new HeaderScope("X-Tenant"));
     }
 
     @Test
@@ -101,18 +102,19 @@ class ConfigLoaderTest {
                     retention: 1h
                     response-timeout: 2s
                     stored-headers: [location]
+                    scope: { trusted-header: { name: X-Tenant } }
                 """);
 
         assertThat(c.listen()).isEqualTo(new GatewayConfig.Listen("127.0.0.1", 9090, Duration.ofSeconds(5),
                 Duration.ofMinutes(1)));
         assertThat(c.upstream().url()).hasValue(URI.create("http://up:81/base"));
-        assertThat(c.scope()).isEqualTo(new BasicScope(dir.resolve("users.txt")));
+        assertThat(c.scope()).hasValue(new BasicScope(dir.resolve("users.txt")));
         assertThat(c.store().keyPrefix()).hasValue("gw:");
         assertThat(c.idempotency().storedHeaders()).containsExactlyInAnyOrder("content-type", "etag");
         assertThat(c.idempotency().retention()).isEqualTo(Duration.ofDays(7));
         assertThat(c.routes()).containsExactly(new Route("POST", "/orders/{id}/pay", URI.create("http://other:82"), false,
                 List.of("/amount"), List.of("x-account"), Duration.ofSeconds(5), Duration.ofHours(1),
-                Duration.ofSeconds(2), Set.of("location")));
+                Duration.ofSeconds(2), Set.of("location"), new HeaderScope("X-Tenant")));
     }
 
     @Test
@@ -175,7 +177,12 @@ class ConfigLoaderTest {
         assertThat(two.reason()).contains("but had basic and trusted-header");
 
         ConfigException missing = refusal(without(MINIMAL, "scope"));
-        assertThat(missing.reason()).startsWith("scope is required");
+        assertThat(missing.reason()).startsWith("scope is required (or one in each route)");
+
+        GatewayConfig perRoute = parse(without(MINIMAL, "scope").replace("    path: /payments\n",
+                "    path: /payments\n    scope:\n      trusted-header: { name: X-Caller }\n"));
+        assertThat(perRoute.scope()).isEmpty();
+        assertThat(perRoute.routes().get(0).scope()).isEqualTo(new HeaderScope("X-Caller"));
     }
 
     @Test

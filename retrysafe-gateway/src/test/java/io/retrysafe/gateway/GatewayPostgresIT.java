@@ -68,8 +68,8 @@ class GatewayPostgresIT {
                   idle-timeout: 2s
                 upstream:
                   url: %s
-                  response-timeout: 2s
-                  # Loopback, but a loaded machine may take a while to connect: not what these tests are about.
+                  # Loopback, but a loaded machine may be slow to connect and answer: not what these tests are about.
+                  response-timeout: 60s
                   connect-timeout: 10s
                 scope:
                   basic:
@@ -92,9 +92,14 @@ class GatewayPostgresIT {
                     path: /optional
                     key-required: false
                   - method: POST
+                    path: /tenant-payments
+                    scope:
+                      trusted-header: { name: X-Tenant }
+                  - method: POST
                     path: /burst
-                    # Held at the upstream while 63 duplicates are answered: longer than that takes.
-                    response-timeout: 60s
+                  - method: POST
+                    path: /hanging
+                    response-timeout: 2s
                 """.formatted(upstream.url(), TestStores.postgres(TABLE).indent(2).strip(), closedPort);
         Map<String, String> env = TestStores.postgresEnv();
         gateway = Gateway.start(ConfigLoader.parse("gateway.yaml", yaml, env, dir), env);
@@ -149,6 +154,17 @@ class GatewayPostgresIT {
         assertProblem(client.send(client.post("/payments", basic("mallory", "x"), key, "{\"amount\":100}")), 401,
                 "/problems/unauthenticated");
         assertThat(upstream.calls(key)).isZero();
+    }
+
+    @Test
+    void aRouteMayNameItsCallersItsOwnWay() throws Exception {
+        HttpResponse<String> tenant = client.send(client.post("/tenant-payments", null, key, "{}")
+                .header("X-Tenant", "acme"));
+        HttpResponse<String> basicOnly = client.send(client.post("/tenant-payments", ALICE, key, "{}"));
+
+        assertThat(tenant.statusCode()).isEqualTo(201);
+        assertProblem(basicOnly, 401, "/problems/unauthenticated");
+        assertThat(upstream.calls(key)).isEqualTo(1);
     }
 
     @Test
@@ -260,12 +276,12 @@ class GatewayPostgresIT {
 
     @Test
     void requestSentAndNeverAnsweredIsOutcomeUnknownAndTheKeyStaysInProgress() throws Exception {
-        HttpResponse<String> r = client.send(client.post("/payments?hang", ALICE, key, "{\"amount\":5}"));
+        HttpResponse<String> r = client.send(client.post("/hanging?hang", ALICE, key, "{\"amount\":5}"));
 
         assertProblem(r, 503, "/problems/outcome-unknown");
         assertThat(r.headers().firstValue("Retry-After")).hasValue(Long.toString(LEASE.toSeconds()));
-        assertThat(status("POST /payments", key)).isEqualTo(RecordStatus.IN_PROGRESS);
-        assertProblem(client.send(client.post("/payments?hang", ALICE, key, "{\"amount\":5}")), 409, "/problems/request-in-progress");
+        assertThat(status("POST /hanging", key)).isEqualTo(RecordStatus.IN_PROGRESS);
+        assertProblem(client.send(client.post("/hanging?hang", ALICE, key, "{\"amount\":5}")), 409, "/problems/request-in-progress");
         assertThat(upstream.calls(key)).as("never a second send while the first may run").isEqualTo(1);
     }
 
