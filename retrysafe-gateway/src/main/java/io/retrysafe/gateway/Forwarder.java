@@ -92,8 +92,10 @@ final class Forwarder extends HttpServlet {
             }
         });
         body(request, upstream, attempt != null);
+        // "Sent" from the moment a connection takes the request, before its first byte is written: a failure
+        // after that may have reached the upstream. Connection refused and connect timeouts come before it.
         AtomicBoolean sent = new AtomicBoolean();
-        upstream.onRequestCommit(r -> sent.set(true));
+        upstream.onRequestBegin(r -> sent.set(true));
         InputStreamResponseListener listener = new InputStreamResponseListener();
         upstream.send(listener);
         Response answer;
