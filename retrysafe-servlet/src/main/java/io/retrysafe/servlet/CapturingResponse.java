@@ -1,6 +1,7 @@
 package io.retrysafe.servlet;
 
 import io.retrysafe.StoredResponse;
+import io.retrysafe.http.HttpSemantics;
 import jakarta.servlet.ServletOutputStream;
 import jakarta.servlet.WriteListener;
 import jakarta.servlet.http.HttpServletResponse;
@@ -13,7 +14,6 @@ import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 
@@ -272,8 +272,7 @@ final class CapturingResponse extends HttpServletResponseWrapper {
         Map<String, List<String>> headers = new LinkedHashMap<>();
         HttpServletResponse real = (HttpServletResponse) getResponse();
         for (String name : real.getHeaderNames()) {
-            String lower = name.toLowerCase(Locale.ROOT);
-            if (replayedHeaders.contains(lower) && !HttpIdempotency.FORBIDDEN_HEADERS.contains(lower)) {
+            if (HttpSemantics.isStored(name, replayedHeaders)) {
                 headers.put(name, List.copyOf(real.getHeaders(name)));
             }
         }

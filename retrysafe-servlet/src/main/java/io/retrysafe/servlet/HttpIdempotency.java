@@ -1,13 +1,11 @@
 package io.retrysafe.servlet;
 
 import io.retrysafe.KeyRules;
+import io.retrysafe.http.HttpSemantics;
 import io.retrysafe.internal.Require;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
-import java.util.Locale;
 import java.util.Set;
-import java.util.TreeSet;
 
 /**
  * What the filter protects and how. Immutable; built once.
@@ -23,12 +21,10 @@ public final class HttpIdempotency {
     public static final int DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024;
     public static final int DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
     /** Headers replayed with a stored response unless configured otherwise. */
-    public static final Set<String> DEFAULT_REPLAYED_HEADERS = Set.of("content-type", "content-language", "location",
-            "etag", "last-modified", "cache-control", "link");
+    public static final Set<String> DEFAULT_REPLAYED_HEADERS = HttpSemantics.DEFAULT_REPLAYED_HEADERS;
     /** Never stored, whatever is configured: they carry credentials or per-session state. */
-    public static final Set<String> FORBIDDEN_HEADERS = Set.of("set-cookie", "set-cookie2", "authorization",
-            "proxy-authorization", "www-authenticate", "proxy-authenticate", "cookie");
-    public static final String HEADER = "Idempotency-Key";
+    public static final Set<String> FORBIDDEN_HEADERS = HttpSemantics.FORBIDDEN_HEADERS;
+    public static final String HEADER = HttpSemantics.KEY_HEADER;
     /** A handler's {@code sendError} message is not shown (nor stored) unless the application shows such messages. */
     public static final boolean DEFAULT_INCLUDE_ERROR_MESSAGES = false;
 
@@ -149,16 +145,7 @@ public final class HttpIdempotency {
         /** Response headers stored and replayed (case-insensitive); credentials and cookies are refused. */
         public Builder replayedHeaders(Set<String> names) {
             Require.unset(this.replayedHeaders, "replayedHeaders");
-            Set<String> lower = new TreeSet<>();
-            for (String n : Require.notNull(names, "names")) {
-                String l = n.toLowerCase(Locale.ROOT);
-                if (FORBIDDEN_HEADERS.contains(l)) {
-                    throw new IllegalArgumentException("replayedHeaders must not include credentials or cookies, "
-                            + "but included " + n);
-                }
-                lower.add(l);
-            }
-            this.replayedHeaders = Collections.unmodifiableSet(lower);
+            this.replayedHeaders = HttpSemantics.replayedHeaders(names);
             return this;
         }
 

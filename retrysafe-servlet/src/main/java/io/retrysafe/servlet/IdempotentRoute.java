@@ -1,72 +1,56 @@
 package io.retrysafe.servlet;
 
 import io.retrysafe.OperationPolicy;
-import io.retrysafe.internal.Require;
+import io.retrysafe.http.HttpRoute;
 import jakarta.servlet.http.HttpServletRequest;
 import java.util.List;
-import java.util.Locale;
 import java.util.Optional;
-import java.util.TreeSet;
-import java.util.regex.Pattern;
 
 /**
- * A method and path pattern the filter protects, with its own rules. Patterns match the path
- * inside the application (without the context path), percent-decoded and normalised (no path
- * parameters, dot or empty segments), as the container dispatches it: literal segments,
- * {@code {name}} for one segment, and a final {@code **} for any rest.
+ * A method and path pattern the filter protects, with its own rules: an {@link HttpRoute} (where the
+ * patterns and their matching are described), matched against servlet requests.
  *
  * <pre>{@code
  * IdempotentRoute.of("POST", "/payments").keyRequired(true).jsonMembers("/amount", "/account").build()
  * }</pre>
  */
 public final class IdempotentRoute {
-    // No '*' in a literal: "/a/**/b" or "/files/*.json" would otherwise be taken literally (or "**" as
-    // "any rest" in the middle) and silently protect something other than what was written.
-    private static final Pattern SEGMENT = Pattern.compile("[A-Za-z0-9._~!$&'()+,;=:@%-]+|\\{[A-Za-z0-9_]+\\}");
+    private final HttpRoute route;
 
-    private final String method;
-    private final String pattern;
-    private final String[] segments;
-    private final boolean keyRequired;
-    private final OperationPolicy policy;
-    private final List<String> jsonMembers;
-    private final List<String> fingerprintHeaders;
-
-    private IdempotentRoute(Builder b) {
-        this.method = b.method;
-        this.pattern = b.pattern;
-        this.segments = b.segments;
-        this.keyRequired = b.keyRequired == null || b.keyRequired;
-        this.policy = b.policy;
-        this.jsonMembers = b.jsonMembers == null ? List.of() : b.jsonMembers;
-        this.fingerprintHeaders = b.fingerprintHeaders == null ? List.of() : b.fingerprintHeaders;
+    private IdempotentRoute(HttpRoute route) {
+        this.route = route;
     }
 
     public static Builder of(String method, String pattern) {
-        return new Builder(method, pattern);
+        return new Builder(HttpRoute.of(method, pattern));
+    }
+
+    /** The stack-neutral route this one is. */
+    public HttpRoute route() {
+        return route;
     }
 
     public String method() {
-        return method;
+        return route.method();
     }
 
     public String pattern() {
-        return pattern;
+        return route.pattern();
     }
 
     /** Whether a request without a key is refused ({@code 400}) or passes through unprotected. */
     public boolean keyRequired() {
-        return keyRequired;
+        return route.keyRequired();
     }
 
     /** The route's own policy, or empty for the engine's. */
     public Optional<OperationPolicy> policy() {
-        return Optional.ofNullable(policy);
+        return route.policy();
     }
 
     /** JSON Pointers of the members the fingerprint covers; empty for the whole body. */
     public List<String> jsonMembers() {
-        return jsonMembers;
+        return route.jsonMembers();
     }
 
     /**
@@ -74,7 +58,7 @@ public final class IdempotentRoute {
      * body (an account header, a currency); empty for none.
      */
     public List<String> fingerprintHeaders() {
-        return fingerprintHeaders;
+        return route.fingerprintHeaders();
     }
 
     /** Whether this route protects the request: its method, and its path normalised as the filter matches it. */
@@ -83,83 +67,34 @@ public final class IdempotentRoute {
     }
 
     boolean matches(String requestMethod, String path) {
-        if (!method.equals(requestMethod)) {
-            return false;
-        }
-        String[] parts = path.split("/", -1);
-        int p = 1; // parts[0] is the empty string before the leading '/'
-        for (String segment : segments) {
-            if (segment.equals("**")) {
-                return true;
-            }
-            if (p >= parts.length || parts[p].isEmpty()) {
-                return false;
-            }
-            if (!segment.startsWith("{") && !segment.equals(parts[p])) {
-                return false;
-            }
-            p++;
-        }
-        return p == parts.length || (p == parts.length - 1 && parts[p].isEmpty());
+        return route.matches(requestMethod, path);
     }
 
     @Override
     public String toString() {
-        return method + " " + pattern;
+        return route.toString();
     }
 
     public static final class Builder {
-        private final String method;
-        private final String pattern;
-        private final String[] segments;
-        private Boolean keyRequired;
-        private OperationPolicy policy;
-        private List<String> jsonMembers;
-        private List<String> fingerprintHeaders;
+        private final HttpRoute.Builder route;
 
-        private Builder(String method, String pattern) {
-            Require.notNull(method, "method");
-            Require.notNull(pattern, "pattern");
-            this.method = method.toUpperCase(Locale.ROOT);
-            if (!this.method.matches("[A-Z]+")) {
-                throw new IllegalArgumentException("method must be an HTTP method name, but was \"" + method + "\"");
-            }
-            if (!pattern.startsWith("/")) {
-                throw new IllegalArgumentException("pattern must start with '/', but was \"" + pattern + "\"");
-            }
-            String[] s = pattern.equals("/") ? new String[0] : pattern.substring(1).split("/", -1);
-            for (int i = 0; i < s.length; i++) {
-                boolean last = i == s.length - 1;
-                if (!(last && s[i].equals("**")) && !SEGMENT.matcher(s[i]).matches()) {
-                    throw new IllegalArgumentException("pattern segments must be literal, {name}, or a final **, but "
-                            + "was \"" + pattern + "\"");
-                }
-            }
-            this.pattern = pattern;
-            this.segments = s;
+        private Builder(HttpRoute.Builder route) {
+            this.route = route;
         }
 
         public Builder keyRequired(boolean keyRequired) {
-            Require.unset(this.keyRequired, "keyRequired");
-            this.keyRequired = keyRequired;
+            route.keyRequired(keyRequired);
             return this;
         }
 
         public Builder policy(OperationPolicy policy) {
-            Require.unset(this.policy, "policy");
-            this.policy = Require.notNull(policy, "policy");
+            route.policy(policy);
             return this;
         }
 
         /** Fingerprint only these JSON members (RFC 6901 pointers), so that clients may vary the rest. */
         public Builder jsonMembers(String... pointers) {
-            Require.unset(this.jsonMembers, "jsonMembers");
-            for (String p : pointers) {
-                if (p == null || !(p.isEmpty() || p.startsWith("/"))) {
-                    throw new IllegalArgumentException("a JSON Pointer is empty or starts with '/', but was " + p);
-                }
-            }
-            this.jsonMembers = List.of(pointers);
+            route.jsonMembers(pointers);
             return this;
         }
 
@@ -168,20 +103,12 @@ public final class IdempotentRoute {
          * {@code 422}. Their values count as sent (several field lines in order); an absent header counts too.
          */
         public Builder fingerprintHeaders(String... names) {
-            Require.unset(this.fingerprintHeaders, "fingerprintHeaders");
-            TreeSet<String> lower = new TreeSet<>();
-            for (String n : names) {
-                if (n == null || !n.matches("[A-Za-z0-9!#$%&'*+.^_`|~-]+")) {
-                    throw new IllegalArgumentException("a header name is a token, but was " + n);
-                }
-                lower.add(n.toLowerCase(Locale.ROOT));
-            }
-            this.fingerprintHeaders = List.copyOf(lower);
+            route.fingerprintHeaders(names);
             return this;
         }
 
         public IdempotentRoute build() {
-            return new IdempotentRoute(this);
+            return new IdempotentRoute(route.build());
         }
     }
 }

@@ -1,107 +1,69 @@
 package io.retrysafe.servlet;
 
+import io.retrysafe.http.ProblemType;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 
 /**
- * The RFC 9457 problems the filter answers with. Each {@code type} is stable: clients may branch
- * on it. They are listed, with when each is sent, in {@code docs/http.md}.
+ * The RFC 9457 problems the filter answers with: the {@link ProblemType}s every HTTP stack shares,
+ * written onto a servlet response. Each {@code type} is stable: clients may branch on it. They are
+ * listed, with when each is sent, in {@code docs/http.md}.
  */
 public enum Problem {
-    MISSING_KEY(400, "missing-key", "Idempotency-Key required"),
-    INVALID_KEY(400, "invalid-key", "Invalid Idempotency-Key"),
-    MALFORMED_JSON(400, "malformed-json", "Malformed JSON body"),
-    INCOMPLETE_BODY(400, "incomplete-body", "Request body incomplete"),
-    MALFORMED_FORM(400, "malformed-form", "Malformed form body"),
-    REQUEST_REJECTED(400, "request-rejected", "Request rejected before it was processed"),
-    UNAUTHENTICATED(401, "unauthenticated", "No caller to scope the key to"),
-    IN_PROGRESS(409, "request-in-progress", "A request with this key is in progress"),
-    PRECONDITION_FAILED(412, "stale-version", "The resource has changed"),
-    PAYLOAD_TOO_LARGE(413, "request-too-large", "Request body too large to fingerprint"),
-    KEY_REUSED(422, "key-reused", "Idempotency-Key reused with a different request"),
-    PRECONDITION_REQUIRED(428, "version-required", "If-Match required"),
-    STORED_RESPONSE_UNREADABLE(500, "stored-response-unreadable", "Stored response cannot be read"),
-    ASYNC_HANDLER_REFUSED(500, "async-handler-refused", "Asynchronous handler on a transactional route"),
-    STREAMING_REFUSED(500, "streaming-refused", "Streaming response on an idempotent route"),
-    STORE_UNAVAILABLE(503, "store-unavailable", "Idempotency store unavailable"),
-    OUTCOME_UNKNOWN(503, "outcome-unknown", "Outcome unknown"),
+    MISSING_KEY(ProblemType.MISSING_KEY),
+    INVALID_KEY(ProblemType.INVALID_KEY),
+    MALFORMED_JSON(ProblemType.MALFORMED_JSON),
+    INCOMPLETE_BODY(ProblemType.INCOMPLETE_BODY),
+    MALFORMED_FORM(ProblemType.MALFORMED_FORM),
+    REQUEST_REJECTED(ProblemType.REQUEST_REJECTED),
+    UNAUTHENTICATED(ProblemType.UNAUTHENTICATED),
+    IN_PROGRESS(ProblemType.IN_PROGRESS),
+    PRECONDITION_FAILED(ProblemType.PRECONDITION_FAILED),
+    PAYLOAD_TOO_LARGE(ProblemType.PAYLOAD_TOO_LARGE),
+    KEY_REUSED(ProblemType.KEY_REUSED),
+    PRECONDITION_REQUIRED(ProblemType.PRECONDITION_REQUIRED),
+    STORED_RESPONSE_UNREADABLE(ProblemType.STORED_RESPONSE_UNREADABLE),
+    ASYNC_HANDLER_REFUSED(ProblemType.ASYNC_HANDLER_REFUSED),
+    STREAMING_REFUSED(ProblemType.STREAMING_REFUSED),
+    STORE_UNAVAILABLE(ProblemType.STORE_UNAVAILABLE),
+    OUTCOME_UNKNOWN(ProblemType.OUTCOME_UNKNOWN),
     /** A proxy could not reach the service behind it: the request was not sent, and a retry may be. */
-    UPSTREAM_UNAVAILABLE(503, "upstream-unavailable", "Upstream service unavailable");
+    UPSTREAM_UNAVAILABLE(ProblemType.UPSTREAM_UNAVAILABLE);
 
     /** Where the types live; relative so that a service can serve its own pages for them. */
-    public static final String TYPE_BASE = "/problems/";
-    public static final String CONTENT_TYPE = "application/problem+json";
+    public static final String TYPE_BASE = ProblemType.TYPE_BASE;
+    public static final String CONTENT_TYPE = ProblemType.CONTENT_TYPE;
 
-    private final int status;
-    private final String slug;
-    private final String title;
+    private final ProblemType type;
 
-    Problem(int status, String slug, String title) {
-        this.status = status;
-        this.slug = slug;
-        this.title = title;
+    Problem(ProblemType type) {
+        this.type = type;
     }
 
     public int status() {
-        return status;
+        return type.status();
     }
 
     public String type() {
-        return TYPE_BASE + slug;
+        return type.type();
     }
 
     public String title() {
-        return title;
+        return type.title();
     }
 
     /** The problem document, with {@code extra} appended as already-encoded JSON members (may be empty). */
     public byte[] body(String detail, String extra) {
-        StringBuilder json = new StringBuilder(160).append("{\"type\":\"").append(type()).append("\",\"title\":\"")
-                .append(title).append("\",\"status\":").append(status);
-        if (detail != null) {
-            json.append(",\"detail\":");
-            quote(detail, json);
-        }
-        if (extra != null && !extra.isEmpty()) {
-            json.append(',').append(extra);
-        }
-        return json.append('}').toString().getBytes(StandardCharsets.UTF_8);
+        return type.body(detail, extra);
     }
 
     /** Writes this problem as the whole response; {@code retryAfter} adds {@code Retry-After} in whole seconds. */
     public void send(HttpServletResponse response, String detail, String extra, Duration retryAfter) throws IOException {
-        byte[] body = body(detail, extra);
-        response.setStatus(status);
-        response.setContentType(CONTENT_TYPE);
-        if (retryAfter != null) {
-            long seconds = Math.max(1, (retryAfter.toMillis() + 999) / 1000);
-            response.setHeader("Retry-After", Long.toString(seconds));
-        }
-        response.setContentLength(body.length);
-        response.getOutputStream().write(body);
+        Answers.send(response, type.answer(detail, extra, retryAfter));
     }
 
     static void quote(String s, StringBuilder out) {
-        out.append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '"' -> out.append("\\\"");
-                case '\\' -> out.append("\\\\");
-                case '\n' -> out.append("\\n");
-                case '\r' -> out.append("\\r");
-                case '\t' -> out.append("\\t");
-                default -> {
-                    if (c < 0x20) {
-                        out.append(String.format("\\u%04x", (int) c));
-                    } else {
-                        out.append(c);
-                    }
-                }
-            }
-        }
-        out.append('"');
+        ProblemType.quote(s, out);
     }
 }

@@ -1,13 +1,13 @@
 package io.retrysafe.servlet;
 
 import io.retrysafe.InvalidKeyException;
+import io.retrysafe.http.HttpSemantics;
 import io.retrysafe.internal.Require;
 import io.retrysafe.spi.RetrySafeListener;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.util.Collections;
-import java.util.Locale;
 
 /**
  * The answer to a request on a protected route that was refused before the filter could see it: by a
@@ -59,7 +59,6 @@ public final class RejectedRequests {
     /** The problem for a key that breaks a rule: missing-key or invalid-key; member {@code rule} names the rule. */
     void refuseKey(HttpServletResponse response, InvalidKeyException e) throws IOException {
         listener.onInvalidKey(e);
-        Problem problem = e.rule() == InvalidKeyException.Rule.MISSING ? Problem.MISSING_KEY : Problem.INVALID_KEY;
-        problem.send(response, e.getMessage(), "\"rule\":\"" + e.rule().name().toLowerCase(Locale.ROOT) + "\"", null);
+        Answers.send(response, HttpSemantics.keyRefused(e));
     }
 }

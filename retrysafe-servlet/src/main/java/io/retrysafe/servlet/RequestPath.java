@@ -1,18 +1,9 @@
 package io.retrysafe.servlet;
 
+import io.retrysafe.http.HttpPaths;
 import jakarta.servlet.http.HttpServletRequest;
-import java.io.ByteArrayOutputStream;
-import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
-import java.util.List;
 
-/**
- * The path a request is matched on: inside the application, percent-decoded (UTF-8), without path
- * parameters ({@code ;x}), dot segments or empty segments. Containers and frameworks dispatch
- * {@code /p%61yments}, {@code /payments;x}, {@code /./payments} and {@code //payments} to the handler of
- * {@code /payments}, so each of them must be protected as {@code /payments} is: a route matched on
- * the raw spelling could be walked around by spelling it differently.
- */
+/** The path a servlet request is matched on: {@link HttpPaths#normalise}d, inside the application. */
 final class RequestPath {
     private RequestPath() {
     }
@@ -23,43 +14,8 @@ final class RequestPath {
         return normalise(context != null && uri.startsWith(context) ? uri.substring(context.length()) : uri);
     }
 
-    /** Normalises a raw path (as sent, before decoding); a trailing '/' is kept, as routes may tell it apart. */
+    /** Normalises a raw path (as sent, before decoding), as {@link HttpPaths#normalise} does. */
     static String normalise(String raw) {
-        List<String> segments = new ArrayList<>();
-        String[] parts = raw.split("/", -1);
-        for (String part : parts) {
-            int semicolon = part.indexOf(';');
-            String segment = decode(semicolon < 0 ? part : part.substring(0, semicolon));
-            if (segment.equals("..")) {
-                if (!segments.isEmpty()) {
-                    segments.remove(segments.size() - 1);
-                }
-            } else if (!segment.isEmpty() && !segment.equals(".")) {
-                segments.add(segment);
-            }
-        }
-        String last = parts[parts.length - 1];
-        boolean trailingSlash = !segments.isEmpty() && (last.isEmpty() || last.equals(".") || last.equals(".."));
-        return "/" + String.join("/", segments) + (trailingSlash ? "/" : "");
-    }
-
-    /** {@code %nn} as UTF-8 bytes; a malformed escape is left as it was (the container refuses such a request). */
-    private static String decode(String s) {
-        if (s.indexOf('%') < 0) {
-            return s;
-        }
-        ByteArrayOutputStream out = new ByteArrayOutputStream(s.length());
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            int hi = c == '%' && i + 2 < s.length() ? Character.digit(s.charAt(i + 1), 16) : -1;
-            int lo = hi >= 0 ? Character.digit(s.charAt(i + 2), 16) : -1;
-            if (lo >= 0) {
-                out.write(hi << 4 | lo);
-                i += 2;
-            } else {
-                out.writeBytes(String.valueOf(c).getBytes(StandardCharsets.UTF_8));
-            }
-        }
-        return out.toString(StandardCharsets.UTF_8);
+        return HttpPaths.normalise(raw);
     }
 }

@@ -11,6 +11,8 @@ import io.retrysafe.OutcomeUnknownException;
 import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.StoredResponseUnreadableException;
+import io.retrysafe.http.HttpAnswer;
+import io.retrysafe.http.HttpSemantics;
 import io.retrysafe.internal.Require;
 import io.retrysafe.spi.RetrySafeListener;
 import jakarta.servlet.DispatcherType;
@@ -36,6 +38,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
@@ -63,7 +66,7 @@ import java.util.function.Supplier;
  * requests refused before the filter runs are answered by {@link RejectedRequests}.
  */
 public final class RetrySafeFilter implements Filter {
-    public static final String REPLAYED_HEADER = "Idempotent-Replayed";
+    public static final String REPLAYED_HEADER = HttpSemantics.REPLAYED_HEADER;
     /**
      * Set on a request the filter protects, before its handler runs: {@code Boolean.TRUE} when a handler that goes
      * asynchronous is recorded when it finishes, {@code FALSE} when it is refused (transactional mode). A framework
@@ -78,7 +81,6 @@ public final class RetrySafeFilter implements Filter {
     public static final String ATTEMPT_ATTRIBUTE = RetrySafeFilter.class.getName() + ".attempt";
 
     private static final System.Logger LOG = System.getLogger(RetrySafeFilter.class.getName());
-    private static final Duration STORE_RETRY_AFTER = Duration.ofSeconds(1);
 
     private final HttpIdempotency config;
     private final IdempotentExecutor executor;
@@ -95,8 +97,7 @@ public final class RetrySafeFilter implements Filter {
         this.listener = Require.notNull(listener, "listener");
         this.rejected = new RejectedRequests(config, listener);
         for (IdempotentRoute route : config.routes()) {
-            fingerprinters.put(route, route.jsonMembers().isEmpty() ? Fingerprinter.canonicalJson()
-                    : Fingerprinter.canonicalJson(route.jsonMembers()));
+            fingerprinters.put(route, HttpSemantics.fingerprinter(route.route()));
         }
     }
 
@@ -136,13 +137,12 @@ public final class RetrySafeFilter implements Filter {
         }
         String principal = config.scope().resolve(request);
         if (principal == null) {
-            Problem.UNAUTHENTICATED.send(response, "this route scopes Idempotency-Key to the caller, and the request "
-                    + "has none", null, null);
+            Answers.send(response, HttpSemantics.noCaller());
             return;
         }
         IdempotencyKey key;
         try {
-            key = config.keyRules().key(scope(principal, route), keyValue);
+            key = config.keyRules().key(HttpSemantics.scope(principal, route.route()), keyValue);
         } catch (IllegalArgumentException e) {
             Problem.UNAUTHENTICATED.send(response, "the caller's identity cannot scope a key: " + e.getMessage(), null, null);
             return;
@@ -210,34 +210,22 @@ public final class RetrySafeFilter implements Filter {
     /** The executor threw: the handler's own failure propagates; a failed record or a refused handler is a problem. */
     private void answerFailure(HttpServletRequest request, HttpServletResponse response, IdempotencyKey key,
             Throwable failure) throws IOException, ServletException {
-        if (failure instanceof OutcomeUnknownException e) {
-            // Standalone: the handler ran and its effects are out, but its outcome could not be stored, also
-            // after the engine tried again; or the handler itself does not know its outcome (it passed the
-            // request on, and no answer came), and the key stays in progress until its lease ends. Neither a
-            // response nor a promise that it did not run.
-            LOG.log(Level.WARNING, () -> "key " + key.digest() + ": outcome unknown, answering 503: " + e.getMessage());
+        HttpAnswer problem = HttpSemantics.failure(failure);
+        if (failure instanceof StoreUnavailableException e && !(e instanceof OutcomeUnknownException)
+                && response.isCommitted()) {
+            // The handler ran, but its outcome was not made durable (a failed commit rolled it back). A body
+            // over the bound went out as it was written: too late for a 503; the connection is cut.
+            throw new IOException("key " + key.digest() + ": the response was sent, but its outcome was not "
+                    + "recorded: " + e.getMessage(), e);
+        }
+        if (problem != null) {
+            // Outcome unknown (the handler ran and its outcome could not be stored, or the handler itself does
+            // not know it, and the key stays in progress), not recorded (its held-back response must not reach
+            // the client as a success), or a stored response that cannot be opened (not run again).
+            LOG.log(Level.WARNING, () -> "key " + key.digest() + ": answering " + problem.status() + ": "
+                    + failure.getMessage());
             response.reset();
-            Problem.OUTCOME_UNKNOWN.send(response, "the request may have been processed, but its outcome is not known: "
-                    + "it may have taken effect. A retry with the same key after Retry-After may process it again",
-                    null, e.retryAfter() == null ? STORE_RETRY_AFTER : e.retryAfter());
-        } else if (failure instanceof StoreUnavailableException e) {
-            // The handler ran, but its outcome was not made durable (a failed commit rolled it back):
-            // its held-back response must not reach the client as a success.
-            if (response.isCommitted()) {
-                // A body over the bound went out as it was written: too late for a 503; the connection is cut.
-                throw new IOException("key " + key.digest() + ": the response was sent, but its outcome was not "
-                        + "recorded: " + e.getMessage(), e);
-            }
-            LOG.log(Level.WARNING, () -> "key " + key.digest() + ": outcome not recorded, answering 503: " + e.getMessage());
-            response.reset();
-            Problem.STORE_UNAVAILABLE.send(response, "the request could not be recorded; retry with the same key",
-                    null, e.retryAfter() == null ? STORE_RETRY_AFTER : e.retryAfter());
-        } else if (failure instanceof StoredResponseUnreadableException) {
-            // Completed earlier, but what is stored cannot be opened (a key id no longer configured, a failed
-            // integrity check): neither replayed as it is stored nor run again.
-            response.reset();
-            Problem.STORED_RESPONSE_UNREADABLE.send(response, "this Idempotency-Key's request was processed "
-                    + "earlier, but its stored response cannot be read; it is not processed again", null, null);
+            Answers.send(response, problem);
         } else if (failure instanceof AsyncHandlerRefusedException e) {
             AsyncCapture async = AsyncCapture.of(request);
             if (async != null) {
@@ -257,43 +245,11 @@ public final class RetrySafeFilter implements Filter {
 
     private static void answer(HttpServletResponse response, CapturingResponse capture, Outcome<StoredResponse> outcome)
             throws IOException {
-        if (outcome instanceof Outcome.Executed<StoredResponse> || outcome instanceof Outcome.Unprotected<StoredResponse>) {
+        HttpAnswer refusal = HttpSemantics.refusal(outcome);
+        if (refusal == null) {
             capture.sendHeldBack();
-        } else if (outcome instanceof Outcome.Replayed<StoredResponse> replayed) {
-            replay(response, replayed.value());
-        } else if (outcome instanceof Outcome.InProgress<StoredResponse> inProgress) {
-            Problem.IN_PROGRESS.send(response, "a request with this Idempotency-Key is still being processed; retry "
-                    + "after the time in Retry-After", null, inProgress.retryAfter());
-        } else if (outcome instanceof Outcome.FingerprintMismatch<StoredResponse>) {
-            Problem.KEY_REUSED.send(response, "this Idempotency-Key was already used with a different request; "
-                    + "use a new key for a new intent", null, null);
-        } else if (outcome instanceof Outcome.StoreUnavailable<StoredResponse> unavailable) {
-            Problem.STORE_UNAVAILABLE.send(response, "the idempotency store is unavailable; the request was not "
-                    + "processed", null, unavailable.retryAfter());
-        }
-    }
-
-    /** The operation: the route's pattern, not the concrete path, so one key is one intent on one kind of resource. */
-    private static String scope(String principal, IdempotentRoute route) {
-        return principal + "|" + route.method() + " " + route.pattern();
-    }
-
-    private static void replay(HttpServletResponse response, StoredResponse stored) throws IOException {
-        response.setStatus(stored.status());
-        stored.headers().forEach((name, values) -> {
-            for (int i = 0; i < values.size(); i++) {
-                if (i == 0) {
-                    response.setHeader(name, values.get(i));
-                } else {
-                    response.addHeader(name, values.get(i));
-                }
-            }
-        });
-        response.setHeader(REPLAYED_HEADER, "true");
-        byte[] body = stored.body();
-        if (body.length > 0) {
-            response.setContentLength(body.length);
-            response.getOutputStream().write(body);
+        } else {
+            Answers.send(response, refusal);
         }
     }
 
@@ -314,8 +270,6 @@ public final class RetrySafeFilter implements Filter {
         }
         String contentType = request.getContentType();
         // The normalised path: the same request spelled /p%61yments or /payments;x is the same intent.
-        String target = withHeaders(path + (request.getQueryString() == null ? "" : "?" + request.getQueryString()),
-                request, route.fingerprintHeaders());
         Fingerprinter fingerprinter = fingerprinters.get(route);
         if (contentType != null && contentType.toLowerCase(Locale.ROOT).startsWith("application/x-www-form-urlencoded")) {
             // The container parses form bodies itself from the stream: fingerprint the parsed form
@@ -340,15 +294,15 @@ public final class RetrySafeFilter implements Filter {
                 return FingerprintedRequest.refused(Problem.PAYLOAD_TOO_LARGE,
                         "the body must have at most " + max + " bytes");
             }
-            return new FingerprintedRequest(request, fingerprinter.fingerprint(request.getMethod(), target, contentType,
-                    formBytes(form)), null, null);
+            return new FingerprintedRequest(request, HttpSemantics.fingerprint(fingerprinter, request.getMethod(), path,
+                    request.getQueryString(), route.fingerprintHeaders(), headerValues(request), contentType, formBytes(form)), null, null);
         }
         if (MultipartBody.isMultipart(contentType)) {
             MultipartBody.Read read = MultipartBody.read(request, max);
             if (read instanceof MultipartBody.Parts parts) {
                 // The container keeps the parts for the handler; the boundary is left out of the content type.
-                return new FingerprintedRequest(request, fingerprinter.fingerprint(request.getMethod(), target,
-                        MultipartBody.MEDIA_TYPE, parts.canonical()), null, null);
+                return new FingerprintedRequest(request, HttpSemantics.fingerprint(fingerprinter, request.getMethod(),
+                        path, request.getQueryString(), route.fingerprintHeaders(), headerValues(request), MultipartBody.MEDIA_TYPE, parts.canonical()), null, null);
             } else if (read instanceof MultipartBody.TooLarge) {
                 return FingerprintedRequest.refused(Problem.PAYLOAD_TOO_LARGE, "the multipart body must have at most "
                         + max + " bytes, and stay within the server's limits for parts");
@@ -372,29 +326,17 @@ public final class RetrySafeFilter implements Filter {
         }
         try {
             return new FingerprintedRequest(new BufferedRequest(request, body),
-                    fingerprinter.fingerprint(request.getMethod(), target, contentType, body), null, null);
+                    HttpSemantics.fingerprint(fingerprinter, request.getMethod(), path, request.getQueryString(), route.fingerprintHeaders(), headerValues(request),
+                            contentType, body), null, null);
         } catch (MalformedJsonException e) {
             return FingerprintedRequest.refused(Problem.MALFORMED_JSON, e.getMessage());
         }
     }
 
-    /**
-     * The route's fingerprinted headers after the target, each value length-prefixed so that no path, query or value
-     * can spell another request's; the target alone when the route fingerprints no header.
-     */
-    private static String withHeaders(String target, HttpServletRequest request, List<String> headers) {
-        if (headers.isEmpty()) {
-            return target;
-        }
-        StringBuilder out = new StringBuilder().append(target.length()).append(':').append(target);
-        for (String name : headers) {
-            List<String> values = Collections.list(request.getHeaders(name));
-            out.append('\n').append(name).append('=').append(values.size());
-            for (String v : values) {
-                out.append(',').append(v.length()).append(':').append(v);
-            }
-        }
-        return out.toString();
+
+    /** A request header's field values in order, for the route's fingerprinted headers. */
+    private static Function<String, List<String>> headerValues(HttpServletRequest request) {
+        return name -> Collections.list(request.getHeaders(name));
     }
 
     /** No declared charset is the container's default; a declared one must be known to this JVM. */

@@ -1,0 +1,186 @@
+package io.retrysafe.http;
+
+import io.retrysafe.Fingerprint;
+import io.retrysafe.Fingerprinter;
+import io.retrysafe.InvalidKeyException;
+import io.retrysafe.Outcome;
+import io.retrysafe.OutcomeUnknownException;
+import io.retrysafe.StoreUnavailableException;
+import io.retrysafe.StoredResponse;
+import io.retrysafe.StoredResponseUnreadableException;
+import io.retrysafe.internal.Require;
+import java.time.Duration;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.function.Function;
+
+/**
+ * The Idempotency-Key decisions that do not depend on the HTTP stack: the header names, which
+ * problem a refused key or request gets, the fingerprint of a request, which response headers are
+ * stored, how a stored response is replayed, and what each refusing outcome or failure of the engine
+ * answers. The servlet filter and the WebFlux filter both answer through these, so that a client sees
+ * the same answers from either.
+ */
+public final class HttpSemantics {
+    public static final String KEY_HEADER = "Idempotency-Key";
+    public static final String REPLAYED_HEADER = "Idempotent-Replayed";
+    public static final String RETRY_AFTER = "Retry-After";
+    /** Headers replayed with a stored response unless configured otherwise. */
+    public static final Set<String> DEFAULT_REPLAYED_HEADERS = Set.of("content-type", "content-language", "location",
+            "etag", "last-modified", "cache-control", "link");
+    /** Never stored, whatever is configured: they carry credentials or per-session state. */
+    public static final Set<String> FORBIDDEN_HEADERS = Set.of("set-cookie", "set-cookie2", "authorization",
+            "proxy-authorization", "www-authenticate", "proxy-authenticate", "cookie");
+    /** The pause a client is told when the store failed and the engine named none. */
+    public static final Duration STORE_RETRY_AFTER = Duration.ofSeconds(1);
+
+    private HttpSemantics() {
+    }
+
+    /** {@code names} in lower case, refused if they include credentials or cookies. */
+    public static Set<String> replayedHeaders(Set<String> names) {
+        Set<String> lower = new TreeSet<>();
+        for (String n : Require.notNull(names, "names")) {
+            String l = n.toLowerCase(Locale.ROOT);
+            if (FORBIDDEN_HEADERS.contains(l)) {
+                throw new IllegalArgumentException("replayedHeaders must not include credentials or cookies, "
+                        + "but included " + n);
+            }
+            lower.add(l);
+        }
+        return Collections.unmodifiableSet(lower);
+    }
+
+    /** Whether a response header of this name is stored with the response: allowed, and never a credential. */
+    public static boolean isStored(String name, Set<String> replayedHeaders) {
+        String lower = name.toLowerCase(Locale.ROOT);
+        return replayedHeaders.contains(lower) && !FORBIDDEN_HEADERS.contains(lower);
+    }
+
+    /** The problem for a key that breaks a rule: missing-key or invalid-key; member {@code rule} names the rule. */
+    public static HttpAnswer keyRefused(InvalidKeyException e) {
+        ProblemType problem = e.rule() == InvalidKeyException.Rule.MISSING ? ProblemType.MISSING_KEY
+                : ProblemType.INVALID_KEY;
+        return problem.answer(e.getMessage(), keyRuleMember(e), null);
+    }
+
+    /** The {@code rule} member of a key refusal, as encoded JSON. */
+    public static String keyRuleMember(InvalidKeyException e) {
+        return "\"rule\":\"" + e.rule().name().toLowerCase(Locale.ROOT) + "\"";
+    }
+
+    /** The scope of a key: the caller's, on one route, so one key is one intent on one kind of resource. */
+    public static String scope(String principal, HttpRoute route) {
+        return principal + "|" + route.method() + " " + route.pattern();
+    }
+
+    /** A request refused before it runs: no caller to scope its key to. */
+    public static HttpAnswer noCaller() {
+        return ProblemType.UNAUTHENTICATED.answer("this route scopes Idempotency-Key to the caller, and the request "
+                + "has none", null, null);
+    }
+
+    /** A request refused before it runs: its body is over the bound ({@code declared} negative when unknown). */
+    public static HttpAnswer tooLarge(int max, long declared) {
+        return ProblemType.PAYLOAD_TOO_LARGE.answer("the body must have at most " + max + " bytes"
+                + (declared > max ? ", but had " + declared : ""), null, null);
+    }
+
+    /** The fingerprinter of a route: its JSON members, or the whole body, canonical when it is JSON. */
+    public static Fingerprinter fingerprinter(HttpRoute route) {
+        return route.jsonMembers().isEmpty() ? Fingerprinter.canonicalJson()
+                : Fingerprinter.canonicalJson(route.jsonMembers());
+    }
+
+    /**
+     * The fingerprint of a request: its method, its normalised path with the query, its content type and
+     * body. {@code target} is the path the route matched, so the same request spelled otherwise is the same.
+     *
+     * @throws io.retrysafe.MalformedJsonException if the body is JSON and cannot be parsed
+     */
+    public static Fingerprint fingerprint(Fingerprinter fingerprinter, String method, String path, String query,
+            String contentType, byte[] body) {
+        return fingerprint(fingerprinter, method, path, query, List.of(), name -> List.of(), contentType, body);
+    }
+
+    /**
+     * The same, with the values of the route's {@linkplain HttpRoute#fingerprintHeaders() fingerprinted headers}
+     * ({@code headerValues} gives a header's field values in order, empty when absent).
+     *
+     * @throws io.retrysafe.MalformedJsonException if the body is JSON and cannot be parsed
+     */
+    public static Fingerprint fingerprint(Fingerprinter fingerprinter, String method, String path, String query,
+            List<String> headers, Function<String, List<String>> headerValues, String contentType, byte[] body) {
+        String target = withHeaders(path + (query == null ? "" : "?" + query), headers, headerValues);
+        return fingerprinter.fingerprint(method, target, contentType, body);
+    }
+
+    /**
+     * The route's fingerprinted headers after the target, each value length-prefixed so that no path, query or value
+     * can spell another request's; the target alone when the route fingerprints no header.
+     */
+    private static String withHeaders(String target, List<String> headers,
+            Function<String, List<String>> headerValues) {
+        if (headers.isEmpty()) {
+            return target;
+        }
+        StringBuilder out = new StringBuilder().append(target.length()).append(':').append(target);
+        for (String name : headers) {
+            List<String> values = headerValues.apply(name);
+            out.append('\n').append(name).append('=').append(values.size());
+            for (String v : values) {
+                out.append(',').append(v.length()).append(':').append(v);
+            }
+        }
+        return out.toString();
+    }
+
+    /** The answer to an outcome that did not run the handler here, or null for one that did (executed, unprotected). */
+    public static HttpAnswer refusal(Outcome<StoredResponse> outcome) {
+        if (outcome instanceof Outcome.Replayed<StoredResponse> replayed) {
+            return replay(replayed.value());
+        } else if (outcome instanceof Outcome.InProgress<StoredResponse> inProgress) {
+            return ProblemType.IN_PROGRESS.answer("a request with this Idempotency-Key is still being processed; "
+                    + "retry after the time in Retry-After", null, inProgress.retryAfter());
+        } else if (outcome instanceof Outcome.FingerprintMismatch<StoredResponse>) {
+            return ProblemType.KEY_REUSED.answer("this Idempotency-Key was already used with a different request; "
+                    + "use a new key for a new intent", null, null);
+        } else if (outcome instanceof Outcome.StoreUnavailable<StoredResponse> unavailable) {
+            return ProblemType.STORE_UNAVAILABLE.answer("the idempotency store is unavailable; the request was not "
+                    + "processed", null, unavailable.retryAfter());
+        }
+        return null;
+    }
+
+    /** A stored response as a replay: its status, headers and body, with {@code Idempotent-Replayed: true}. */
+    public static HttpAnswer replay(StoredResponse stored) {
+        Map<String, List<String>> headers = new LinkedHashMap<>(stored.headers());
+        headers.put(REPLAYED_HEADER, List.of("true"));
+        return new HttpAnswer(stored.status(), headers, stored.body());
+    }
+
+    /**
+     * The answer to the engine's failure after the handler ran or a replay was refused, or null when the
+     * failure is the handler's own and propagates: outcome unknown, the outcome not recorded, a stored
+     * response that cannot be opened.
+     */
+    public static HttpAnswer failure(Throwable failure) {
+        if (failure instanceof OutcomeUnknownException e) {
+            return ProblemType.OUTCOME_UNKNOWN.answer("the request may have been processed, but its outcome is not "
+                    + "known: it may have taken effect. A retry with the same key after Retry-After may process it "
+                    + "again", null, e.retryAfter() == null ? STORE_RETRY_AFTER : e.retryAfter());
+        } else if (failure instanceof StoreUnavailableException e) {
+            return ProblemType.STORE_UNAVAILABLE.answer("the request could not be recorded; retry with the same key",
+                    null, e.retryAfter() == null ? STORE_RETRY_AFTER : e.retryAfter());
+        } else if (failure instanceof StoredResponseUnreadableException) {
+            return ProblemType.STORED_RESPONSE_UNREADABLE.answer("this Idempotency-Key's request was processed "
+                    + "earlier, but its stored response cannot be read; it is not processed again", null, null);
+        }
+        return null;
+    }
+}
