@@ -1,0 +1,233 @@
+package io.retrysafe.webflux;
+
+import io.retrysafe.AsyncRetrySafe;
+import io.retrysafe.Fingerprint;
+import io.retrysafe.Fingerprinter;
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.InvalidKeyException;
+import io.retrysafe.MalformedJsonException;
+import io.retrysafe.OperationFailedException;
+import io.retrysafe.Outcome;
+import io.retrysafe.ResponseCodec;
+import io.retrysafe.StoredResponse;
+import io.retrysafe.http.HttpAnswer;
+import io.retrysafe.http.HttpPaths;
+import io.retrysafe.http.HttpRoute;
+import io.retrysafe.http.HttpSemantics;
+import io.retrysafe.http.ProblemType;
+import io.retrysafe.internal.Require;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import org.springframework.core.io.buffer.DataBuffer;
+import org.springframework.core.io.buffer.DataBufferLimitException;
+import org.springframework.core.io.buffer.DataBufferUtils;
+import org.springframework.core.io.buffer.DefaultDataBufferFactory;
+import org.springframework.http.HttpStatusCode;
+import org.springframework.http.server.reactive.ServerHttpRequest;
+import org.springframework.http.server.reactive.ServerHttpRequestDecorator;
+import org.springframework.http.server.reactive.ServerHttpResponse;
+import org.springframework.web.server.ServerWebExchange;
+import org.springframework.web.server.WebFilter;
+import org.springframework.web.server.WebFilterChain;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * The servlet filter's Idempotency-Key semantics for Spring WebFlux, on the non-blocking engine: the
+ * same problems (RFC 9457), headers ({@code Idempotent-Replayed}, {@code Retry-After}), scopes, routes,
+ * fingerprint and limits, decided by {@link HttpSemantics}. The request body is read, up to
+ * {@code maxRequestBytes}, before the handler runs; the handler's response is held back, up to
+ * {@code maxResponseBytes}, until its outcome is stored, then sent. No thread waits for the store.
+ *
+ * <p>An exchange cancelled while its handler runs (the client went away) stores nothing: the
+ * handler's subscription is cancelled and the key released, so a retry runs it again.
+ */
+public final class RetrySafeWebFilter implements WebFilter {
+    private final WebFluxIdempotency config;
+    private final AsyncRetrySafe engine;
+    private final Map<HttpRoute, Fingerprinter> fingerprinters = new IdentityHashMap<>();
+
+    public RetrySafeWebFilter(WebFluxIdempotency config, AsyncRetrySafe engine) {
+        this.config = Require.notNull(config, "config");
+        this.engine = Require.notNull(engine, "engine");
+        for (HttpRoute route : config.routes()) {
+            fingerprinters.put(route, HttpSemantics.fingerprinter(route));
+        }
+    }
+
+    @Override
+    public Mono<Void> filter(ServerWebExchange exchange, WebFilterChain chain) {
+        ServerHttpRequest request = exchange.getRequest();
+        String path = HttpPaths.normalise(request.getPath().pathWithinApplication().value());
+        HttpRoute route = config.route(request.getMethod().name(), path);
+        if (route == null) {
+            return chain.filter(exchange);
+        }
+        List<String> keyHeaders = request.getHeaders().getOrEmpty(HttpSemantics.KEY_HEADER);
+        if (keyHeaders.isEmpty() && !route.keyRequired()) {
+            return chain.filter(exchange);
+        }
+        String keyValue;
+        try {
+            keyValue = config.keyRules().parseHeader(keyHeaders);
+        } catch (InvalidKeyException e) {
+            engine.listener().onInvalidKey(e);
+            return send(exchange.getResponse(), HttpSemantics.keyRefused(e));
+        }
+        return config.scope().resolve(exchange)
+                .map(principal -> {
+                    try {
+                        return config.keyRules().key(HttpSemantics.scope(principal, route), keyValue);
+                    } catch (IllegalArgumentException e) {
+                        throw new CallerCannotScope(e);
+                    }
+                })
+                .flatMap(key -> protect(exchange, chain, route, path, key))
+                .onErrorResume(CallerCannotScope.class, e -> send(exchange.getResponse(),
+                        ProblemType.UNAUTHENTICATED.answer("the caller's identity cannot scope a key: "
+                                + e.getCause().getMessage(), null, null)).then(Mono.just(true)))
+                .switchIfEmpty(Mono.defer(() -> send(exchange.getResponse(), HttpSemantics.noCaller())
+                        .then(Mono.just(true))))
+                .then();
+    }
+
+    private Mono<Boolean> protect(ServerWebExchange exchange, WebFilterChain chain, HttpRoute route, String path,
+            IdempotencyKey key) {
+        ServerHttpRequest request = exchange.getRequest();
+        int max = config.maxRequestBytes();
+        long declared = request.getHeaders().getContentLength();
+        if (declared > max) {
+            return send(exchange.getResponse(), HttpSemantics.tooLarge(max, declared)).thenReturn(true);
+        }
+        // Read before the handler, never more than the bound: a longer body is refused as it passes it.
+        return DataBufferUtils.join(request.getBody(), max)
+                .map(buffer -> Optional.of(HeldBackBody.bytes(buffer)))
+                .defaultIfEmpty(Optional.of(new byte[0]))
+                .onErrorResume(DataBufferLimitException.class, e -> Mono.just(Optional.empty()))
+                .flatMap(body -> body.isEmpty() ? send(exchange.getResponse(), HttpSemantics.tooLarge(max, -1))
+                        : run(exchange, chain, route, path, key, body.get()))
+                .thenReturn(true);
+    }
+
+    private Mono<Void> run(ServerWebExchange exchange, WebFilterChain chain, HttpRoute route, String path,
+            IdempotencyKey key, byte[] body) {
+        ServerHttpRequest request = exchange.getRequest();
+        Fingerprint fingerprint;
+        try {
+            fingerprint = HttpSemantics.fingerprint(fingerprinters.get(route), request.getMethod().name(), path,
+                    request.getURI().getRawQuery(), request.getHeaders().getFirst("Content-Type"), body);
+        } catch (MalformedJsonException e) {
+            return send(exchange.getResponse(), ProblemType.MALFORMED_JSON.answer(e.getMessage(), null, null));
+        }
+        HeldBackResponse held = new HeldBackResponse(exchange.getResponse(), config.maxResponseBytes());
+        ServerWebExchange handled = exchange.mutate().request(new HeldBackBody(request, body)).response(held).build();
+        Handler handler = new Handler(chain.filter(handled)
+                .then(Mono.fromSupplier(() -> held.toStored(config.replayedHeaders()))));
+        CompletableFuture<Outcome<StoredResponse>> outcome = route.policy().map(engine::with).orElse(engine)
+                .execute(key, fingerprint, ResponseCodec.identity(), attempt -> handler.start())
+                .toCompletableFuture();
+        return Mono.fromFuture(outcome, true)
+                .flatMap(done -> {
+                    HttpAnswer refusal = HttpSemantics.refusal(done);
+                    return refusal == null ? held.send() : send(exchange.getResponse(), refusal);
+                })
+                .onErrorResume(failure -> answerFailure(exchange.getResponse(), failure))
+                .doOnCancel(handler::cancel);
+    }
+
+    /**
+     * The handler's work as a future whose cancellation cancels its subscription: the engine then sees
+     * the attempt fail and releases the key. Cancelled before it starts, it does not start.
+     */
+    private static final class Handler {
+        private final Mono<StoredResponse> work;
+        private CompletableFuture<StoredResponse> running;
+        private boolean cancelled;
+
+        Handler(Mono<StoredResponse> work) {
+            this.work = work;
+        }
+
+        synchronized CompletableFuture<StoredResponse> start() {
+            running = cancelled ? CompletableFuture.failedFuture(new CancellationException("the exchange was "
+                    + "cancelled before its handler ran")) : work.toFuture();
+            return running;
+        }
+
+        synchronized void cancel() {
+            cancelled = true;
+            if (running != null) {
+                running.cancel(true);
+            }
+        }
+    }
+
+    /** The engine failed the call: its problem, or, for the handler's own failure, that failure again. */
+    private static Mono<Void> answerFailure(ServerHttpResponse response, Throwable failure) {
+        Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause()
+                : failure;
+        if (cause instanceof HeldBackResponse.ResponseTooLargeException e) {
+            return reset(response).then(send(response, ProblemType.STREAMING_REFUSED.answer(e.getMessage()
+                    + "; it was not sent, and the key was released", null, null)));
+        }
+        HttpAnswer problem = HttpSemantics.failure(cause);
+        if (problem != null) {
+            return reset(response).then(send(response, problem));
+        }
+        return Mono.error(cause instanceof OperationFailedException e ? e.getCause() : cause);
+    }
+
+    /** What the handler set on the response is not part of a problem sent instead. */
+    private static Mono<Void> reset(ServerHttpResponse response) {
+        response.getHeaders().clear();
+        return Mono.empty();
+    }
+
+    private static Mono<Void> send(ServerHttpResponse response, HttpAnswer answer) {
+        response.setStatusCode(HttpStatusCode.valueOf(answer.status()));
+        answer.headers().forEach((name, values) -> response.getHeaders().put(name, values));
+        byte[] body = answer.body();
+        response.getHeaders().setContentLength(body.length);
+        return body.length == 0 ? response.setComplete()
+                : response.writeWith(Mono.fromSupplier(() -> response.bufferFactory().wrap(body)));
+    }
+
+    /** The request with its body already read: the handler reads the same bytes again. */
+    private static final class HeldBackBody extends ServerHttpRequestDecorator {
+        private final byte[] body;
+
+        HeldBackBody(ServerHttpRequest delegate, byte[] body) {
+            super(delegate);
+            this.body = body;
+        }
+
+        static byte[] bytes(DataBuffer buffer) {
+            try {
+                byte[] bytes = new byte[buffer.readableByteCount()];
+                buffer.read(bytes);
+                return bytes;
+            } finally {
+                DataBufferUtils.release(buffer);
+            }
+        }
+
+        @Override
+        public Flux<DataBuffer> getBody() {
+            return Flux.defer(() -> Flux.just(DefaultDataBufferFactory.sharedInstance.wrap(body)));
+        }
+    }
+
+    /** The caller's identity is not one a key can be scoped to. */
+    private static final class CallerCannotScope extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        CallerCannotScope(IllegalArgumentException cause) {
+            super(cause);
+        }
+    }
+}

@@ -1,0 +1,327 @@
+package io.retrysafe.webflux;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static java.util.concurrent.TimeUnit.SECONDS;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.retrysafe.AsyncRetrySafe;
+import io.retrysafe.InMemoryIdempotencyStore;
+import io.retrysafe.OperationPolicy;
+import io.retrysafe.http.HttpRoute;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.security.Principal;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.server.reactive.HttpHandler;
+import org.springframework.http.server.reactive.ReactorHttpHandlerAdapter;
+import org.springframework.web.reactive.function.server.HandlerStrategies;
+import org.springframework.web.reactive.function.server.RouterFunction;
+import org.springframework.web.reactive.function.server.RouterFunctions;
+import org.springframework.web.reactive.function.server.ServerResponse;
+import org.springframework.web.server.WebFilter;
+import reactor.core.publisher.Mono;
+import reactor.netty.DisposableServer;
+import reactor.netty.http.server.HttpServer;
+
+/**
+ * The WebFlux filter on a real Reactor Netty server on a random port, asked by a real HTTP client: the
+ * servlet filter's answers (400, replay, 422, 409, 413, 401), one run for many concurrent duplicates,
+ * a cancelled exchange that stores nothing, and keys scoped per caller.
+ */
+class RetrySafeWebFilterIT {
+    private static final int MAX_REQUEST_BYTES = 1024;
+    private static final int MAX_RESPONSE_BYTES = 4096;
+    private static final Duration BOUND = Duration.ofSeconds(30);
+    /** Runs of the payment handler, per test id. */
+    private static final Map<String, AtomicInteger> RUNS = new ConcurrentHashMap<>();
+    /** A slow payment waits for its test to release it; its start is counted down first. */
+    private static final Map<String, CompletableFuture<Void>> RELEASE = new ConcurrentHashMap<>();
+    private static final Map<String, CountDownLatch> STARTED = new ConcurrentHashMap<>();
+    /** Slow payments whose subscription was cancelled (the client went away). */
+    private static final Map<String, CountDownLatch> CANCELLED = new ConcurrentHashMap<>();
+
+    private static DisposableServer server;
+    private static HttpClient http;
+
+    private String testId;
+    private String key;
+
+    @BeforeAll
+    static void start() {
+        AsyncRetrySafe engine = AsyncRetrySafe.builder(new InMemoryIdempotencyStore().async()).name("webflux-it")
+                .build();
+        WebFluxIdempotency config = WebFluxIdempotency.custom()
+                .route(HttpRoute.of("POST", "/payments").build())
+                .route(HttpRoute.of("POST", "/waiting/payments")
+                        .policy(OperationPolicy.custom().waitForResult(BOUND).build()).build())
+                .route(HttpRoute.of("POST", "/slow").build())
+                .route(HttpRoute.of("POST", "/optional").keyRequired(false).build())
+                .scope(ReactiveScopeResolver.principal())
+                .maxRequestBytes(MAX_REQUEST_BYTES)
+                .maxResponseBytes(MAX_RESPONSE_BYTES)
+                .build();
+        RouterFunction<ServerResponse> routes = RouterFunctions.route()
+                .POST("/payments", RetrySafeWebFilterIT::pay)
+                .POST("/waiting/payments", RetrySafeWebFilterIT::pay)
+                .POST("/optional", RetrySafeWebFilterIT::pay)
+                .POST("/slow", request -> {
+                    String id = request.headers().firstHeader("X-Test");
+                    STARTED.computeIfAbsent(id, i -> new CountDownLatch(1)).countDown();
+                    RUNS.computeIfAbsent(id, i -> new AtomicInteger()).incrementAndGet();
+                    return Mono.fromFuture(RELEASE.computeIfAbsent(id, i -> new CompletableFuture<>()), true)
+                            .doOnCancel(() -> CANCELLED.computeIfAbsent(id, i -> new CountDownLatch(1)).countDown())
+                            .then(ServerResponse.status(HttpStatus.CREATED).bodyValue("slow done"));
+                })
+                .build();
+        // Stands in for Spring Security: the caller named by X-User is the exchange's principal.
+        WebFilter authentication = (exchange, chain) -> {
+            String user = exchange.getRequest().getHeaders().getFirst("X-User");
+            Principal principal = () -> user;
+            return chain.filter(user == null ? exchange : exchange.mutate().principal(Mono.just(principal)).build());
+        };
+        HttpHandler handler = RouterFunctions.toHttpHandler(routes, HandlerStrategies.builder()
+                .webFilter(authentication).webFilter(new RetrySafeWebFilter(config, engine)).build());
+        server = HttpServer.create().host("127.0.0.1").port(0).handle(new ReactorHttpHandlerAdapter(handler))
+                .bindNow();
+        http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(10))
+                .build();
+    }
+
+    @AfterAll
+    static void stop() {
+        RELEASE.values().forEach(f -> f.complete(null));
+        if (server != null) {
+            server.disposeNow();
+        }
+    }
+
+    @BeforeEach
+    void newIds() {
+        testId = UUID.randomUUID().toString();
+        key = "key-" + testId;
+    }
+
+    private static Mono<ServerResponse> pay(org.springframework.web.reactive.function.server.ServerRequest request) {
+        String id = request.headers().firstHeader("X-Test");
+        return request.bodyToMono(String.class).defaultIfEmpty("").flatMap(body -> {
+            int run = RUNS.computeIfAbsent(id, i -> new AtomicInteger()).incrementAndGet();
+            String receipt = "{\"payment\":\"" + UUID.randomUUID() + "\",\"run\":" + run + ",\"bytes\":"
+                    + body.length() + "}";
+            return ServerResponse.status(HttpStatus.CREATED).header("Location", "/payments/" + run)
+                    .header("Set-Cookie", "session=secret").header("Content-Type", "application/json")
+                    .bodyValue(receipt);
+        });
+    }
+
+    private int runs() {
+        return RUNS.computeIfAbsent(testId, i -> new AtomicInteger()).get();
+    }
+
+    private HttpRequest.Builder post(String path, String body) {
+        return HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path)).timeout(BOUND)
+                .header("X-Test", testId).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body));
+    }
+
+    private HttpResponse<String> send(HttpRequest.Builder request) throws Exception {
+        return http.send(request.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private HttpResponse<String> pay(String user, String body) throws Exception {
+        return send(post("/payments", body).header("X-User", user).header("Idempotency-Key", key));
+    }
+
+    @Test
+    void aMissingKeyIsRefusedWith400AndTheHandlerDoesNotRun() throws Exception {
+        HttpResponse<String> response = send(post("/payments", "{}").header("X-User", "alice"));
+
+        assertThat(response.statusCode()).isEqualTo(400);
+        assertThat(response.headers().firstValue("Content-Type")).hasValue("application/problem+json");
+        assertThat(response.body()).contains("\"type\":\"/problems/missing-key\"").contains("\"rule\":\"missing\"");
+        assertThat(runs()).isZero();
+    }
+
+    @Test
+    void aMalformedKeyIsRefusedWith400() throws Exception {
+        HttpResponse<String> response = send(post("/payments", "{}").header("X-User", "alice")
+                .header("Idempotency-Key", "a".repeat(300)));
+
+        assertThat(response.statusCode()).isEqualTo(400);
+        assertThat(response.body()).contains("\"type\":\"/problems/invalid-key\"");
+        assertThat(runs()).isZero();
+    }
+
+    @Test
+    void withoutAKeyAnOptionalRouteRunsUnprotected() throws Exception {
+        assertThat(send(post("/optional", "{}").header("X-User", "alice")).statusCode()).isEqualTo(201);
+        assertThat(send(post("/optional", "{}").header("X-User", "alice")).statusCode()).isEqualTo(201);
+        assertThat(runs()).isEqualTo(2);
+    }
+
+    @Test
+    void aRetryIsReplayedWithItsHeadersButNeverACookie() throws Exception {
+        HttpResponse<String> first = pay("alice", "{\"amount\":100,\"currency\":\"EUR\"}");
+        HttpResponse<String> retry = pay("alice", "{\"amount\":100,\"currency\":\"EUR\"}");
+
+        assertThat(first.statusCode()).isEqualTo(201);
+        assertThat(first.headers().firstValue("Idempotent-Replayed")).isEmpty();
+        assertThat(retry.statusCode()).isEqualTo(201);
+        assertThat(retry.body()).isEqualTo(first.body());
+        assertThat(retry.headers().firstValue("Idempotent-Replayed")).hasValue("true");
+        assertThat(retry.headers().firstValue("Location")).isEqualTo(first.headers().firstValue("Location"));
+        assertThat(retry.headers().firstValue("Content-Type")).hasValue("application/json");
+        assertThat(retry.headers().firstValue("Set-Cookie")).as("credentials are never stored").isEmpty();
+        assertThat(runs()).isEqualTo(1);
+    }
+
+    @Test
+    void reorderedJsonIsTheSameRequestAndIsReplayed() throws Exception {
+        HttpResponse<String> first = pay("alice", "{\"amount\":100,\"currency\":\"EUR\"}");
+        HttpResponse<String> reordered = pay("alice", "{ \"currency\" : \"EUR\", \"amount\" : 100 }");
+
+        assertThat(reordered.statusCode()).isEqualTo(201);
+        assertThat(reordered.headers().firstValue("Idempotent-Replayed")).hasValue("true");
+        assertThat(reordered.body()).isEqualTo(first.body());
+        assertThat(runs()).isEqualTo(1);
+    }
+
+    @Test
+    void theSameKeyWithAnotherBodyIsRefusedWith422() throws Exception {
+        pay("alice", "{\"amount\":100}");
+        HttpResponse<String> other = pay("alice", "{\"amount\":999}");
+
+        assertThat(other.statusCode()).isEqualTo(422);
+        assertThat(other.body()).contains("\"type\":\"/problems/key-reused\"");
+        assertThat(runs()).isEqualTo(1);
+    }
+
+    @Test
+    void malformedJsonIsRefusedWith400() throws Exception {
+        HttpResponse<String> response = pay("alice", "{\"amount\":");
+
+        assertThat(response.statusCode()).isEqualTo(400);
+        assertThat(response.body()).contains("\"type\":\"/problems/malformed-json\"");
+        assertThat(runs()).isZero();
+    }
+
+    @Test
+    void aDuplicateWhileTheFirstRunsIsRefusedWith409AndRetryAfter() throws Exception {
+        CompletableFuture<HttpResponse<String>> first = http.sendAsync(post("/slow", "{}").header("X-User", "alice")
+                .header("Idempotency-Key", key).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(STARTED.computeIfAbsent(testId, i -> new CountDownLatch(1)).await(BOUND.toSeconds(), SECONDS))
+                .isTrue();
+
+        HttpResponse<String> duplicate = send(post("/slow", "{}").header("X-User", "alice")
+                .header("Idempotency-Key", key));
+        RELEASE.computeIfAbsent(testId, i -> new CompletableFuture<>()).complete(null);
+
+        assertThat(duplicate.statusCode()).isEqualTo(409);
+        assertThat(duplicate.headers().firstValue("Retry-After")).hasValue("1");
+        assertThat(duplicate.body()).contains("\"type\":\"/problems/request-in-progress\"");
+        assertThat(first.get().statusCode()).isEqualTo(201);
+        assertThat(first.get().body()).isEqualTo("slow done");
+        assertThat(runs()).isEqualTo(1);
+    }
+
+    @Test
+    void aBodyOverTheBoundIsRefusedWith413WithoutRunning() throws Exception {
+        HttpResponse<String> declared = pay("alice", "{\"pad\":\"" + "x".repeat(MAX_REQUEST_BYTES) + "\"}");
+        HttpResponse<String> chunked = send(post("/payments", "")
+                .POST(HttpRequest.BodyPublishers.ofInputStream(() -> new java.io.ByteArrayInputStream(
+                        ("{\"pad\":\"" + "x".repeat(MAX_REQUEST_BYTES) + "\"}").getBytes(UTF_8))))
+                .header("X-User", "alice").header("Idempotency-Key", key + "-chunked"));
+
+        assertThat(declared.statusCode()).isEqualTo(413);
+        assertThat(declared.body()).contains("\"type\":\"/problems/request-too-large\"");
+        assertThat(chunked.statusCode()).as("no Content-Length: refused as the body passes the bound").isEqualTo(413);
+        assertThat(runs()).isZero();
+    }
+
+    @Test
+    void manyConcurrentDuplicatesRunTheHandlerOnceAndAllGetTheSameAnswer() throws Exception {
+        int clients = 64;
+        List<CompletableFuture<HttpResponse<String>>> answers = new ArrayList<>();
+        for (int i = 0; i < clients; i++) {
+            answers.add(http.sendAsync(post("/waiting/payments", "{\"amount\":100}").header("X-User", "alice")
+                    .header("Idempotency-Key", key).build(), HttpResponse.BodyHandlers.ofString()));
+        }
+        CompletableFuture.allOf(answers.toArray(CompletableFuture[]::new)).get(BOUND.toSeconds(), SECONDS);
+
+        assertThat(runs()).isEqualTo(1);
+        HttpResponse<String> one = answers.get(0).get();
+        assertThat(one.statusCode()).isEqualTo(201);
+        for (CompletableFuture<HttpResponse<String>> answer : answers) {
+            assertThat(answer.get().statusCode()).isEqualTo(201);
+            assertThat(answer.get().body()).isEqualTo(one.body());
+        }
+        assertThat(answers).filteredOn(a -> a.join().headers().firstValue("Idempotent-Replayed").isEmpty())
+                .as("exactly one answer is the handler's own").hasSize(1);
+    }
+
+    @Test
+    void aCancelledExchangeStoresNothingAndItsKeyIsReleased() throws Exception {
+        String body = "{}";
+        try (Socket socket = new Socket("127.0.0.1", server.port())) {
+            OutputStream out = socket.getOutputStream();
+            out.write(("POST /slow HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Test: " + testId + "\r\nX-User: alice\r\n"
+                    + "Idempotency-Key: " + key + "\r\nContent-Type: application/json\r\nContent-Length: "
+                    + body.length() + "\r\n\r\n" + body).getBytes(UTF_8));
+            out.flush();
+            assertThat(STARTED.computeIfAbsent(testId, i -> new CountDownLatch(1)).await(BOUND.toSeconds(), SECONDS))
+                    .isTrue();
+        }
+        // The client went away while the handler ran: the server cancels the exchange, and the handler with it.
+        assertThat(CANCELLED.computeIfAbsent(testId, i -> new CountDownLatch(1)).await(BOUND.toSeconds(), SECONDS))
+                .as("the handler's subscription was cancelled").isTrue();
+        RELEASE.computeIfAbsent(testId, i -> new CompletableFuture<>()).complete(null);
+
+        await().atMost(BOUND).untilAsserted(() -> {
+            HttpResponse<String> retry = send(post("/slow", body).header("X-User", "alice")
+                    .header("Idempotency-Key", key));
+            assertThat(retry.statusCode()).as("the retry runs, as the key was released").isEqualTo(201);
+            assertThat(retry.headers().firstValue("Idempotent-Replayed")).isEmpty();
+        });
+        assertThat(runs()).isEqualTo(2);
+    }
+
+    @Test
+    void keysAreScopedPerCaller() throws Exception {
+        HttpResponse<String> alice = pay("alice", "{\"amount\":100}");
+        HttpResponse<String> bob = pay("bob", "{\"amount\":100}");
+        HttpResponse<String> bobOther = pay("bob", "{\"amount\":5}");
+
+        assertThat(alice.statusCode()).isEqualTo(201);
+        assertThat(bob.statusCode()).isEqualTo(201);
+        assertThat(bob.headers().firstValue("Idempotent-Replayed")).as("bob's key is not alice's").isEmpty();
+        assertThat(bob.body()).isNotEqualTo(alice.body());
+        assertThat(bobOther.statusCode()).isEqualTo(422);
+        assertThat(runs()).isEqualTo(2);
+    }
+
+    @Test
+    void aRequestWithoutACallerIsRefusedWith401() throws Exception {
+        HttpResponse<String> response = send(post("/payments", "{}").header("Idempotency-Key", key));
+
+        assertThat(response.statusCode()).isEqualTo(401);
+        assertThat(response.body()).contains("\"type\":\"/problems/unauthenticated\"");
+        assertThat(runs()).isZero();
+    }
+}
