@@ -1,81 +1,81 @@
 package io.retrysafe.spring;
 
-import io.retrysafe.Fingerprint;
 import io.retrysafe.FingerprintMismatchException;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.InProgressException;
 import io.retrysafe.InvalidKeyException;
-import io.retrysafe.KeyRules;
-import io.retrysafe.OperationFailedException;
-import io.retrysafe.Outcome;
-import io.retrysafe.ResponseCodec;
 import io.retrysafe.StoreUnavailableException;
-import io.retrysafe.jdbc.TransactionalRetrySafe;
-import io.retrysafe.kafka.IdempotentRecordProcessor;
+import io.retrysafe.inbox.DeadLetterReason;
+import io.retrysafe.inbox.Delivery;
+import io.retrysafe.inbox.Inbox;
+import io.retrysafe.inbox.InboxHandler;
+import io.retrysafe.inbox.InboxResult;
+import io.retrysafe.inbox.RetryReason;
 import io.retrysafe.kafka.MessageIdExtractor;
-import java.lang.System.Logger.Level;
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.List;
 import java.util.function.Supplier;
-import javax.sql.DataSource;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.common.utils.Bytes;
-import org.springframework.jdbc.datasource.DataSourceUtils;
+import org.springframework.kafka.listener.ListenerExecutionFailedException;
 import org.springframework.kafka.support.KafkaUtils;
-import org.springframework.transaction.PlatformTransactionManager;
-import org.springframework.transaction.TransactionDefinition;
-import org.springframework.transaction.TransactionStatus;
-import org.springframework.transaction.support.DefaultTransactionDefinition;
 
 /**
- * The advice Spring Kafka's listener container puts around each call of a record listener
- * ({@code ContainerProperties.setAdviceChain}): the record's message id is claimed in a new
- * transaction of the application's transaction manager, the listener runs inside it (its
- * {@code JdbcTemplate}, JPA or {@code @Transactional} writes join), and the transaction commits
- * before the call returns to the container, so before the container commits the offset. A record
- * whose id is already committed does not reach the listener.
+ * The advice Spring Kafka's listener container puts around each call of a listener
+ * ({@code ContainerProperties.setAdviceChain}): each record goes through the {@link Inbox}, with
+ * the listener as its handler, in a transaction of the application's transaction manager (its
+ * {@code JdbcTemplate}, JPA or {@code @Transactional} writes join), committed before the call
+ * returns to the container, so before the container commits the offset. A record whose id is
+ * already committed does not reach the listener. Batch listeners: {@link KafkaBatchInbox}.
+ *
+ * <p>The inbox decides; the advice only turns its result into what the container expects. It runs
+ * each record once per call ({@code maxAttempts} 1) and publishes nothing itself: retries and the
+ * dead-letter topic are the container's error handler's, so a result the record cannot pass is thrown.
  *
  * <table class="striped">
  * <caption>What the container sees</caption>
- * <thead><tr><th scope="col">what happened</th><th scope="col">the call</th></tr></thead>
+ * <thead><tr><th scope="col">inbox result</th><th scope="col">the call</th></tr></thead>
  * <tbody>
- * <tr><td>the listener ran, its writes and the id committed</td><td>returns</td></tr>
- * <tr><td>the id was committed before (a redelivery, a producer's duplicate)</td><td>returns; the listener did not run</td></tr>
- * <tr><td>the listener threw</td><td>everything rolled back, id included; its exception propagates (the
- *     error handler retries, then recovers, e.g. to the dead-letter topic)</td></tr>
+ * <tr><td>processed: the listener ran, its writes and the id committed</td><td>returns</td></tr>
+ * <tr><td>replayed: the id was committed before (a redelivery, a producer's duplicate)</td><td>returns; the
+ *     listener did not run</td></tr>
+ * <tr><td>the listener threw (handler failed)</td><td>everything rolled back, id included; its exception
+ *     propagates (the error handler retries, then recovers, e.g. to the dead-letter topic)</td></tr>
  * <tr><td>no id, an invalid id</td><td>{@link InvalidKeyException}; the listener did not run</td></tr>
  * <tr><td>the id was committed with another payload</td><td>{@link FingerprintMismatchException}</td></tr>
+ * <tr><td>a value without bytes to fingerprint</td><td>{@link UnreadablePayloadException}</td></tr>
  * <tr><td>another transaction holds the id past the store's lock timeout (a rebalance)</td>
  *     <td>{@link InProgressException}</td></tr>
- * <tr><td>the database failed (claim, or commit)</td><td>{@link StoreUnavailableException}</td></tr>
+ * <tr><td>the database failed (begin, claim, or commit)</td><td>{@link StoreUnavailableException}</td></tr>
  * </tbody>
  * </table>
  *
- * <p>The scope is that of {@link IdempotentRecordProcessor}, {@code kafka:<consumer group>:<topic>}:
- * a Spring listener and a plain consumer loop of one group share their inbox rows.
+ * <p>The scope is {@code kafka:<consumer group>:<topic>}, that of the plain Kafka consumer: a Spring
+ * listener and a plain consumer loop of one group share their inbox rows.
  */
 final class KafkaInboxAdvice implements MethodInterceptor {
-    private static final System.Logger LOG = System.getLogger(KafkaInboxAdvice.class.getName());
-    private static final ResponseCodec<String> POSITION = ResponseCodec.utf8();
-    private static final byte[] NO_BYTES = new byte[0];
-
-    private final Supplier<Inbox> inboxSupplier;
-    private volatile Inbox inbox;
-    /** Value types already reported as not fingerprinted; bounded by the application's value classes. */
-    private final Set<Class<?>> unfingerprinted = ConcurrentHashMap.newKeySet();
+    private final Supplier<Inboxes> inboxSupplier;
+    private volatile Inboxes inboxes;
 
     /** Resolved on the first record: the advice is created with the container factory, before the database beans. */
-    KafkaInboxAdvice(Supplier<Inbox> inbox) {
-        this.inboxSupplier = inbox;
+    KafkaInboxAdvice(Supplier<Inboxes> inboxes) {
+        this.inboxSupplier = inboxes;
     }
 
-    /** What the advice works with; {@code inbox}'s engine stores every outcome (STORE_ALL). */
-    record Inbox(TransactionalRetrySafe inbox, PlatformTransactionManager transactionManager, DataSource dataSource,
-            MessageIdExtractor messageIds, RetrySafeObservations observations) {
+    /**
+     * What the advice works with: the inbox of records ({@code record}, a transaction per record) and
+     * the inbox of a batch's runs ({@code joined}, joining the run's transaction), on one engine.
+     */
+    record Inboxes(Inbox record, Inbox joined, org.springframework.transaction.PlatformTransactionManager
+            transactionManager, MessageIdExtractor messageIds, RetrySafeObservations observations,
+            KafkaDeadLetterPublisher deadLetters) {
+
+        /** True: the inbox publishes dead letters ({@code dead-letters=inbox}); a dead-lettered record is done. */
+        boolean isDeadLetteringItself() {
+            return deadLetters != null;
+        }
     }
 
     /** The observations' {@code retrysafe.kind} of consumed records. */
@@ -88,165 +88,209 @@ final class KafkaInboxAdvice implements MethodInterceptor {
         if (!"onMessage".equals(invocation.getMethod().getName()) || args.length == 0) {
             return invocation.proceed();
         }
-        if (!(args[0] instanceof ConsumerRecord<?, ?> record)) {
-            throw new IllegalStateException("retrysafe.kafka.enabled covers record listeners only, but a listener "
-                    + "received " + (args[0] == null ? "null" : args[0].getClass().getName())
-                    + " (a batch listener); see docs/messaging.md");
+        if (args[0] instanceof ConsumerRecord<?, ?> record) {
+            process(record, invocation);
+            return null;
         }
-        return process(record, invocation);
+        if (!(args[0] instanceof List<?> || args[0] instanceof ConsumerRecords<?, ?>)) {
+            throw new IllegalStateException("retrysafe.kafka.enabled covers record and batch listeners, but a listener "
+                    + "received " + (args[0] == null ? "null" : args[0].getClass().getName()));
+        }
+        List<ConsumerRecord<?, ?>> records = KafkaBatchInbox.records(args[0]);
+        if (!records.isEmpty()) {
+            new KafkaBatchInbox(this, inboxes(), invocation, group(records.get(0))).process(records);
+        }
+        return null;
     }
 
-    private Object process(ConsumerRecord<?, ?> record, MethodInvocation invocation) throws Throwable {
-        Inbox in = inbox();
+    private void process(ConsumerRecord<?, ?> record, MethodInvocation invocation) throws Throwable {
+        Inboxes in = inboxes();
+        Listener listener = new Listener(invocation::proceed, true);
+        InboxResult result = process(in, in.record(), group(record), record, listener);
+        if (isPassed(in, result)) {
+            return;
+        }
+        throw listener.failure != null ? listener.failure : refusal(in, record, result);
+    }
+
+    /** One record through {@code inbox}, observed; the result as the inbox gives it. */
+    InboxResult process(Inboxes in, Inbox inbox, String group, ConsumerRecord<?, ?> record, InboxHandler handler)
+            throws Throwable {
         try (RetrySafeObservations.Observed observed = in.observations().start(KIND, KIND + " " + record.topic(), false)) {
+            Delivery delivery;
             try {
-                process(in, record, invocation, observed);
-                return null;
-            } catch (Throwable t) {
-                observed.error(t);
-                throw t;
+                delivery = delivery(in, inbox, group, record);
+            } catch (InvalidKeyException e) {
+                observed.outcome(RetrySafeObservations.INVALID_KEY);
+                throw e;
+            }
+            if (delivery.messageId() != null) {
+                try {
+                    observed.key(inbox.keyRules().key(delivery.scope(), delivery.messageId())); // its digest, for tracing
+                } catch (InvalidKeyException e) {
+                    // The inbox refuses it, and says why.
+                }
+            }
+            InboxResult result = inbox.process(delivery, handler, deadLetter -> {
+                // A listener failing in a batch's run is not this record's fault: the run is taken again.
+                if (in.isDeadLetteringItself() && !(inbox == in.joined()
+                        && deadLetter.reason() == DeadLetterReason.HANDLER_FAILED)) {
+                    in.deadLetters().of(record).publish(deadLetter);
+                }
+                // Otherwise not published here: the advice throws, and the container's error handler recovers.
+            });
+            observed.outcome(outcome(result));
+            return result;
+        }
+    }
+
+    /** True if the record is done with: processed, replayed, or dead-lettered by the inbox itself. */
+    static boolean isPassed(Inboxes in, InboxResult result) {
+        return result instanceof InboxResult.Processed || result instanceof InboxResult.Replayed
+                || result instanceof InboxResult.DeadLetter && in.isDeadLetteringItself();
+    }
+
+    private Delivery delivery(Inboxes in, Inbox inbox, String group, ConsumerRecord<?, ?> record) {
+        String scope = Inbox.scope(KIND, group, record.topic());
+        String messageId;
+        try {
+            messageId = in.messageIds().messageId(record);
+        } catch (InvalidKeyException e) {
+            inbox.engine().listener().onInvalidKey(e); // several ids, or one that is not text: no id to check
+            throw e;
+        }
+        // Kafka's own byte type as its bytes; every other type as the inbox's payload rule takes it.
+        Object value = record.value() instanceof Bytes bytes ? bytes.get() : record.value();
+        return Delivery.of(scope, messageId, value, position(record));
+    }
+
+    /** The record's message id as the inbox sees it (unchecked), or null; for telling copies in a batch apart. */
+    String messageId(Inboxes in, ConsumerRecord<?, ?> record) {
+        try {
+            return in.messageIds().messageId(record);
+        } catch (InvalidKeyException e) {
+            return null;
+        }
+    }
+
+    private static String outcome(InboxResult result) {
+        if (result instanceof InboxResult.Processed) {
+            return RetrySafeObservations.EXECUTED;
+        } else if (result instanceof InboxResult.Replayed) {
+            return RetrySafeObservations.REPLAYED;
+        } else if (result instanceof InboxResult.RetryLater later) {
+            return later.reason() == RetryReason.IN_PROGRESS ? RetrySafeObservations.IN_PROGRESS
+                    : RetrySafeObservations.STORE_UNAVAILABLE;
+        }
+        DeadLetterReason reason = ((InboxResult.DeadLetter) result).reason();
+        return switch (reason) {
+            case MISSING_MESSAGE_ID, INVALID_MESSAGE_ID -> RetrySafeObservations.INVALID_KEY;
+            case FINGERPRINT_MISMATCH -> RetrySafeObservations.MISMATCH;
+            default -> RetrySafeObservations.ERROR;
+        };
+    }
+
+    /**
+     * The exception the container gets for a result the record cannot pass with, other than the
+     * listener's own failure: not retryable for what is wrong with the message, retryable for the moment.
+     */
+    static RuntimeException refusal(Inboxes in, ConsumerRecord<?, ?> record, InboxResult result) {
+        String prefix = "[" + in.record().engine().name() + "] " + position(record) + ": ";
+        if (result instanceof InboxResult.RetryLater later) {
+            if (later.reason() == RetryReason.IN_PROGRESS) {
+                return new InProgressException(prefix + later.detail(), later.delay());
+            }
+            return new StoreUnavailableException(in.record().engine().store().name(), later.delay(),
+                    prefix + later.detail(), null);
+        }
+        InboxResult.DeadLetter deadLetter = (InboxResult.DeadLetter) result;
+        return switch (deadLetter.reason()) {
+            case MISSING_MESSAGE_ID, INVALID_MESSAGE_ID -> new InvalidKeyException(
+                    deadLetter.reason() == DeadLetterReason.MISSING_MESSAGE_ID ? InvalidKeyException.Rule.MISSING
+                            : InvalidKeyException.Rule.MALFORMED, prefix + "no valid message id (" + in.messageIds()
+                            + "): " + deadLetter.error());
+            case FINGERPRINT_MISMATCH -> new FingerprintMismatchException(prefix + "the message id was processed "
+                    + "before with a different payload");
+            case UNREADABLE_PAYLOAD -> new UnreadablePayloadException(prefix + deadLetter.error());
+            default -> new IllegalStateException(prefix + "dead-lettered by the inbox (" + deadLetter.reason()
+                    .headerValue() + "): " + deadLetter.error());
+        };
+    }
+
+    /** Resolves what the advice works with now (at start-up), so that a misconfiguration fails there. */
+    void resolve() {
+        inboxes();
+    }
+
+    private Inboxes inboxes() {
+        Inboxes in = inboxes;
+        if (in == null) {
+            synchronized (this) {
+                if (inboxes == null) {
+                    inboxes = inboxSupplier.get();
+                }
+                in = inboxes;
             }
         }
+        return in;
     }
 
-    private void process(Inbox in, ConsumerRecord<?, ?> record, MethodInvocation invocation,
-            RetrySafeObservations.Observed observed) throws Throwable {
+    /** The consumer group of the container's thread, which the inbox scope needs. */
+    static String group(ConsumerRecord<?, ?> record) {
         String group = KafkaUtils.getConsumerGroupId();
         if (group == null || group.isBlank()) {
             throw new IllegalStateException("retrysafe.kafka.enabled needs a consumer group (spring.kafka.consumer."
                     + "group-id or @KafkaListener(groupId)): the inbox scope is kafka:<group>:<topic>, but "
                     + position(record) + " was received without one");
         }
-        String messageId;
-        try {
-            messageId = KeyRules.DEFAULT.validate(in.messageIds().messageId(record));
-        } catch (InvalidKeyException e) {
-            observed.outcome(RetrySafeObservations.INVALID_KEY);
-            in.inbox().engine().listener().onInvalidKey(e);
-            LOG.log(Level.WARNING, () -> prefix(in) + position(record) + " has no valid message id ("
-                    + in.messageIds() + ": " + e.rule() + "); the listener does not run");
-            throw e;
-        }
-        IdempotencyKey key = IdempotencyKey.of(IdempotentRecordProcessor.SCOPE_PREFIX + group + ":" + record.topic(),
-                messageId);
-        observed.key(key);
-        Fingerprint fingerprint = Fingerprint.sha256(valueBytes(record.value()));
-
-        DefaultTransactionDefinition definition = new DefaultTransactionDefinition(
-                TransactionDefinition.PROPAGATION_REQUIRES_NEW);
-        definition.setName("retrysafe " + key.scope());
-        // A failure to begin (no connection) propagates: nothing ran, the error handler tries again.
-        TransactionStatus status = in.transactionManager().getTransaction(definition);
-        TransactionalRetrySafe.Joined<String> joined;
-        try {
-            joined = in.inbox().join(DataSourceUtils.getConnection(in.dataSource()), key, fingerprint, POSITION,
-                    attempt -> {
-                        try {
-                            invocation.proceed();
-                        } catch (Exception | Error e) {
-                            throw e;
-                        } catch (Throwable t) {
-                            throw new OperationFailedException(t);
-                        }
-                        return position(record);
-                    });
-        } catch (Throwable t) {
-            in.transactionManager().rollback(status);
-            throw t instanceof OperationFailedException && t.getCause() != null ? t.getCause() : t;
-        }
-        Outcome<String> outcome = joined.outcome();
-        observed.outcome(outcome);
-        if (!joined.commit()) {
-            // Replays and refusals wrote nothing.
-            in.transactionManager().rollback(status);
-            if (outcome instanceof Outcome.Replayed<String> replayed) {
-                LOG.log(Level.DEBUG, () -> prefix(in) + "skipped " + position(record) + " (key " + key.digest()
-                        + "): processed before at " + replayed.value());
-                return;
-            }
-            throw refusal(in, record, key, outcome);
-        }
-        try {
-            in.transactionManager().commit(status);
-        } catch (RuntimeException e) {
-            // Nothing of the listener's was kept: a failure like any other, retried by the error handler.
-            observed.outcome(RetrySafeObservations.STORE_UNAVAILABLE);
-            StoreUnavailableException failure = joined.commitFailed(e);
-            throw new StoreUnavailableException(failure.storeName(), failure.retryAfter(), prefix(in)
-                    + "the transaction of " + position(record) + " (key " + key.digest() + ") did not commit: "
-                    + e.getMessage(), e);
-        }
-        joined.committed();
+        return group;
     }
 
-    private static RuntimeException refusal(Inbox in, ConsumerRecord<?, ?> record, IdempotencyKey key,
-            Outcome<String> outcome) {
-        if (outcome instanceof Outcome.InProgress<String> inProgress) {
-            return new InProgressException(prefix(in) + position(record) + ": key " + key.digest()
-                    + " is held by another transaction (another consumer of the group?)", inProgress.retryAfter());
-        } else if (outcome instanceof Outcome.FingerprintMismatch<String>) {
-            LOG.log(Level.WARNING, () -> prefix(in) + position(record) + ": key " + key.digest()
-                    + " was processed before with a different payload (the producer reuses message ids)");
-            return new FingerprintMismatchException("message id of " + position(record)
-                    + " was processed before with a different payload");
-        } else if (outcome instanceof Outcome.StoreUnavailable<String> unavailable) {
-            return unavailable.failure();
-        }
-        return new IllegalStateException(prefix(in) + "unexpected outcome " + outcome + " for " + position(record));
-    }
-
-    /**
-     * The bytes fingerprinted: the value as it came off the wire for {@code byte[]}, {@code String},
-     * {@code ByteBuffer}, {@code Bytes}; none for a tombstone. A value the deserializer turned into an
-     * object has no stable bytes here: it is not fingerprinted (a reused id with another payload is
-     * then replayed, not refused), and said once per type.
-     */
-    private byte[] valueBytes(Object value) {
-        if (value == null) {
-            return NO_BYTES;
-        } else if (value instanceof byte[] bytes) {
-            return bytes;
-        } else if (value instanceof String s) {
-            return s.getBytes(StandardCharsets.UTF_8);
-        } else if (value instanceof ByteBuffer buffer) {
-            ByteBuffer copy = buffer.duplicate();
-            byte[] bytes = new byte[copy.remaining()];
-            copy.get(bytes);
-            return bytes;
-        } else if (value instanceof Bytes bytes) {
-            return bytes.get();
-        }
-        if (unfingerprinted.add(value.getClass())) {
-            LOG.log(Level.INFO, () -> "record values of type " + value.getClass().getName() + " are not fingerprinted: "
-                    + "deserialize to String or byte[] (convert in the listener) to have an id reused with another "
-                    + "payload refused");
-        }
-        return NO_BYTES;
-    }
-
-    /** Resolves what the advice works with now (at start-up), so that a misconfiguration fails there. */
-    void resolve() {
-        inbox();
-    }
-
-    private Inbox inbox() {
-        Inbox in = inbox;
-        if (in == null) {
-            synchronized (this) {
-                if (inbox == null) {
-                    inbox = inboxSupplier.get();
-                }
-                in = inbox;
-            }
-        }
-        return in;
-    }
-
-    private static String prefix(Inbox in) {
-        return "[" + in.inbox().engine().name() + "] ";
-    }
-
-    private static String position(ConsumerRecord<?, ?> record) {
+    static String position(ConsumerRecord<?, ?> record) {
         return record.topic() + "-" + record.partition() + "@" + record.offset();
+    }
+
+    /** The inbox's handler around a call of the listener; keeps the listener's own exception to rethrow it. */
+    static final class Listener implements InboxHandler {
+        private final Call call;
+        private final boolean oneRecord;
+        Throwable failure;
+
+        /** @param oneRecord the call is for one record: {@link KafkaInboxAttempt} tells the listener its attempt */
+        Listener(Call call, boolean oneRecord) {
+            this.call = call;
+            this.oneRecord = oneRecord;
+        }
+
+        @Override
+        public void handle(java.sql.Connection connection, io.retrysafe.Attempt attempt) throws Exception {
+            if (oneRecord) {
+                KafkaInboxAttempt.set(attempt);
+            }
+            try {
+                call.run();
+                failure = null;
+            } catch (Exception e) {
+                failure = e; // as the container would have had it, for its error handler
+                // The inbox's dead-letter header names the listener's own exception, not Spring's wrapper.
+                throw e instanceof ListenerExecutionFailedException && e.getCause() instanceof Exception cause
+                        ? cause : e;
+            } catch (Error e) {
+                throw e;
+            } catch (Throwable t) {
+                failure = t;
+                throw new IllegalStateException(t);
+            } finally {
+                if (oneRecord) {
+                    KafkaInboxAttempt.set(null);
+                }
+            }
+        }
+    }
+
+    /** A call of the listener, as a method invocation proceeds. */
+    @FunctionalInterface
+    interface Call {
+        void run() throws Throwable;
     }
 }

@@ -3,9 +3,11 @@ package io.retrysafe.spring;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.retrysafe.FingerprintMismatchException;
 import io.retrysafe.InvalidKeyException;
-import io.retrysafe.OperationPolicy;
-import io.retrysafe.OutcomePolicy;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.Backoff;
+import io.retrysafe.inbox.Inbox;
+import io.retrysafe.inbox.InboxListener;
+import io.retrysafe.inbox.PayloadBytes;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.kafka.MessageIdExtractor;
 import io.retrysafe.micrometer.MicrometerRetrySafeListener;
@@ -36,6 +38,7 @@ import org.springframework.core.env.Environment;
 import org.springframework.core.type.AnnotatedTypeMetadata;
 import org.springframework.kafka.config.AbstractKafkaListenerContainerFactory;
 import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
+import org.springframework.kafka.core.KafkaOperations;
 import org.springframework.kafka.listener.AbstractMessageListenerContainer;
 import org.springframework.kafka.listener.BatchMessageListener;
 import org.springframework.kafka.listener.ContainerProperties;
@@ -52,8 +55,8 @@ import org.springframework.util.ClassUtils;
  * {@link ExceptionClassifier}) learn that a missing or invalid message id and a reused id are not
  * worth retrying, so their recoverer (a dead-letter topic) gets such records at once. Before the
  * containers start, the application is refused if the inbox cannot work (no JDBC store in
- * transactional mode, no transaction manager), or if a covered container has a batch listener or
- * commits offsets from inside the listener ({@code MANUAL_IMMEDIATE}).
+ * transactional mode, no transaction manager), or if a covered container commits offsets from
+ * inside the listener ({@code MANUAL_IMMEDIATE}, or {@code MANUAL} for a batch listener).
  */
 @AutoConfiguration(after = {RetrySafeAutoConfiguration.class, RetrySafeMicrometerAutoConfiguration.class},
         afterName = {"org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration",
@@ -69,7 +72,7 @@ public class RetrySafeKafkaAutoConfiguration {
 
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(name = {"org.springframework.kafka.config.AbstractKafkaListenerContainerFactory",
-            "io.retrysafe.kafka.MessageIdExtractor"})
+            "io.retrysafe.kafka.MessageIdExtractor", "io.retrysafe.inbox.Inbox"})
     static class KafkaInboxConfiguration {
 
         @Bean
@@ -77,10 +80,11 @@ public class RetrySafeKafkaAutoConfiguration {
         static KafkaInboxAdvice retrySafeKafkaInboxAdvice(RetrySafeProperties properties,
                 ObjectProvider<TransactionalRetrySafe> transactional, ObjectProvider<PlatformTransactionManager> managers,
                 ObjectProvider<DataSource> dataSources, ObjectProvider<MessageIdExtractor> messageIds,
-                ObjectProvider<RetrySafeListener> listeners, ObjectProvider<KafkaInboxMetrics> metrics,
-                BeanFactory beans) {
+                ObjectProvider<PayloadBytes> payloadBytes, ObjectProvider<InboxListener> inboxListeners,
+                ObjectProvider<KafkaOperations<?, ?>> templates, ObjectProvider<RetrySafeListener> listeners,
+                ObjectProvider<KafkaInboxMetrics> metrics, BeanFactory beans) {
             return new KafkaInboxAdvice(() -> inbox(properties, transactional, managers, dataSources, messageIds,
-                    listeners, metrics, beans));
+                    payloadBytes, inboxListeners, templates, listeners, metrics, beans));
         }
 
         @Bean
@@ -105,7 +109,7 @@ public class RetrySafeKafkaAutoConfiguration {
                     } else if (bean instanceof ExceptionClassifier classifier) {
                         // The message is at fault, not the moment: straight to the recoverer.
                         classifier.addNotRetryableExceptions(InvalidKeyException.class,
-                                FingerprintMismatchException.class);
+                                FingerprintMismatchException.class, UnreadablePayloadException.class);
                     }
                     return bean;
                 }
@@ -118,11 +122,12 @@ public class RetrySafeKafkaAutoConfiguration {
             return new KafkaStartupCheck(advice, registry);
         }
 
-        private static KafkaInboxAdvice.Inbox inbox(RetrySafeProperties properties,
+        private static KafkaInboxAdvice.Inboxes inbox(RetrySafeProperties properties,
                 ObjectProvider<TransactionalRetrySafe> transactional, ObjectProvider<PlatformTransactionManager> managers,
                 ObjectProvider<DataSource> dataSources, ObjectProvider<MessageIdExtractor> messageIds,
-                ObjectProvider<RetrySafeListener> listeners, ObjectProvider<KafkaInboxMetrics> metrics,
-                BeanFactory beans) {
+                ObjectProvider<PayloadBytes> payloadBytes, ObjectProvider<InboxListener> inboxListeners,
+                ObjectProvider<KafkaOperations<?, ?>> templates, ObjectProvider<RetrySafeListener> listeners,
+                ObjectProvider<KafkaInboxMetrics> metrics, BeanFactory beans) {
             TransactionalRetrySafe tx = transactional.getIfAvailable();
             if (tx == null) {
                 throw new IllegalStateException("retrysafe.kafka.enabled needs the JDBC store in transactional mode "
@@ -146,14 +151,41 @@ public class RetrySafeKafkaAutoConfiguration {
             listeners.orderedStream()
                     .filter(l -> kafkaMetrics == null || !kafkaMetrics.isHttpMeters(l))
                     .forEach(all::add);
-            RetrySafe.Builder engine = RetrySafe.builder(base.store()).name(base.name())
-                    // A listener that returned is always recorded; an exception always rolls back.
-                    .policy(OperationPolicy.from(base.policy()).outcomePolicy(OutcomePolicy.STORE_ALL).build());
+            RetrySafe.Builder engine = RetrySafe.builder(base.store()).name(base.name()).policy(base.policy());
             if (!all.isEmpty()) {
                 engine.listener(all.size() == 1 ? all.get(0) : new CompositeListener(all));
             }
-            return new KafkaInboxAdvice.Inbox(TransactionalRetrySafe.of(engine.build()), manager, dataSource,
-                    messageIds.getIfAvailable(() -> messageIds(properties.kafka())), RetrySafeObservations.of(beans));
+            TransactionalRetrySafe kafka = TransactionalRetrySafe.of(engine.build());
+            PayloadBytes payloads = payloadBytes.getIfAvailable(() -> PayloadBytes.STANDARD);
+            RetrySafeProperties.Kafka options = properties.kafka();
+            boolean byInbox = options.deadLetters() == RetrySafeProperties.KafkaDeadLetters.INBOX;
+            Inbox.Builder record = Inbox.builder(kafka)
+                    .transactions(SpringInboxTransactions.ownTransaction(manager, dataSource))
+                    .payloadBytes(payloads)
+                    // By the error handler: one attempt per call, it retries.
+                    .maxAttempts(byInbox ? options.maxAttempts() : 1)
+                    .backoff(Backoff.exponential(options.backoff(), options.maxBackoff()));
+            // A batch's run: one attempt, for a failure rolls the whole run back and it is taken again record by record.
+            Inbox.Builder joined = Inbox.builder(kafka)
+                    .transactions(SpringInboxTransactions.joinTransaction(manager, dataSource))
+                    .payloadBytes(payloads).maxAttempts(1);
+            InboxListener listener = inboxListeners.getIfAvailable();
+            if (listener != null) {
+                record.listener(listener);
+                joined.listener(listener);
+            }
+            KafkaDeadLetterPublisher deadLetters = null;
+            if (byInbox) {
+                @SuppressWarnings("unchecked")
+                KafkaOperations<Object, Object> template = (KafkaOperations<Object, Object>) templates.getIfUnique();
+                if (template == null) {
+                    throw new IllegalStateException("retrysafe.kafka.dead-letters=inbox publishes dead letters through "
+                            + "the application's KafkaTemplate, but there was no unique one");
+                }
+                deadLetters = new KafkaDeadLetterPublisher(template, options.deadLetterSuffix());
+            }
+            return new KafkaInboxAdvice.Inboxes(record.build(), joined.build(), manager,
+                    messageIds.getIfAvailable(() -> messageIds(options)), RetrySafeObservations.of(beans), deadLetters);
         }
 
         private static MessageIdExtractor messageIds(RetrySafeProperties.Kafka kafka) {
@@ -188,17 +220,18 @@ public class RetrySafeKafkaAutoConfiguration {
         @Bean
         Object retrySafeKafkaMissing() {
             throw new IllegalStateException("retrysafe.kafka.enabled=true needs org.springframework.kafka:spring-kafka "
-                    + "(spring-boot-starter-kafka) and io.retrysafe:retrysafe-kafka on the class path");
+                    + "(spring-boot-starter-kafka), io.retrysafe:retrysafe-kafka and io.retrysafe:retrysafe-inbox on the class path");
         }
     }
 
-    /** Either of the two is missing ({@code @ConditionalOnMissingClass} would need both missing). */
+    /** One of the three is missing ({@code @ConditionalOnMissingClass} would need both missing). */
     static final class KafkaClassesMissing implements Condition {
         @Override
         public boolean matches(ConditionContext context, AnnotatedTypeMetadata metadata) {
             ClassLoader loader = context.getClassLoader();
             return !ClassUtils.isPresent("org.springframework.kafka.config.AbstractKafkaListenerContainerFactory", loader)
-                    || !ClassUtils.isPresent("io.retrysafe.kafka.MessageIdExtractor", loader);
+                    || !ClassUtils.isPresent("io.retrysafe.kafka.MessageIdExtractor", loader)
+                    || !ClassUtils.isPresent("io.retrysafe.inbox.Inbox", loader);
         }
     }
 
@@ -253,13 +286,14 @@ public class RetrySafeKafkaAutoConfiguration {
             if (Arrays.stream(properties.getAdviceChain()).noneMatch(KafkaInboxAdvice.class::isInstance)) {
                 return null;
             }
-            if (properties.getMessageListener() instanceof BatchMessageListener<?, ?>) {
-                return "a batch listener (the inbox is one transaction per record: make it a record listener, or "
-                        + "give it a container factory left out of retrysafe.kafka.container-factories)";
-            }
             if (properties.getAckMode() == ContainerProperties.AckMode.MANUAL_IMMEDIATE) {
                 return "ack mode MANUAL_IMMEDIATE (the offset would commit inside the listener, before the database "
                         + "transaction; use MANUAL, RECORD or BATCH)";
+            }
+            if (properties.getMessageListener() instanceof BatchMessageListener<?, ?>
+                    && properties.getAckMode() == ContainerProperties.AckMode.MANUAL) {
+                return "a batch listener with ack mode MANUAL (a batch may reach the listener in several calls, and "
+                        + "acknowledge() in the first would cover the records of the others; use BATCH)";
             }
             return null;
         }

@@ -130,9 +130,46 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
      * @param messageId where the message id comes from
      * @param header the header for {@code message-id=header}
      * @param containerFactories bean names of the container factories covered; empty: all of them
+     * @param deadLetters who retries a failing record and publishes what cannot be processed
+     * @param maxAttempts with {@code dead-letters=inbox}: how many times the listener runs for one
+     *     record, in the call, before the record is dead-lettered
+     * @param backoff with {@code dead-letters=inbox}: the wait before the second attempt, doubled for
+     *     each later one up to {@code maxBackoff}
+     * @param maxBackoff the longest wait between two attempts
+     * @param deadLetterSuffix with {@code dead-letters=inbox}: the dead-letter topic is the record's
+     *     topic with this suffix
      */
     public record Kafka(@DefaultValue("false") boolean enabled, @DefaultValue("header") MessageIdSource messageId,
-            @DefaultValue("idempotency-key") String header, List<String> containerFactories) {
+            @DefaultValue("idempotency-key") String header, List<String> containerFactories,
+            @DefaultValue("error-handler") KafkaDeadLetters deadLetters, @DefaultValue("3") int maxAttempts,
+            @DefaultValue("200ms") Duration backoff, @DefaultValue("5s") Duration maxBackoff,
+            @DefaultValue(".DLT") String deadLetterSuffix) {
+
+        public Kafka {
+            if (maxAttempts < 1) {
+                throw new IllegalArgumentException("retrysafe.kafka.max-attempts must be at least 1, but was "
+                        + maxAttempts);
+            }
+            if (backoff.isNegative() || backoff.isZero() || backoff.compareTo(maxBackoff) > 0) {
+                throw new IllegalArgumentException("retrysafe.kafka.backoff must be positive and at most "
+                        + "retrysafe.kafka.max-backoff, but was backoff=" + backoff + ", max-backoff=" + maxBackoff);
+            }
+        }
+    }
+
+    /** Who retries a failing Kafka record and publishes what cannot be processed. */
+    public enum KafkaDeadLetters {
+        /**
+         * Spring Kafka's error handler ({@code DefaultErrorHandler} and its recoverer): the advice runs
+         * the listener once per call and throws what cannot pass.
+         */
+        ERROR_HANDLER,
+        /**
+         * The inbox, as for every other consumer: {@code max-attempts} in the call with back-off,
+         * then the record goes to {@code <topic><dead-letter-suffix>} through the application's
+         * {@code KafkaTemplate}, with the inbox's {@code retrysafe-dlt-*} headers, and the call returns.
+         */
+        INBOX
     }
 
     /**

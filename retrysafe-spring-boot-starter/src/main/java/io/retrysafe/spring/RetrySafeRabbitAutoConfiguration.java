@@ -133,7 +133,7 @@ public class RetrySafeRabbitAutoConfiguration {
                 throw new IllegalStateException("retrysafe.rabbit.backoff must not exceed retrysafe.rabbit.max-backoff, "
                         + "but was " + rabbit.backoff() + " and " + rabbit.maxBackoff());
             }
-            Inbox inbox = Inbox.builder(tx).transactions(SpringInboxTransactions.of(manager, dataSource))
+            Inbox inbox = Inbox.builder(tx).transactions(SpringInboxTransactions.ownTransaction(manager, dataSource))
                     .maxAttempts(rabbit.maxAttempts())
                     .backoff(Backoff.exponential(rabbit.backoff(), rabbit.maxBackoff()))
                     .build();

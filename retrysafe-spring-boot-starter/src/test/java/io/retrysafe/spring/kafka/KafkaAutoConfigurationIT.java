@@ -75,12 +75,24 @@ class KafkaAutoConfigurationIT {
     }
 
     @Test
-    void aBatchListenerIsRefusedAtStartUp() {
+    void aBatchListenerGetsTheInboxAdvice() {
         runner.withUserConfiguration(BatchListener.class).withPropertyValues("retrysafe.kafka.enabled=true")
+                .run(context -> {
+                    assertThat(context).hasNotFailed();
+                    assertThat(chain(context.getBean(ConcurrentKafkaListenerContainerFactory.class)))
+                            .singleElement().extracting(a -> a.getClass().getSimpleName())
+                            .isEqualTo("KafkaInboxAdvice");
+                });
+    }
+
+    @Test
+    void aBatchListenerWithManualAcknowledgementIsRefusedAtStartUp() {
+        runner.withUserConfiguration(BatchListener.class)
+                .withPropertyValues("retrysafe.kafka.enabled=true", "spring.kafka.listener.ack-mode=manual")
                 .run(context -> assertThat(context).hasFailed().getFailure().rootCause()
                         .isInstanceOf(IllegalStateException.class)
                         .hasMessageContaining("retrysafe.kafka.enabled cannot make these listeners exactly once")
-                        .hasMessageContaining("batchListener: a batch listener"));
+                        .hasMessageContaining("batchListener: a batch listener with ack mode MANUAL"));
     }
 
     @Test

@@ -16,18 +16,15 @@ import io.retrysafe.testservices.TestDatabases;
 import java.nio.charset.StandardCharsets;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.ConsumerRecords;
-import org.apache.kafka.clients.consumer.GroupProtocol;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.Deserializer;
+import org.apache.kafka.common.serialization.Serializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -37,6 +34,7 @@ import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -46,7 +44,7 @@ import org.springframework.test.context.DynamicPropertySource;
  * against a real Kafka broker (in this JVM, KRaft) and the real PostgreSQL: what the listener's
  * table holds, how often the listener ran, what reached the dead-letter topic, the meters.
  */
-@SpringBootTest(classes = {KafkaInboxTestApp.class, KafkaInboxIT.Tracing.class},
+@SpringBootTest(classes = {KafkaInboxTestApp.class, KafkaInboxIT.Tracing.class, KafkaInboxIT.TypedListener.class},
         webEnvironment = SpringBootTest.WebEnvironment.NONE, properties = InMemoryTracing.WITHOUT_BOOTS_TRACING)
 // Its pool is closed with the context after the class: the database server's connections are shared.
 @DirtiesContext
@@ -60,6 +58,7 @@ class KafkaInboxIT {
     private static final String ORDERS = "orders-" + SUFFIX;
     private static final String FLAKY = "flaky-" + SUFFIX;
     private static final String POISON = "poison-" + SUFFIX;
+    private static final String TYPED = "typed-" + SUFFIX;
     private static final String GROUP = "booking-" + SUFFIX;
     private static final Duration BOUND = Duration.ofSeconds(60);
     static final InMemoryTracing TRACING = new InMemoryTracing();
@@ -73,6 +72,53 @@ class KafkaInboxIT {
         }
     }
 
+    /**
+     * A listener whose values the deserializer turns into an object of the application's, which has
+     * no bytes the inbox knows how to take.
+     */
+    @Configuration(proxyBeanMethods = false)
+    static class TypedListener {
+        @Bean
+        Typed typed(JdbcTemplate jdbc) {
+            return new Typed(jdbc);
+        }
+    }
+
+    /** The value of {@link Typed}'s records. */
+    public record Order(String text) {
+    }
+
+    public static final class OrderDeserializer implements Deserializer<Order> {
+        @Override
+        public Order deserialize(String topic, byte[] data) {
+            return data == null ? null : new Order(new String(data, StandardCharsets.UTF_8));
+        }
+    }
+
+    /** The dead-letter publisher's value serializer: the text of an {@link Order}, a string as itself. */
+    public static final class AnyValueSerializer implements Serializer<Object> {
+        @Override
+        public byte[] serialize(String topic, Object data) {
+            return data == null ? null : (data instanceof Order order ? order.text() : data.toString())
+                    .getBytes(StandardCharsets.UTF_8);
+        }
+    }
+
+    public static final class Typed {
+        private final JdbcTemplate jdbc;
+
+        Typed(JdbcTemplate jdbc) {
+            this.jdbc = jdbc;
+        }
+
+        @KafkaListener(id = "typed", idIsGroup = false, topics = "${test.topic.typed}",
+                properties = "value.deserializer=io.retrysafe.spring.kafka.KafkaInboxIT$OrderDeserializer")
+        public void typed(ConsumerRecord<String, Order> record) {
+            jdbc.update("INSERT INTO " + LEDGER + " (topic, message_id, payload) VALUES (?, ?, ?)", record.topic(),
+                    header(record, "idempotency-key"), record.value().text());
+        }
+    }
+
     @Autowired
     JdbcTemplate jdbc;
     @Autowired
@@ -82,27 +128,17 @@ class KafkaInboxIT {
 
     @DynamicPropertySource
     static void properties(DynamicPropertyRegistry registry) {
-        registry.add("spring.datasource.url", TestDatabases::postgresJdbcUrl);
-        registry.add("spring.datasource.username", TestDatabases::postgresUser);
-        registry.add("spring.datasource.password", TestDatabases::postgresPassword);
-        // The shared server's connections are few: three listeners and the flaky one's look from outside.
-        registry.add("spring.datasource.hikari.maximum-pool-size", () -> 5);
-        registry.add("spring.datasource.hikari.minimum-idle", () -> 1);
-        registry.add("spring.kafka.bootstrap-servers", KAFKA::bootstrapServers);
-        registry.add("spring.kafka.consumer.group-id", () -> GROUP);
-        registry.add("spring.kafka.consumer.auto-offset-reset", () -> "earliest");
-        registry.add("retrysafe.kafka.enabled", () -> true);
-        registry.add("retrysafe.store.table", () -> RECORDS);
-        registry.add("retrysafe.store.initialize-schema", () -> true);
-        registry.add("test.ledger", () -> LEDGER);
+        KafkaInboxTestApp.properties(registry, KAFKA, GROUP, RECORDS, LEDGER);
         registry.add("test.topic.orders", () -> ORDERS);
         registry.add("test.topic.flaky", () -> FLAKY);
         registry.add("test.topic.poison", () -> POISON);
+        registry.add("test.topic.typed", () -> TYPED);
+        registry.add("spring.kafka.producer.value-serializer", AnyValueSerializer.class::getName);
     }
 
     @BeforeAll
     static void topicsAndTable() throws Exception {
-        for (String topic : List.of(ORDERS, FLAKY, POISON)) {
+        for (String topic : List.of(ORDERS, FLAKY, POISON, TYPED)) {
             KAFKA.createTopic(topic, 2);
             KAFKA.createTopic(topic + ".DLT", 2);
         }
@@ -201,6 +237,26 @@ class KafkaInboxIT {
         await().atMost(BOUND).until(() -> committedTotal(POISON) == 2L);
     }
 
+    @Test
+    void aMessageIdReusedWithAnotherPayloadIsNotReplayedWhenTheValueIsAnObjectWithoutBytes() throws Exception {
+        String id = "msg-typed-" + SUFFIX;
+        try (KafkaProducer<String, String> producer = KAFKA.producer()) {
+            send(producer, TYPED, "order-t", id, "book one chair");
+            // The same id on another message: a producer that reuses ids.
+            send(producer, TYPED, "order-t", id, "book two tables");
+        }
+
+        await().atMost(BOUND).until(() -> committedTotal(TYPED) == 2L);
+        String digest = IdempotencyKey.of(IdempotentRecordProcessor.SCOPE_PREFIX + GROUP + ":" + TYPED, id).digest();
+        await().atMost(BOUND).until(() -> spansOf(digest).size() == 2);
+        assertThat(spansOf(digest)).extracting(span -> span.getAttributes().get(InMemoryTracing.OUTCOME))
+                .as("the second message is not taken for a redelivery of the first").doesNotContain("replayed");
+        assertThat(readAll(TYPED + ".DLT")).extracting(ConsumerRecord::value).as("refused, for an operator to see")
+                .contains("book two tables");
+        assertThat(jdbc.queryForList("SELECT payload FROM " + LEDGER + " WHERE topic = ?", String.class, TYPED))
+                .doesNotContain("book two tables");
+    }
+
     private double requests(String outcome) {
         return meters.get("retrysafe.requests").tags("source", "kafka", "outcome", outcome).counter().count();
     }
@@ -226,23 +282,8 @@ class KafkaInboxIT {
         return total;
     }
 
-    /** Everything on {@code topic} now, from the beginning, read by a consumer of no group. */
     private static List<ConsumerRecord<String, String>> readAll(String topic) {
-        List<ConsumerRecord<String, String>> all = new ArrayList<>();
-        try (KafkaConsumer<String, String> consumer = KAFKA.consumer("reader", "reader-" + UUID.randomUUID(),
-                GroupProtocol.CLASSIC, 100)) {
-            List<TopicPartition> partitions = List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
-            consumer.assign(partitions);
-            consumer.seekToBeginning(partitions);
-            Map<TopicPartition, Long> end = consumer.endOffsets(partitions);
-            long deadline = System.nanoTime() + BOUND.toNanos();
-            while (partitions.stream().anyMatch(tp -> consumer.position(tp) < end.get(tp))) {
-                assertThat(System.nanoTime()).as("read %s within %s", topic, BOUND).isLessThan(deadline);
-                ConsumerRecords<String, String> polled = consumer.poll(Duration.ofMillis(100));
-                polled.forEach(all::add);
-            }
-        }
-        return all;
+        return KafkaInboxTestApp.readAll(KAFKA, topic, 2, BOUND);
     }
 
     private static String header(ConsumerRecord<?, ?> record, String name) {

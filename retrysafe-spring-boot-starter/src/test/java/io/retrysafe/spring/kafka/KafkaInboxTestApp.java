@@ -1,19 +1,28 @@
 package io.retrysafe.spring.kafka;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.retrysafe.testservices.KafkaBroker;
+import io.retrysafe.testservices.TestDatabases;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.GroupProtocol;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 import org.springframework.beans.factory.annotation.Value;
@@ -25,6 +34,7 @@ import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.core.KafkaTemplate;
 import org.springframework.kafka.listener.DeadLetterPublishingRecoverer;
 import org.springframework.kafka.listener.DefaultErrorHandler;
+import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.util.backoff.FixedBackOff;
@@ -42,6 +52,49 @@ public class KafkaInboxTestApp {
     public static final String COMMITTED = "COMMITTED";
     /** Attempts of a failing record: the first and {@value #RETRIES} retries. */
     static final int RETRIES = 3;
+
+    /**
+     * What every test of the application sets: the shared PostgreSQL with a small pool, the broker,
+     * the group, the inbox on its own records table, the ledger.
+     */
+    static void properties(DynamicPropertyRegistry registry, KafkaBroker kafka, String group, String records,
+            String ledger) {
+        registry.add("spring.datasource.url", TestDatabases::postgresJdbcUrl);
+        registry.add("spring.datasource.username", TestDatabases::postgresUser);
+        registry.add("spring.datasource.password", TestDatabases::postgresPassword);
+        // The shared server's connections are few.
+        registry.add("spring.datasource.hikari.maximum-pool-size", () -> 5);
+        registry.add("spring.datasource.hikari.minimum-idle", () -> 1);
+        registry.add("spring.kafka.bootstrap-servers", kafka::bootstrapServers);
+        registry.add("spring.kafka.consumer.group-id", () -> group);
+        registry.add("spring.kafka.consumer.auto-offset-reset", () -> "earliest");
+        registry.add("retrysafe.kafka.enabled", () -> true);
+        registry.add("retrysafe.store.table", () -> records);
+        registry.add("retrysafe.store.initialize-schema", () -> true);
+        registry.add("test.ledger", () -> ledger);
+    }
+
+    /** Everything on {@code topic} now, from the beginning of each of its partitions, read by a consumer of no group. */
+    static List<ConsumerRecord<String, String>> readAll(KafkaBroker kafka, String topic, int partitions,
+            Duration bound) {
+        List<ConsumerRecord<String, String>> all = new ArrayList<>();
+        try (KafkaConsumer<String, String> consumer = kafka.consumer("reader", "reader-" + UUID.randomUUID(),
+                GroupProtocol.CLASSIC, 100)) {
+            List<TopicPartition> assigned = new ArrayList<>();
+            for (int p = 0; p < partitions; p++) {
+                assigned.add(new TopicPartition(topic, p));
+            }
+            consumer.assign(assigned);
+            consumer.seekToBeginning(assigned);
+            Map<TopicPartition, Long> end = consumer.endOffsets(assigned);
+            long deadline = System.nanoTime() + bound.toNanos();
+            while (assigned.stream().anyMatch(tp -> consumer.position(tp) < end.get(tp))) {
+                assertThat(System.nanoTime()).as("read %s within %s", topic, bound).isLessThan(deadline);
+                consumer.poll(Duration.ofMillis(100)).forEach(all::add);
+            }
+        }
+        return all;
+    }
 
     @Bean
     MeterRegistry meterRegistry() {
