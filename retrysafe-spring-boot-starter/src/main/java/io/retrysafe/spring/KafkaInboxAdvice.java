@@ -1,11 +1,11 @@
 package io.retrysafe.spring;
 
 import io.retrysafe.FingerprintMismatchException;
-import io.retrysafe.IdempotencyKey;
 import io.retrysafe.InProgressException;
 import io.retrysafe.InvalidKeyException;
 import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.inbox.DeadLetterReason;
+import io.retrysafe.inbox.DeadLetterSink;
 import io.retrysafe.inbox.Delivery;
 import io.retrysafe.inbox.Inbox;
 import io.retrysafe.inbox.InboxHandler;
@@ -117,28 +117,34 @@ final class KafkaInboxAdvice implements MethodInterceptor {
     InboxResult process(Inboxes in, Inbox inbox, String group, ConsumerRecord<?, ?> record, InboxHandler handler)
             throws Throwable {
         try (RetrySafeObservations.Observed observed = in.observations().start(KIND, KIND + " " + record.topic(), false)) {
-            Delivery delivery;
+            String messageId = null;
+            InvalidKeyException unreadableId = null;
             try {
-                delivery = delivery(in, inbox, group, record);
+                messageId = in.messageIds().messageId(record);
             } catch (InvalidKeyException e) {
-                observed.outcome(RetrySafeObservations.INVALID_KEY);
-                throw e;
+                unreadableId = e; // several ids, or one that is not text: the inbox refuses it
             }
-            if (delivery.messageId() != null) {
+            // Kafka's own byte type as its bytes; every other type as the inbox's payload rule takes it.
+            Object value = record.value() instanceof Bytes bytes ? bytes.get() : record.value();
+            Delivery delivery = Delivery.of(Inbox.scope(KIND, group, record.topic()), messageId, value,
+                    position(record));
+            if (messageId != null) {
                 try {
-                    observed.key(inbox.keyRules().key(delivery.scope(), delivery.messageId())); // its digest, for tracing
+                    observed.key(inbox.keyRules().key(delivery.scope(), messageId)); // its digest, for tracing
                 } catch (InvalidKeyException e) {
                     // The inbox refuses it, and says why.
                 }
             }
-            InboxResult result = inbox.process(delivery, handler, deadLetter -> {
+            DeadLetterSink deadLetters = deadLetter -> {
                 // A listener failing in a batch's run is not this record's fault: the run is taken again.
                 if (in.isDeadLetteringItself() && !(inbox == in.joined()
                         && deadLetter.reason() == DeadLetterReason.HANDLER_FAILED)) {
                     in.deadLetters().of(record).publish(deadLetter);
                 }
                 // Otherwise not published here: the advice throws, and the container's error handler recovers.
-            });
+            };
+            InboxResult result = unreadableId != null ? inbox.refuse(delivery, unreadableId, deadLetters)
+                    : inbox.process(delivery, handler, deadLetters);
             observed.outcome(outcome(result));
             return result;
         }
@@ -148,20 +154,6 @@ final class KafkaInboxAdvice implements MethodInterceptor {
     static boolean isPassed(Inboxes in, InboxResult result) {
         return result instanceof InboxResult.Processed || result instanceof InboxResult.Replayed
                 || result instanceof InboxResult.DeadLetter && in.isDeadLetteringItself();
-    }
-
-    private Delivery delivery(Inboxes in, Inbox inbox, String group, ConsumerRecord<?, ?> record) {
-        String scope = Inbox.scope(KIND, group, record.topic());
-        String messageId;
-        try {
-            messageId = in.messageIds().messageId(record);
-        } catch (InvalidKeyException e) {
-            inbox.engine().listener().onInvalidKey(e); // several ids, or one that is not text: no id to check
-            throw e;
-        }
-        // Kafka's own byte type as its bytes; every other type as the inbox's payload rule takes it.
-        Object value = record.value() instanceof Bytes bytes ? bytes.get() : record.value();
-        return Delivery.of(scope, messageId, value, position(record));
     }
 
     /** The record's message id as the inbox sees it (unchecked), or null; for telling copies in a batch apart. */

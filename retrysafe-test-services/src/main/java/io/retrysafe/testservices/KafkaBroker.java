@@ -3,6 +3,7 @@ package io.retrysafe.testservices;
 import java.lang.reflect.Field;
 import java.nio.channels.ServerSocketChannel;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -11,12 +12,14 @@ import org.apache.kafka.clients.CommonClientConfigs;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.GroupProtocol;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.common.test.KafkaClusterTestKit;
@@ -191,6 +194,31 @@ public final class KafkaBroker implements BeforeAllCallback, AfterAllCallback, A
             config.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 500);
         }
         return config;
+    }
+
+    /**
+     * Everything on {@code topic} now, from the beginning of each of its partitions, as raw bytes, read
+     * by a consumer of no group; fails if it cannot be read within {@code bound}.
+     */
+    public List<ConsumerRecord<byte[], byte[]>> readAll(String topic, Duration bound) throws Exception {
+        List<ConsumerRecord<byte[], byte[]>> all = new ArrayList<>();
+        Map<String, Object> config = consumerConfig(bootstrapServers(), "reader-" + topic, GroupProtocol.CLASSIC, 500);
+        try (KafkaConsumer<byte[], byte[]> reader = new KafkaConsumer<>(config, new ByteArrayDeserializer(),
+                new ByteArrayDeserializer())) {
+            List<TopicPartition> partitions = reader.partitionsFor(topic, bound).stream()
+                    .map(info -> new TopicPartition(topic, info.partition())).toList();
+            reader.assign(partitions);
+            reader.seekToBeginning(partitions);
+            Map<TopicPartition, Long> end = reader.endOffsets(partitions);
+            long deadline = System.nanoTime() + bound.toNanos();
+            while (partitions.stream().anyMatch(tp -> reader.position(tp) < end.get(tp))) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("could not read " + topic + " within " + bound);
+                }
+                reader.poll(Duration.ofMillis(100)).forEach(all::add);
+            }
+        }
+        return all;
     }
 
     /** The group's committed offset for {@code partition}, or null if it has none. */

@@ -7,9 +7,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.retrysafe.FingerprintMismatchException;
 import io.retrysafe.InvalidKeyException;
 import io.retrysafe.testservices.KafkaBroker;
-import io.retrysafe.testservices.TestDatabases;
 import java.nio.charset.StandardCharsets;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -159,19 +157,12 @@ class KafkaBatchInboxIT {
 
     @BeforeAll
     static void topicsAndTable() throws Exception {
-        for (String topic : List.of(LIST, PAYLOADS, POLLED, POISON, PARTIAL)) {
-            KAFKA.createTopic(topic, 1);
-            KAFKA.createTopic(topic + ".DLT", 1);
-        }
-        new JdbcTemplate(TestDatabases.postgres()).execute("CREATE TABLE " + LEDGER + " (id bigserial PRIMARY KEY,"
-                + " topic text NOT NULL, payload text)");
+        KafkaInboxTestApp.topicsAndLedger(KAFKA, List.of(LIST, PAYLOADS, POLLED, POISON, PARTIAL), 1, LEDGER);
     }
 
     @AfterAll
-    static void dropTables() throws SQLException {
-        JdbcTemplate jdbc = new JdbcTemplate(TestDatabases.postgres());
-        jdbc.execute("DROP TABLE IF EXISTS " + LEDGER);
-        jdbc.execute("DROP TABLE IF EXISTS " + RECORDS);
+    static void dropTables() {
+        KafkaInboxTestApp.dropTables(LEDGER, RECORDS);
     }
 
     @Test
@@ -279,7 +270,11 @@ class KafkaBatchInboxIT {
     }
 
     private static List<ConsumerRecord<String, String>> readAll(String topic) {
-        return KafkaInboxTestApp.readAll(KAFKA, topic, 1, BOUND);
+        try {
+            return KafkaInboxTestApp.readAll(KAFKA, topic, BOUND);
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     private static String header(ConsumerRecord<?, ?> record, String name) {

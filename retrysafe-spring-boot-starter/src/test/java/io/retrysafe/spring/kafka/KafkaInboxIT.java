@@ -12,9 +12,7 @@ import io.retrysafe.kafka.IdempotentRecordProcessor;
 import io.retrysafe.spring.BootLine;
 import io.retrysafe.spring.InMemoryTracing;
 import io.retrysafe.testservices.KafkaBroker;
-import io.retrysafe.testservices.TestDatabases;
 import java.nio.charset.StandardCharsets;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
@@ -138,19 +136,12 @@ class KafkaInboxIT {
 
     @BeforeAll
     static void topicsAndTable() throws Exception {
-        for (String topic : List.of(ORDERS, FLAKY, POISON, TYPED)) {
-            KAFKA.createTopic(topic, 2);
-            KAFKA.createTopic(topic + ".DLT", 2);
-        }
-        new JdbcTemplate(TestDatabases.postgres()).execute("CREATE TABLE " + LEDGER + " (id bigserial PRIMARY KEY,"
-                + " topic text NOT NULL, message_id text, payload text)");
+        KafkaInboxTestApp.topicsAndLedger(KAFKA, List.of(ORDERS, FLAKY, POISON, TYPED), 2, LEDGER);
     }
 
     @AfterAll
-    static void dropTables() throws SQLException {
-        JdbcTemplate jdbc = new JdbcTemplate(TestDatabases.postgres());
-        jdbc.execute("DROP TABLE IF EXISTS " + LEDGER);
-        jdbc.execute("DROP TABLE IF EXISTS " + RECORDS);
+    static void dropTables() {
+        KafkaInboxTestApp.dropTables(LEDGER, RECORDS);
     }
 
     @Test
@@ -283,7 +274,11 @@ class KafkaInboxIT {
     }
 
     private static List<ConsumerRecord<String, String>> readAll(String topic) {
-        return KafkaInboxTestApp.readAll(KAFKA, topic, 2, BOUND);
+        try {
+            return KafkaInboxTestApp.readAll(KAFKA, topic, BOUND);
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     private static String header(ConsumerRecord<?, ?> record, String name) {

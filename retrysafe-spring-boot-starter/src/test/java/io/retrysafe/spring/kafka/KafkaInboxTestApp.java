@@ -1,7 +1,5 @@
 package io.retrysafe.spring.kafka;
 
-import static org.assertj.core.api.Assertions.assertThat;
-
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.retrysafe.testservices.KafkaBroker;
@@ -12,17 +10,13 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.GroupProtocol;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 import org.springframework.beans.factory.annotation.Value;
@@ -74,26 +68,32 @@ public class KafkaInboxTestApp {
         registry.add("test.ledger", () -> ledger);
     }
 
-    /** Everything on {@code topic} now, from the beginning of each of its partitions, read by a consumer of no group. */
-    static List<ConsumerRecord<String, String>> readAll(KafkaBroker kafka, String topic, int partitions,
-            Duration bound) {
-        List<ConsumerRecord<String, String>> all = new ArrayList<>();
-        try (KafkaConsumer<String, String> consumer = kafka.consumer("reader", "reader-" + UUID.randomUUID(),
-                GroupProtocol.CLASSIC, 100)) {
-            List<TopicPartition> assigned = new ArrayList<>();
-            for (int p = 0; p < partitions; p++) {
-                assigned.add(new TopicPartition(topic, p));
-            }
-            consumer.assign(assigned);
-            consumer.seekToBeginning(assigned);
-            Map<TopicPartition, Long> end = consumer.endOffsets(assigned);
-            long deadline = System.nanoTime() + bound.toNanos();
-            while (assigned.stream().anyMatch(tp -> consumer.position(tp) < end.get(tp))) {
-                assertThat(System.nanoTime()).as("read %s within %s", topic, bound).isLessThan(deadline);
-                consumer.poll(Duration.ofMillis(100)).forEach(all::add);
-            }
+    /** Everything on {@code topic} now, its keys and values as text. */
+    static List<ConsumerRecord<String, String>> readAll(KafkaBroker kafka, String topic, Duration bound)
+            throws Exception {
+        return kafka.readAll(topic, bound).stream().map(r -> new ConsumerRecord<>(r.topic(), r.partition(),
+                r.offset(), r.timestamp(), r.timestampType(), r.serializedKeySize(), r.serializedValueSize(),
+                r.key() == null ? null : new String(r.key(), StandardCharsets.UTF_8),
+                r.value() == null ? null : new String(r.value(), StandardCharsets.UTF_8), r.headers(),
+                r.leaderEpoch())).toList();
+    }
+
+    /** Each topic with its dead-letter topic, and the ledger: no unique index, so a message handled twice shows. */
+    static void topicsAndLedger(KafkaBroker kafka, List<String> topics, int partitions, String ledger)
+            throws Exception {
+        for (String topic : topics) {
+            kafka.createTopic(topic, partitions);
+            kafka.createTopic(topic + ".DLT", partitions);
         }
-        return all;
+        new JdbcTemplate(TestDatabases.postgres()).execute("CREATE TABLE " + ledger + " (id bigserial PRIMARY KEY,"
+                + " topic text NOT NULL, message_id text, payload text)");
+    }
+
+    static void dropTables(String... tables) {
+        JdbcTemplate jdbc = new JdbcTemplate(TestDatabases.postgres());
+        for (String table : tables) {
+            jdbc.execute("DROP TABLE IF EXISTS " + table);
+        }
     }
 
     @Bean
