@@ -47,8 +47,10 @@ class KafkaInboxCrashIT {
 
     @BeforeEach
     void topicAndTable() throws Exception {
-        KAFKA.createTopic(topic, 1);
-        KAFKA.createTopic(topic + ".DLT", 1);
+        for (String t : List.of(topic, topic + "-batch")) {
+            KAFKA.createTopic(t, 1);
+            KAFKA.createTopic(t + ".DLT", 1);
+        }
         jdbc = new JdbcTemplate(TestDatabases.postgres());
         jdbc.execute("CREATE TABLE " + ledger + " (id bigserial PRIMARY KEY, topic text NOT NULL, message_id text,"
                 + " payload text)");
@@ -97,6 +99,40 @@ class KafkaInboxCrashIT {
         assertThat(payloads()).as("the booking is there once").containsExactly("book order 1");
     }
 
+    @Test
+    void aBatchConsumerKilledAfterItsRunCommittedAndBeforeItsOffsetCommitIsReplayedByTheNext() throws Exception {
+        String batchTopic = topic + "-batch";
+        int messages = 5;
+        try (KafkaProducer<String, String> producer = KAFKA.producer()) {
+            for (int i = 0; i < messages; i++) {
+                ProducerRecord<String, String> record = new ProducerRecord<>(batchTopic, "order-" + i, "batch order " + i);
+                record.headers().add("idempotency-key", ("msg-batch-crash-" + i).getBytes(StandardCharsets.UTF_8));
+                producer.send(record).get(30, TimeUnit.SECONDS);
+            }
+        }
+        TopicPartition partition = new TopicPartition(batchTopic, 0);
+
+        child = ChildJvm.start(KafkaInboxCrashChild.class, KafkaInboxTestApp.COMMITTED, arguments());
+        child.awaitLine(BOUND);
+        child.kill();
+
+        List<String> committedByChild = payloads();
+        assertThat(committedByChild).as("the child's first run, committed with its message ids").isNotEmpty()
+                .doesNotHaveDuplicates();
+        assertThat(KAFKA.committedOffset(group, partition)).as("the child died before committing its offset").isNull();
+
+        next = new SpringApplicationBuilder(KafkaInboxTestApp.class).web(WebApplicationType.NONE).run(arguments());
+        MeterRegistry meters = next.getBean(MeterRegistry.class);
+        await().atMost(BOUND).until(() -> Long.valueOf(messages).equals(KAFKA.committedOffset(group, partition)));
+        assertThat(meters.get("retrysafe.requests").tags("source", "kafka", "outcome", "replayed").counter().count())
+                .as("the child's records, skipped").isEqualTo(committedByChild.size());
+        List<String> all = new ArrayList<>();
+        for (int i = 0; i < messages; i++) {
+            all.add("batch order " + i);
+        }
+        assertThat(payloads()).as("every booking once").containsExactlyElementsOf(all);
+    }
+
     private List<String> payloads() {
         return jdbc.queryForList("SELECT payload FROM " + ledger + " ORDER BY id", String.class);
     }
@@ -121,6 +157,7 @@ class KafkaInboxCrashIT {
                 + KafkaBroker.CLASSIC_SESSION_TIMEOUT.toMillis());
         args.add("--spring.kafka.consumer.heartbeat-interval=500ms");
         args.add("--test.topic.orders=" + topic);
+        args.add("--test.topic.batch-orders=" + topic + "-batch");
         // The other listeners of the test application read topics of their own here.
         args.add("--test.topic.flaky=" + topic + "-unused-flaky");
         args.add("--test.topic.poison=" + topic + "-unused-poison");

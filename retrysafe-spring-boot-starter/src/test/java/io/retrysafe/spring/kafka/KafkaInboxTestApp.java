@@ -66,6 +66,7 @@ public class KafkaInboxTestApp {
         registry.add("retrysafe.store.table", () -> records);
         registry.add("retrysafe.store.initialize-schema", () -> true);
         registry.add("test.ledger", () -> ledger);
+        registry.add("test.topic.batch-orders", () -> "unused-batch-orders-" + records);
     }
 
     /** Everything on {@code topic} now, its keys and values as text. */
@@ -138,12 +139,23 @@ public class KafkaInboxTestApp {
         @KafkaListener(id = "orders", idIsGroup = false, topics = "${test.topic.orders}")
         public void orders(ConsumerRecord<String, String> record) {
             book(record);
+            holdAfterCommit(header(record, "idempotency-key"));
+        }
+
+        /** The same bookings from a batch listener; with crash-after-commit it holds after its first run. */
+        @KafkaListener(id = "batch-orders", idIsGroup = false, topics = "${test.topic.batch-orders}", batch = "true")
+        public void batchOrders(List<ConsumerRecord<String, String>> records) {
+            records.forEach(this::book);
+            holdAfterCommit(records.size() + " records");
+        }
+
+        private void holdAfterCommit(String what) {
             if (crashAfterCommit) {
                 // After the database commit, before the call returns to the container (and its offset commit).
                 TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
                     @Override
                     public void afterCommit() {
-                        System.out.println(COMMITTED + " " + header(record, "idempotency-key"));
+                        System.out.println(COMMITTED + " " + what);
                         System.out.flush();
                         try {
                             NEVER.await();
