@@ -78,6 +78,7 @@ final class KafkaBatchInbox {
             Run taken = new Run(run);
             try {
                 taken.take();
+                from += taken.passed;
             } catch (ListenerFailed failed) {
                 LOG.log(Level.DEBUG, () -> "the listener failed on a run of " + run.size() + " records from "
                         + KafkaInboxAdvice.position(run.get(0)) + "; taking them one per transaction");
@@ -90,8 +91,8 @@ final class KafkaBatchInbox {
                                 : KafkaInboxAdvice.refusal(in, record, result), record);
                     }
                 }
+                from += run.size(); // every record of the run taken alone
             }
-            from += taken.passed;
         }
     }
 
