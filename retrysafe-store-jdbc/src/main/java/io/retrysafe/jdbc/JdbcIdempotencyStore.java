@@ -5,6 +5,7 @@ import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.internal.Require;
 import io.retrysafe.jdbc.internal.SqlDialect;
+import io.retrysafe.jdbc.internal.TableNames;
 import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.FencedWrite;
@@ -17,7 +18,6 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.concurrent.Semaphore;
 import java.util.Optional;
-import java.util.regex.Pattern;
 import javax.sql.DataSource;
 
 /**
@@ -40,7 +40,6 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
     /** The wait of a claim past {@link #maxWaitingClaims()}: as good as none (MariaDB rounds it up to one second). */
     static final Duration NO_WAIT = Duration.ofMillis(1);
 
-    private static final Pattern TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,62}(\\.[A-Za-z_][A-Za-z0-9_]{0,62})?");
     private static final Duration RETRY_AFTER = Duration.ofSeconds(1);
 
     private final DataSource dataSource;
@@ -298,8 +297,7 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
                     || t instanceof java.sql.SQLTimeoutException || t instanceof java.io.IOException) {
                 return true;
             }
-            if (t instanceof SQLException sql && sql.getSQLState() != null
-                    && (sql.getSQLState().startsWith("08") || sql.getSQLState().startsWith("57P0"))) {
+            if (t instanceof SQLException sql && TableNames.isUnreachableState(sql.getSQLState())) {
                 return true;
             }
             if (t.getCause() == t) {
@@ -339,12 +337,7 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
         /** The table, optionally schema-qualified: letters, digits and underscores only, as it is put into SQL. */
         public Builder table(String table) {
             Require.unset(this.table, "table");
-            Require.notNull(table, "table");
-            if (!TABLE.matcher(table).matches()) {
-                throw new IllegalArgumentException("table must be an unquoted SQL identifier, optionally "
-                        + "schema-qualified (letters, digits, underscores; at most 63 each), but was \"" + table + "\"");
-            }
-            this.table = table;
+            this.table = TableNames.checked(table);
             return this;
         }
 
