@@ -1,0 +1,123 @@
+package io.retrysafe.r2dbc;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.Result;
+import io.retrysafe.AsyncRetrySafe;
+import io.retrysafe.Fingerprint;
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.OperationPolicy;
+import io.retrysafe.Outcome;
+import io.retrysafe.ResponseCodec;
+import io.retrysafe.spi.RetrySafeListener;
+import java.time.Duration;
+import java.util.List;
+import java.util.Queue;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import reactor.blockhound.BlockingOperationError;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * The engine on the R2DBC store, end to end on the driver's event loop, with BlockHound watching:
+ * the store's stages complete on Netty threads, and the engine decides, runs the operation, writes
+ * its outcome and schedules its waits from there. A blocking call anywhere on that path would fail
+ * the request with {@link BlockingOperationError}; the first tests prove that BlockHound is on.
+ */
+class NonBlockingIT {
+    private static final Duration BOUND = Duration.ofSeconds(60);
+    private static R2dbcIdempotencyStore store;
+
+    @BeforeAll
+    static void createTable() throws Exception {
+        store = R2dbcIdempotencyStore.builder(R2dbcDatabase.pool()).table(R2dbcStandaloneContractIT.TABLE).build();
+        store.createSchema().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void blockHoundCatchesASleepOnAReactorThread() {
+        Mono<Long> sleeper = Mono.delay(Duration.ofMillis(1)).doOnNext(tick -> sleep());
+
+        assertThatThrownBy(() -> sleeper.block(BOUND)).hasCauseInstanceOf(BlockingOperationError.class);
+    }
+
+    @Test
+    void blockHoundCatchesASleepOnTheDriversEventLoop() {
+        Mono<Integer> sleeper = Mono.usingWhen(R2dbcDatabase.unpooled().create(),
+                c -> Flux.from(c.createStatement("SELECT 1").execute())
+                        .concatMap(result -> result.map(row -> {
+                            assertThat(Thread.currentThread().getName()).startsWith("reactor-tcp");
+                            sleep();
+                            return row.get(0, Integer.class);
+                        }))
+                        .next(),
+                Connection::close);
+
+        assertThatThrownBy(() -> sleeper.block(BOUND)).hasCauseInstanceOf(BlockingOperationError.class);
+    }
+
+    @Test
+    void manyDuplicatesOnTheEventLoopRunTheOperationOnceAndWaitWithoutBlocking() throws Exception {
+        Queue<String> threads = new ConcurrentLinkedQueue<>();
+        Queue<Throwable> listenerSaw = new ConcurrentLinkedQueue<>();
+        AsyncRetrySafe retrySafe = AsyncRetrySafe.builder(store)
+                .policy(OperationPolicy.custom().waitForResult(BOUND).build())
+                .listener(new RetrySafeListener() {
+                    @Override
+                    public void onStoreError(String storeName, String operation, RuntimeException error) {
+                        listenerSaw.add(error);
+                    }
+                }).build();
+        IdempotencyKey key = IdempotencyKey.of("nb-" + UUID.randomUUID(), "charge-1");
+        Fingerprint request = Fingerprint.sha256("POST /charges 5".getBytes(UTF_8));
+        AtomicInteger runs = new AtomicInteger();
+
+        List<CompletableFuture<Outcome<String>>> outcomes = IntStream.range(0, 24)
+                .mapToObj(i -> Mono.defer(() -> Mono.fromCompletionStage(retrySafe.execute(key, request,
+                                ResponseCodec.utf8(), attempt -> {
+                                    runs.incrementAndGet();
+                                    threads.add(Thread.currentThread().getName());
+                                    // Slow enough that the duplicates find the key in flight and wait.
+                                    return Mono.delay(Duration.ofMillis(300)).then(query())
+                                            .map(n -> "charged " + n).toFuture();
+                                })))
+                        .subscribeOn(Schedulers.parallel())
+                        .toFuture())
+                .toList();
+        CompletableFuture.allOf(outcomes.toArray(CompletableFuture[]::new)).get(BOUND.toMillis(), TimeUnit.MILLISECONDS);
+
+        List<Outcome<String>> done = outcomes.stream().map(CompletableFuture::join).toList();
+        assertThat(done).filteredOn(o -> o instanceof Outcome.Executed).hasSize(1);
+        assertThat(done).filteredOn(o -> !(o instanceof Outcome.Executed)).hasSize(23)
+                .allMatch(o -> o.equals(new Outcome.Replayed<>("charged 1")));
+        assertThat(runs).hasValue(1);
+        assertThat(threads).as("the operation ran where the claim's stage completed")
+                .allMatch(name -> name.startsWith("reactor-tcp"));
+        assertThat(listenerSaw).isEmpty();
+    }
+
+    private static Mono<Long> query() {
+        return Mono.usingWhen(R2dbcDatabase.pool().create(), c -> Flux.from(c.createStatement("SELECT 1::bigint").execute())
+                .concatMap(result -> result.map(row -> row.get(0, Long.class))).next(), Connection::close);
+    }
+
+    private static void sleep() {
+        try {
+            Thread.sleep(1);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
