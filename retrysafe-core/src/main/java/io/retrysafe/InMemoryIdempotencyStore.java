@@ -60,6 +60,7 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
     private final int scopeSharePercent;
     private final int maxScopeEntries;
     private final long maxScopeBytes;
+    private final AsyncIdempotencyStore async = new AsyncView();
 
     public InMemoryIdempotencyStore() {
         this(builder());
@@ -337,8 +338,6 @@ public final class InMemoryIdempotencyStore implements IdempotencyStore {
     public AsyncIdempotencyStore async() {
         return async;
     }
-
-    private final AsyncIdempotencyStore async = new AsyncView();
 
     /** The asynchronous view: no step here waits, so none needs another thread. */
     private final class AsyncView implements AsyncIdempotencyStore {
