@@ -2,14 +2,18 @@ package io.retrysafe.redis;
 
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisException;
+import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
 import io.lettuce.core.codec.ByteArrayCodec;
+import io.retrysafe.redis.internal.Script;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -39,13 +43,17 @@ import java.util.function.Supplier;
  * it, instead of sending them later, when their callers have long had their answer.
  */
 final class LazyConnection {
-    /** A connection and its synchronous commands; one of either topology. */
-    record Link(StatefulConnection<byte[], byte[]> connection, RedisClusterCommands<byte[], byte[]> commands) {
+    /**
+     * A connection with its synchronous commands and its asynchronous ones (which never block the
+     * caller: their futures complete on Lettuce's event loop); one of either topology.
+     */
+    record Link(StatefulConnection<byte[], byte[]> connection, RedisClusterCommands<byte[], byte[]> commands,
+            RedisClusterAsyncCommands<byte[], byte[]> async) {
         /** Connects to a standalone Redis, or a Sentinel-managed one: the client's URI says which. */
         static Supplier<Link> to(RedisClient client) {
             return () -> {
                 StatefulRedisConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
-                return new Link(c, c.sync());
+                return new Link(c, c.sync(), c.async());
             };
         }
 
@@ -53,9 +61,34 @@ final class LazyConnection {
         static Supplier<Link> to(RedisClusterClient client) {
             return () -> {
                 StatefulRedisClusterConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
-                return new Link(c, c.sync());
+                return new Link(c, c.sync(), c.async());
             };
         }
+
+        /**
+         * {@code EVALSHA} without waiting: the future completes on the event loop. A server that
+         * answers {@code NOSCRIPT} gets the script ({@code SCRIPT LOAD}) and the call once more; nothing
+         * ran on the first call, so repeating it is safe. Each command is bounded by the connection's
+         * timeout through Lettuce's own command expiry ({@code TimeoutOptions}, on by default), which
+         * runs on Netty's timer: a JDK timer here ({@code orTimeout}) takes a queue lock on the event
+         * loop to cancel its task, and under many calls in flight that lock is contended.
+         */
+        <T> CompletableFuture<T> evalAsync(Script script, byte[][] keys, byte[]... args) {
+            return async.<T>evalsha(script.sha(), script.output(), keys, args).toCompletableFuture()
+                    .exceptionallyCompose(e -> unwrap(e) instanceof RedisNoScriptException
+                            ? async.scriptLoad(script.source()).thenCompose(sha ->
+                                    async.<T>evalsha(script.sha(), script.output(), keys, args)).toCompletableFuture()
+                            : CompletableFuture.failedFuture(unwrap(e)));
+        }
+    }
+
+    /** The failure inside a {@link CompletionException} (how a dependent stage sees it), or {@code e} itself. */
+    static Throwable unwrap(Throwable e) {
+        Throwable t = e;
+        while ((t instanceof CompletionException || t instanceof ExecutionException) && t.getCause() != null) {
+            t = t.getCause();
+        }
+        return t;
     }
 
     /** Why {@link #get()} has no connection to give; each caller turns it into its own exception. */
@@ -134,18 +167,57 @@ final class LazyConnection {
      * @throws RuntimeException      what the connector or initialiser threw, if it was not a RedisException
      */
     Link get() throws NotConnected {
+        CompletableFuture<Link> attempt = attempt();
+        try {
+            return attempt.get(wait.toNanos(), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            throw new NotConnected(NotConnected.Reason.STILL_CONNECTING, e);
+        } catch (ExecutionException e) {
+            throw failed(e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new NotConnected(NotConnected.Reason.INTERRUPTED, e);
+        }
+    }
+
+    /**
+     * {@link #get()} without blocking the caller: the future holds the connection, or fails with what
+     * {@link #get()} throws ({@link NotConnected} past the wait or while cooling down,
+     * IllegalStateException once closed). An attempt to connect runs on its own thread, as for
+     * {@link #get()}, so no caller's thread (an event loop) ever waits for a connect.
+     */
+    CompletableFuture<Link> getAsync() {
+        CompletableFuture<Link> attempt;
+        try {
+            attempt = attempt();
+        } catch (NotConnected | RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        if (attempt.isDone() && !attempt.isCompletedExceptionally()) {
+            return attempt;
+        }
+        // A copy: the timeout ends this caller's wait, not the attempt every caller shares.
+        return attempt.copy().orTimeout(wait.toNanos(), TimeUnit.NANOSECONDS).exceptionallyCompose(e -> {
+            Throwable cause = unwrap(e);
+            return CompletableFuture.failedFuture(cause instanceof TimeoutException
+                    ? new NotConnected(NotConnected.Reason.STILL_CONNECTING, cause)
+                    : failed(cause));
+        });
+    }
+
+    /** The open connection as a done future, or the attempt under way (started here if there is none). */
+    private CompletableFuture<Link> attempt() throws NotConnected {
         Link l = link;
         if (l != null && l.connection().isOpen()) {
-            return l;
+            return CompletableFuture.completedFuture(l);
         }
-        CompletableFuture<Link> attempt;
         synchronized (lock) {
             if (closed) {
                 throw new IllegalStateException(closedMessage);
             }
             if (link != null) {
                 if (link.connection().isOpen()) {
-                    return link;
+                    return CompletableFuture.completedFuture(link);
                 }
                 Link lost = link;
                 link = null;
@@ -162,22 +234,16 @@ final class LazyConnection {
                 connect.setDaemon(true);
                 connect.start();
             }
-            attempt = connecting;
+            return connecting;
         }
-        try {
-            return attempt.get(wait.toNanos(), TimeUnit.NANOSECONDS);
-        } catch (TimeoutException e) {
-            throw new NotConnected(NotConnected.Reason.STILL_CONNECTING, e);
-        } catch (ExecutionException e) {
-            Throwable cause = e.getCause();
-            if (cause instanceof RuntimeException re && !(re instanceof RedisException)) {
-                throw re; // closed meanwhile, or a bug
-            }
-            throw new NotConnected(NotConnected.Reason.FAILED, cause);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new NotConnected(NotConnected.Reason.INTERRUPTED, e);
+    }
+
+    /** An attempt's failure as the caller sees it: closed meanwhile or a bug as it is, a Redis failure as FAILED. */
+    private static NotConnected failed(Throwable cause) {
+        if (cause instanceof RuntimeException re && !(re instanceof RedisException)) {
+            throw re;
         }
+        return new NotConnected(NotConnected.Reason.FAILED, cause);
     }
 
     /** Closes the connection; one still being opened is closed by its attempt, which sees closed. Idempotent. */

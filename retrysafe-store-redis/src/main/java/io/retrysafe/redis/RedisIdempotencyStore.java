@@ -1,36 +1,33 @@
 package io.retrysafe.redis;
 
 import static java.nio.charset.StandardCharsets.US_ASCII;
-import static java.nio.charset.StandardCharsets.UTF_8;
 
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
-import io.retrysafe.Fingerprint;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
-import io.retrysafe.internal.HeaderCodec;
 import io.retrysafe.internal.Require;
 import io.retrysafe.redis.LazyConnection.Link;
 import io.retrysafe.redis.LazyConnection.NotConnected;
 import io.retrysafe.redis.internal.Script;
+import io.retrysafe.spi.AsyncIdempotencyStore;
 import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.FencedWrite;
 import io.retrysafe.spi.IdempotencyRecord;
 import io.retrysafe.spi.IdempotencyStore;
 import io.retrysafe.spi.OwnerToken;
-import io.retrysafe.spi.RecordStatus;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
-import java.time.Instant;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
@@ -74,6 +71,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     private final String name;
     private final Duration commandTimeout;
     private final LazyConnection connection;
+    private final AsyncIdempotencyStore async = new AsyncView();
 
     private RedisIdempotencyStore(Builder b) {
         this.topology = b.topology;
@@ -135,41 +133,19 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
 
     @Override
     public ClaimResult tryClaim(ClaimRequest request) {
-        long leaseMillis = millis(request.leaseTtl(), "leaseTtl");
-        long retentionMillis = millis(request.retention(), "retention");
-        List<Object> answer = run(Script.CLAIM, "claim", recordKey(request.key()),
-                request.fingerprint().hex().getBytes(US_ASCII),
-                request.token().toString().getBytes(US_ASCII),
-                number(leaseMillis),
-                number(retentionMillis));
-        String outcome = text(answer.get(0));
-        return switch (outcome) {
-            case "claimed" -> new ClaimResult.Claimed(request.token(), Math.toIntExact((Long) answer.get(1)));
-            case "replay" -> new ClaimResult.Replay(response(answer.get(1), answer.get(2), answer.get(3)));
-            case "in_progress" -> new ClaimResult.InProgress(Duration.ofMillis((Long) answer.get(1)));
-            case "mismatch" -> new ClaimResult.FingerprintMismatch();
-            default -> throw new IllegalStateException("claim script of " + name + " answered " + outcome
-                    + "; is " + Script.CLAIM.resource() + " from another RetrySafe version?");
-        };
+        List<Object> answer = run(Script.CLAIM, "claim", recordKey(request.key()), RedisRecords.claimArgs(request));
+        return RedisRecords.claimResult(answer, request, name);
     }
 
     @Override
     public FencedWrite complete(IdempotencyKey key, OwnerToken token, StoredResponse response, Duration retention) {
-        Require.notNull(response, "response");
-        long retentionMillis = millis(retention, "retention");
-        Long written = run(Script.COMPLETE, "complete", recordKey(key),
-                token.toString().getBytes(US_ASCII),
-                number(retentionMillis),
-                number(response.status()),
-                HeaderCodec.encode(response.headers()).getBytes(UTF_8),
-                response.body());
-        return written == 1L ? FencedWrite.COMMITTED : FencedWrite.LEASE_LOST;
+        return RedisRecords.fencedWrite(run(Script.COMPLETE, "complete", recordKey(key),
+                RedisRecords.completeArgs(token, response, retention)));
     }
 
     @Override
     public FencedWrite release(IdempotencyKey key, OwnerToken token) {
-        Long written = run(Script.RELEASE, "release", recordKey(key), token.toString().getBytes(US_ASCII));
-        return written == 1L ? FencedWrite.COMMITTED : FencedWrite.LEASE_LOST;
+        return RedisRecords.fencedWrite(run(Script.RELEASE, "release", recordKey(key), RedisRecords.releaseArgs(token)));
     }
 
     @Override
@@ -179,35 +155,18 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
 
     @Override
     public FencedWrite renewLease(IdempotencyKey key, OwnerToken token, Duration leaseTtl) {
-        Long written = run(Script.RENEW, "renew lease", recordKey(key), token.toString().getBytes(US_ASCII),
-                number(millis(leaseTtl, "leaseTtl")));
-        return written == 1L ? FencedWrite.COMMITTED : FencedWrite.LEASE_LOST;
+        return RedisRecords.fencedWrite(run(Script.RENEW, "renew lease", recordKey(key),
+                RedisRecords.renewArgs(token, leaseTtl)));
     }
 
     @Override
     public Optional<IdempotencyRecord> inspect(IdempotencyKey key) {
         Link l = link("inspect");
-        Map<byte[], byte[]> raw;
         try {
-            raw = l.commands().hgetall(recordKey(key));
+            return RedisRecords.record(key, l.commands().hgetall(recordKey(key)));
         } catch (RedisException e) {
             throw failure("inspect", e);
         }
-        if (raw == null || raw.isEmpty()) {
-            return Optional.empty(); // never written, or expired and deleted by Redis
-        }
-        Map<String, byte[]> f = new HashMap<>();
-        raw.forEach((field, value) -> f.put(new String(field, US_ASCII), value));
-        if (f.get("status") == null) {
-            return Optional.empty();
-        }
-        RecordStatus status = RecordStatus.valueOf(text(f.get("status")));
-        Optional<StoredResponse> response = status == RecordStatus.COMPLETED
-                ? Optional.of(response(f.get("rstatus"), f.get("rheaders"), f.get("rbody")))
-                : Optional.empty();
-        return Optional.of(new IdempotencyRecord(key, Fingerprint.ofHex(text(f.get("fingerprint"))), status,
-                Integer.parseInt(text(f.get("attempt"))), instant(f.get("created")), instant(f.get("lease")),
-                instant(f.get("completed")), instant(f.get("expires")), response));
     }
 
     /**
@@ -219,6 +178,17 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     public int purgeExpired(int limit) {
         Require.between(limit, 1, Integer.MAX_VALUE, "limit");
         return 0;
+    }
+
+    /**
+     * This store on the non-blocking SPI, for a reactive stack ({@code AsyncRetrySafe}): the same
+     * records, scripts and connection, each call answered by a stage that completes on Lettuce's event
+     * loop and never blocks the caller (no call waits for a connect or a command). Rows written through
+     * either face are read through the other. Closing this store closes both; the same instance every
+     * time.
+     */
+    public AsyncIdempotencyStore async() {
+        return async;
     }
 
     /** Closes the store's connection (not the client, which stays the application's); idempotent. */
@@ -264,19 +234,24 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         try {
             return connection.get();
         } catch (NotConnected e) {
-            Throwable cause = e.getCause();
-            throw switch (e.reason()) {
-                case COOLING_DOWN -> unavailable(operation, "not connected to Redis; the last attempt to connect, less "
-                        + "than " + RETRY_AFTER.toMillis() + " ms ago, failed: " + cause.getMessage(), cause);
-                case STILL_CONNECTING -> unavailable(operation, "not connected to Redis within "
-                        + commandTimeout.toMillis() + " ms (commandTimeout); still connecting", cause);
-                case FAILED -> cause instanceof RedisException re
-                        ? unavailable(operation, "connecting to Redis failed: " + re.getMessage(), re)
-                        : new IllegalStateException("connecting to Redis failed: " + cause, cause);
-                case INTERRUPTED -> new StoreUnavailableException(name, RETRY_AFTER, "idempotency store " + name
-                        + " failed to " + operation + ": interrupted while connecting to Redis", cause);
-            };
+            throw notConnected(operation, e);
         }
+    }
+
+    /** Why there is no connection, as the caller of {@code operation} sees it. */
+    private RuntimeException notConnected(String operation, NotConnected e) {
+        Throwable cause = e.getCause();
+        return switch (e.reason()) {
+            case COOLING_DOWN -> unavailable(operation, "not connected to Redis; the last attempt to connect, less "
+                    + "than " + RETRY_AFTER.toMillis() + " ms ago, failed: " + cause.getMessage(), cause);
+            case STILL_CONNECTING -> unavailable(operation, "not connected to Redis within "
+                    + commandTimeout.toMillis() + " ms (commandTimeout); still connecting", cause);
+            case FAILED -> cause instanceof RedisException re
+                    ? unavailable(operation, "connecting to Redis failed: " + re.getMessage(), re)
+                    : new IllegalStateException("connecting to Redis failed: " + cause, cause);
+            case INTERRUPTED -> new StoreUnavailableException(name, RETRY_AFTER, "idempotency store " + name
+                    + " failed to " + operation + ": interrupted while connecting to Redis", cause);
+        };
     }
 
     /** Readies a new connection, before any call uses it: loads the scripts (a restarted server knows none). */
@@ -320,33 +295,100 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     }
 
     // ------------------------------------------------------------------------------------------
-    // Values
+    // The non-blocking SPI
     // ------------------------------------------------------------------------------------------
 
-    /** Redis counts milliseconds: a duration under 1 ms would expire the record as it is written. */
-    private static long millis(Duration d, String what) {
-        Require.notNull(d, what);
-        if (d.isNegative() || d.toMillis() < 1) {
-            throw new IllegalArgumentException(what + " must be at least 1 ms (Redis counts milliseconds), but was " + d);
+    /**
+     * {@link #run} without waiting: the connection as {@link LazyConnection#getAsync()} gives it (a
+     * connect runs on its own thread), the script by {@link Link#evalAsync}; every failure fails the
+     * stage as the blocking call would throw it.
+     */
+    private <T> CompletableFuture<T> runAsync(Script script, String operation, byte[] recordKey, byte[][] args) {
+        byte[][] keys = {recordKey};
+        return onConnection(operation, l -> l.evalAsync(script, keys, args));
+    }
+
+    /** {@code command} on the connection; its failure as the blocking store would throw it. */
+    private <T> CompletableFuture<T> onConnection(String operation, Function<Link, CompletableFuture<T>> command) {
+        return connection.getAsync().thenCompose(command).exceptionallyCompose(e -> {
+            Throwable cause = LazyConnection.unwrap(e);
+            if (cause instanceof NotConnected nc) {
+                return CompletableFuture.failedFuture(notConnected(operation, nc));
+            }
+            if (cause instanceof RedisException re) {
+                return CompletableFuture.failedFuture(failure(operation, re));
+            }
+            return CompletableFuture.failedFuture(cause);
+        });
+    }
+
+    /** A call whose arguments are checked first: a bad one fails the stage instead of throwing. */
+    private static <T> CompletionStage<T> checked(Supplier<CompletionStage<T>> call) {
+        try {
+            return call.get();
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
         }
-        return d.toMillis();
     }
 
-    private static byte[] number(long n) {
-        return Long.toString(n).getBytes(US_ASCII);
-    }
+    /** {@link #async()}: the same calls, each a stage. */
+    private final class AsyncView implements AsyncIdempotencyStore {
+        @Override
+        public CompletionStage<ClaimResult> tryClaim(ClaimRequest request) {
+            return checked(() -> RedisIdempotencyStore.this.<List<Object>>runAsync(Script.CLAIM, "claim",
+                    recordKey(request.key()), RedisRecords.claimArgs(request))
+                    .thenApply(answer -> RedisRecords.claimResult(answer, request, name)));
+        }
 
-    private static String text(Object bytes) {
-        return bytes == null ? null : new String((byte[]) bytes, UTF_8);
-    }
+        @Override
+        public CompletionStage<FencedWrite> complete(IdempotencyKey key, OwnerToken token, StoredResponse response,
+                Duration retention) {
+            return checked(() -> RedisIdempotencyStore.this.<Long>runAsync(Script.COMPLETE, "complete",
+                    recordKey(key), RedisRecords.completeArgs(token, response, retention))
+                    .thenApply(RedisRecords::fencedWrite));
+        }
 
-    private static Instant instant(byte[] millis) {
-        return millis == null ? null : Instant.ofEpochMilli(Long.parseLong(new String(millis, US_ASCII)));
-    }
+        @Override
+        public CompletionStage<FencedWrite> release(IdempotencyKey key, OwnerToken token) {
+            return checked(() -> RedisIdempotencyStore.this.<Long>runAsync(Script.RELEASE, "release",
+                    recordKey(key), RedisRecords.releaseArgs(token)).thenApply(RedisRecords::fencedWrite));
+        }
 
-    private static StoredResponse response(Object status, Object headers, Object body) {
-        return StoredResponse.of(Integer.parseInt(text(status)), HeaderCodec.decode(text(headers)),
-                body == null ? new byte[0] : (byte[]) body);
+        @Override
+        public boolean canRenewLease() {
+            return true;
+        }
+
+        @Override
+        public CompletionStage<FencedWrite> renewLease(IdempotencyKey key, OwnerToken token, Duration leaseTtl) {
+            return checked(() -> RedisIdempotencyStore.this.<Long>runAsync(Script.RENEW, "renew lease",
+                    recordKey(key), RedisRecords.renewArgs(token, leaseTtl)).thenApply(RedisRecords::fencedWrite));
+        }
+
+        @Override
+        public CompletionStage<Optional<IdempotencyRecord>> inspect(IdempotencyKey key) {
+            return checked(() -> {
+                byte[] recordKey = recordKey(key);
+                return onConnection("inspect", l -> l.async().hgetall(recordKey).toCompletableFuture())
+                        .thenApply(raw -> RedisRecords.record(key, raw));
+            });
+        }
+
+        /** Nothing to purge, as {@link RedisIdempotencyStore#purgeExpired}: Redis deletes every expired record. */
+        @Override
+        public CompletionStage<Integer> purgeExpired(int limit) {
+            return checked(() -> CompletableFuture.completedFuture(RedisIdempotencyStore.this.purgeExpired(limit)));
+        }
+
+        @Override
+        public String name() {
+            return name;
+        }
+
+        @Override
+        public String toString() {
+            return RedisIdempotencyStore.this + ".async()";
+        }
     }
 
     @Override
