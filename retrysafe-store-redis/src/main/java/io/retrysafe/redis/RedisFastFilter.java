@@ -6,6 +6,7 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisConnectionException;
+import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.SetArgs;
 import io.lettuce.core.cluster.RedisClusterClient;
@@ -19,6 +20,7 @@ import io.retrysafe.internal.Require;
 import io.retrysafe.redis.LazyConnection.Link;
 import io.retrysafe.redis.LazyConnection.NotConnected;
 import io.retrysafe.redis.internal.Script;
+import io.retrysafe.spi.AsyncFastPath;
 import io.retrysafe.spi.FastPath;
 import java.lang.System.Logger.Level;
 import java.nio.BufferUnderflowException;
@@ -27,6 +29,8 @@ import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
@@ -123,6 +127,7 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
     private final Listener listener;
     private final CircuitBreaker breaker;
     private final LazyConnection connection;
+    private final AsyncFastPath async = new AsyncView();
 
     private RedisFastFilter(Builder b) {
         this.topology = b.topology;
@@ -210,9 +215,11 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
         Require.notNull(fingerprint, "fingerprint");
         byte[] redisKey = redisKeyBytes(key);
         byte[] value = call("lookup", l -> l.commands().get(redisKey), null);
-        if (value == null) {
-            return Optional.empty();
-        }
+        return value == null ? Optional.empty() : readEntry(key, value, fingerprint);
+    }
+
+    /** What the entry of {@code key} says to a request with {@code fingerprint}; a miss if it is not readable. */
+    private Optional<Cached> readEntry(IdempotencyKey key, byte[] value, Fingerprint fingerprint) {
         try {
             return Optional.of(decode(value, fingerprint));
         } catch (IllegalArgumentException e) {
@@ -286,6 +293,68 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
         connection.close();
     }
 
+    /**
+     * This filter for a non-blocking stack: the same entries, connection and breaker (a failure seen
+     * through either face counts towards opening it, and while it is open neither goes to Redis), each
+     * call answered by a stage that never blocks the caller and never fails for Redis. Closing this
+     * filter closes both; the same instance every time.
+     */
+    public AsyncFastPath async() {
+        return async;
+    }
+
+    /** {@link #async()}: the commands of the blocking methods, through Lettuce's asynchronous API. */
+    private final class AsyncView implements AsyncFastPath {
+        @Override
+        public CompletionStage<Optional<Cached>> lookup(IdempotencyKey key, Fingerprint fingerprint) {
+            Require.notNull(fingerprint, "fingerprint");
+            byte[] redisKey = redisKeyBytes(key);
+            return callAsync("lookup", l -> l.async().get(redisKey), null)
+                    .thenApply(value -> value == null ? Optional.empty() : readEntry(key, value, fingerprint));
+        }
+
+        @Override
+        public CompletionStage<Boolean> markInFlight(IdempotencyKey key, Fingerprint fingerprint) {
+            Require.notNull(fingerprint, "fingerprint");
+            byte[] redisKey = redisKeyBytes(key);
+            SetArgs args = SetArgs.Builder.nx().px(markerTtl.toMillis());
+            return callAsync("markInFlight", l -> l.async().set(redisKey, MARKER, args).thenApply("OK"::equals),
+                    Boolean.TRUE);
+        }
+
+        @Override
+        public CompletionStage<Void> publish(IdempotencyKey key, Fingerprint fingerprint, StoredResponse response,
+                Duration ttl) {
+            Require.notNull(fingerprint, "fingerprint");
+            Require.notNull(response, "response");
+            Require.notNull(ttl, "ttl");
+            if (ttl.toMillis() < 1) {
+                return clear(key);
+            }
+            byte[] redisKey = redisKeyBytes(key);
+            byte[] value = encode(fingerprint, response);
+            SetArgs args = SetArgs.Builder.px(ttl.toMillis());
+            return callAsync("publish", l -> l.async().set(redisKey, value, args), null).thenApply(ok -> null);
+        }
+
+        @Override
+        public CompletionStage<Void> clear(IdempotencyKey key) {
+            byte[][] keys = {redisKeyBytes(key)};
+            return callAsync("clear", l -> l.<Long>evalAsync(Script.FAST_FILTER_CLEAR, keys, MARKER), null)
+                    .thenApply(deleted -> null);
+        }
+
+        @Override
+        public String name() {
+            return name;
+        }
+
+        @Override
+        public String toString() {
+            return RedisFastFilter.this + ".async()";
+        }
+    }
+
     // ------------------------------------------------------------------------------------------
     // Redis, behind the breaker
     // ------------------------------------------------------------------------------------------
@@ -299,14 +368,7 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
         try {
             result = command.apply(link());
         } catch (RuntimeException e) {
-            breaker.onFailure(e);
-            LOG.log(Level.DEBUG, () -> "[" + name + "] " + operation + " failed: " + e);
-            try {
-                listener.onFailure(operation, e);
-            } catch (RuntimeException thrown) {
-                LOG.log(Level.WARNING, () -> "[" + name + "] listener " + listener.getClass().getName()
-                        + ".onFailure threw; ignored", thrown);
-            }
+            failed(operation, e);
             return fallback;
         } catch (Error e) {
             breaker.onFailure(null);
@@ -314,6 +376,51 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
         }
         breaker.onSuccess();
         return result;
+    }
+
+    /** A call that failed: the breaker counts it, the listener hears it, the request goes on without Redis. */
+    private void failed(String operation, RuntimeException e) {
+        breaker.onFailure(e);
+        LOG.log(Level.DEBUG, () -> "[" + name + "] " + operation + " failed: " + e);
+        try {
+            listener.onFailure(operation, e);
+        } catch (RuntimeException thrown) {
+            LOG.log(Level.WARNING, () -> "[" + name + "] listener " + listener.getClass().getName()
+                    + ".onFailure threw; ignored", thrown);
+        }
+    }
+
+    /**
+     * {@link #call} without waiting: the breaker first, then the connection ({@link LazyConnection#getAsync()})
+     * and the command, each bounded by the timeout (the command by Lettuce's own expiry). The stage
+     * never fails for Redis: a failure or
+     * timeout is counted, reported and answered with {@code fallback}, as the blocking call does.
+     */
+    private <T> CompletionStage<T> callAsync(String operation, Function<Link, CompletionStage<T>> command,
+            T fallback) {
+        if (!breaker.tryAcquire()) {
+            return CompletableFuture.completedFuture(fallback);
+        }
+        CompletableFuture<T> answer;
+        try {
+            answer = connection.getAsync().thenCompose(command);
+        } catch (RuntimeException e) {
+            answer = CompletableFuture.failedFuture(e);
+        }
+        return answer.handle((result, e) -> {
+            if (e == null) {
+                breaker.onSuccess();
+                return result;
+            }
+            Throwable cause = LazyConnection.unwrap(e);
+            if (cause instanceof Error error) {
+                breaker.onFailure(null);
+                throw error;
+            }
+            failed(operation, cause instanceof NotConnected nc ? asRedisException(nc)
+                    : cause instanceof RuntimeException re ? re : new RedisException(cause));
+            return fallback;
+        });
     }
 
     /**
@@ -327,15 +434,20 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
         try {
             return connection.get();
         } catch (NotConnected e) {
-            Throwable cause = e.getCause();
-            throw switch (e.reason()) {
-                case STILL_CONNECTING -> new RedisCommandTimeoutException("not connected to Redis within "
-                        + timeout.toMillis() + " ms; still connecting");
-                case FAILED, COOLING_DOWN -> cause instanceof RuntimeException re ? re
-                        : new RedisConnectionException("connecting to Redis failed: " + cause, cause);
-                case INTERRUPTED -> new RedisConnectionException("interrupted while connecting to Redis", cause);
-            };
+            throw asRedisException(e);
         }
+    }
+
+    /** Why there is no connection, as a failure the breaker counts. */
+    private RuntimeException asRedisException(NotConnected e) {
+        Throwable cause = e.getCause();
+        return switch (e.reason()) {
+            case STILL_CONNECTING -> new RedisCommandTimeoutException("not connected to Redis within "
+                    + timeout.toMillis() + " ms; still connecting");
+            case FAILED, COOLING_DOWN -> cause instanceof RuntimeException re ? re
+                    : new RedisConnectionException("connecting to Redis failed: " + cause, cause);
+            case INTERRUPTED -> new RedisConnectionException("interrupted while connecting to Redis", cause);
+        };
     }
 
     private void breakerChanged(BreakerState from, BreakerState to, int failures, long backoffNanos,

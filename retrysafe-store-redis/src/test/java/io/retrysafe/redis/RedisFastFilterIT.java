@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.resource.ClientResources;
@@ -14,6 +15,7 @@ import io.retrysafe.Fingerprint;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.redis.RedisFastFilter.BreakerState;
+import io.retrysafe.spi.AsyncFastPath;
 import io.retrysafe.spi.FastPath.Cached;
 import io.retrysafe.testservices.TestRedis;
 import java.nio.file.Path;
@@ -21,9 +23,15 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Queue;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Pattern;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -32,7 +40,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The fast filter on a real Redis: marker, publish, lookup and clear as Redis stores them, TTLs, key
  * names, a Redis Cluster, and a server killed and started again. Runs on the shared local Redis
- * under a prefix of its own; what stops a server or flushes scripts runs on a private one.
+ * under a prefix of its own; what stops a server or flushes scripts runs on a private one. The
+ * non-blocking face ({@link RedisFastFilter#async()}) runs here too, with BlockHound watching Lettuce's
+ * event loop: the same entries and breaker, and an unreachable Redis makes it step aside, never fail.
  */
 class RedisFastFilterIT {
     private static final String PREFIX = RedisTestKeys.uniquePrefix();
@@ -55,6 +65,7 @@ class RedisFastFilterIT {
 
     @BeforeAll
     static void connect() {
+        NonBlocking.install();
         client = RedisClient.create(TestRedis.standaloneUri());
         admin = client.connect();
         filter = RedisFastFilter.builder(client).keyPrefix(PREFIX).timeout(TIMEOUT).markerTtl(MARKER_TTL).build();
@@ -316,6 +327,106 @@ class RedisFastFilterIT {
             } finally {
                 clusterClient.shutdown(Duration.ZERO, Duration.ofSeconds(2));
             }
+        }
+    }
+
+    // ------------------------------------------------------------------------------------------
+    // The non-blocking face, async(): the same entries and breaker; BlockHound watches the event loop
+    // ------------------------------------------------------------------------------------------
+
+    @Test
+    void aMissThenTheMarkerThenTheCommittedResponseThroughTheAsynchronousFace() {
+        AsyncFastPath async = filter.async();
+        IdempotencyKey key = key("flow");
+
+        assertThat(done(async.lookup(key, FINGERPRINT))).isEmpty();
+        assertThat(done(async.markInFlight(key, FINGERPRINT))).as("first mark").isTrue();
+        assertThat(done(async.markInFlight(key, FINGERPRINT))).as("a duplicate's mark").isFalse();
+        assertThat(done(async.lookup(key, OTHER))).contains(new Cached.InFlight());
+        assertThat(filter.lookup(key, FINGERPRINT)).as("the blocking face").contains(new Cached.InFlight());
+
+        done(async.publish(key, FINGERPRINT, RESPONSE, TTL));
+
+        assertThat(done(async.lookup(key, FINGERPRINT))).contains(new Cached.Replay(RESPONSE));
+        assertThat(filter.lookup(key, FINGERPRINT)).as("the blocking face").contains(new Cached.Replay(RESPONSE));
+        assertThat(done(async.lookup(key, OTHER))).contains(new Cached.Mismatch());
+        assertThat(admin.sync().pttl(filter.redisKey(key))).isGreaterThan(MARKER_TTL.toMillis());
+        done(async.clear(key));
+        assertThat(done(async.lookup(key, FINGERPRINT))).as("clear never removes a cached response")
+                .contains(new Cached.Replay(RESPONSE));
+        assertThat(filter.breakerState()).isEqualTo(BreakerState.CLOSED);
+    }
+
+    @Test
+    void whatTheBlockingFacePublishedIsReplayedAndItsMarkerClearedThroughTheAsynchronousOne() {
+        IdempotencyKey completed = key("completed");
+        IdempotencyKey released = key("released");
+        filter.publish(completed, FINGERPRINT, RESPONSE, TTL);
+        assertThat(filter.markInFlight(released, FINGERPRINT)).isTrue();
+
+        assertThat(done(filter.async().lookup(completed, FINGERPRINT))).contains(new Cached.Replay(RESPONSE));
+        done(filter.async().clear(released));
+
+        assertThat(admin.sync().exists(filter.redisKey(released))).isZero();
+        assertThat(filter.markInFlight(released, FINGERPRINT)).as("free again").isTrue();
+    }
+
+    @Test
+    void marksOfOneKeyAllInFlightAtOnceHaveOneWinner() {
+        IdempotencyKey key = key("race");
+        List<CompletableFuture<Boolean>> marks = IntStream.range(0, 64)
+                .mapToObj(i -> filter.async().markInFlight(key, FINGERPRINT).toCompletableFuture()).toList();
+
+        List<Boolean> won = done(CompletableFuture.allOf(marks.toArray(CompletableFuture[]::new))
+                .thenApply(done -> marks.stream().map(CompletableFuture::join).toList()));
+
+        assertThat(won).filteredOn(Boolean::booleanValue).as("marks that won").hasSize(1);
+    }
+
+    @Test
+    void anUnreachableRedisMakesEveryCallStepAsideAndOpensTheBreakerBothFacesShare() throws Exception {
+        RedisClient nowhere = RedisClient.create(RedisURI.create("127.0.0.1", RedisAsyncStoreIT.closedPort()));
+        Queue<String> failed = new ConcurrentLinkedQueue<>();
+        Queue<BreakerState> states = new ConcurrentLinkedQueue<>();
+        // Built without connecting: nothing listens there, and building does not notice.
+        try (RedisFastFilter down = RedisFastFilter.builder(nowhere).name("ff-down").timeout(Duration.ofSeconds(5))
+                .failureThreshold(4).openBackoff(Duration.ofMinutes(5)).maxOpenBackoff(Duration.ofMinutes(5))
+                .listener(new RedisFastFilter.Listener() {
+                    @Override
+                    public void onFailure(String operation, RuntimeException error) {
+                        failed.add(operation);
+                    }
+
+                    @Override
+                    public void onStateChange(BreakerState from, BreakerState to) {
+                        states.add(to);
+                    }
+                }).build()) {
+            AsyncFastPath async = down.async();
+            IdempotencyKey key = key("down");
+
+            assertThat(done(async.lookup(key, FINGERPRINT))).as("a lookup: a miss").isEmpty();
+            assertThat(done(async.markInFlight(key, FINGERPRINT))).as("a mark: the request goes on").isTrue();
+            assertThat(done(async.publish(key, FINGERPRINT, RESPONSE, TTL))).as("a publish does nothing").isNull();
+            assertThat(done(async.clear(key))).as("a clear does nothing").isNull();
+
+            assertThat(failed).containsExactly("lookup", "markInFlight", "publish", "clear");
+            assertThat(states).containsExactly(BreakerState.OPEN);
+            assertThat(down.breakerState()).as("the blocking face's breaker").isEqualTo(BreakerState.OPEN);
+            // Open: neither face goes to Redis, and neither counts a failure.
+            assertThat(down.lookup(key, FINGERPRINT)).isEmpty();
+            assertThat(done(async.lookup(key, FINGERPRINT))).isEmpty();
+            assertThat(failed).hasSize(4);
+        } finally {
+            nowhere.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        }
+    }
+
+    private static <T> T done(CompletionStage<T> stage) {
+        try {
+            return stage.toCompletableFuture().get(BOUND.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (Exception e) {
+            throw new AssertionError("the stage failed, which a fast filter's never does: " + e, e);
         }
     }
 }
