@@ -15,7 +15,11 @@ import reactor.blockhound.BlockHound;
  */
 final class NonBlocking {
     static {
-        BlockHound.install();
+        BlockHound.install(builder -> builder
+                // Stopping a lease's heartbeat cancels its task on the engine's timer, which takes the
+                // timer queue's lock for a few instructions; Reactor's own integration allows the same
+                // cancel of its schedulers' tasks.
+                .allowBlockingCallsInside("io.retrysafe.LeaseRenewal", "close"));
     }
 
     private NonBlocking() {
