@@ -19,6 +19,10 @@
 #
 # Settings (environment):
 #   WARMUP, DURATION    per run (default 3s, 10s)
+#   JVM_WARMUP          before round 1, each gateway gets this much closed-loop load, not measured (default
+#                       20s): a fresh JVM runs its first requests interpreted, loading classes and opening its
+#                       store connections, and without it the first round measured that (0 to 8 requests in a
+#                       6 s run on a loaded machine) and pulled the median down
 #   ROUNDS              rounds (default 3)
 #   THREADS             closed-loop clients (default 8)
 #   RATE                open-loop requests per second, the same for every variant (default 50); keep it
@@ -206,6 +210,10 @@ done
 
 # --- the runs -------------------------------------------------------------------------------------
 mode_of() { case $1 in gw-pg|gw-redis) echo new-key ;; *) echo no-key ;; esac; }
+for v in "${GATEWAYS[@]}"; do
+    DURATION=${JVM_WARMUP:-20s} http_load "$v-jvm-warmup" "${PORT[$v]}" --mode "$(mode_of "$v")" \
+        --threads "$THREADS" --accounts acc-1,acc-2
+done
 : >"$OUT/rows.txt"
 say "results in $OUT; warmup $WARMUP + duration $DURATION; $ROUNDS rounds; $THREADS clients closed, $RATE rps open; $(machine)"
 for r in $(seq 1 "$ROUNDS"); do
