@@ -44,6 +44,8 @@ import org.eclipse.jetty.util.thread.QueuedThreadPool;
 public final class Gateway implements AutoCloseable {
     /** The engine's name: the {@code name} tag of every metric. */
     public static final String ENGINE_NAME = "gateway";
+    /** The realm of the challenge a {@code 401} carries. */
+    private static final String REALM = "retrysafe-gateway";
     private static final System.Logger LOG = System.getLogger(Gateway.class.getName());
 
     private final Server server;
@@ -103,7 +105,7 @@ public final class Gateway implements AutoCloseable {
                         .build();
                 protectedRoutes.add(new Routes.Protected(built,
                         new RetrySafeFilter(http, IdempotentExecutor.standalone(engine), engine.listener()),
-                        new Routes.Target(r.upstream(), r.responseTimeout(), r.lease())));
+                        new Routes.Target(r.upstream(), r.responseTimeout(), r.lease()), challenge(r.scope())));
             }
             Routes routes = new Routes(protectedRoutes, config.upstream().url().map(u -> new Routes.Target(u,
                     config.upstream().responseTimeout(), config.idempotency().lease())));
@@ -143,6 +145,16 @@ public final class Gateway implements AutoCloseable {
             GatewayConfig.Idempotency defaults) {
         return OperationPolicy.custom().retention(retention).leaseTtl(lease).waitForResult(defaults.waitForResult())
                 .build();
+    }
+
+    /** What a client is told to authenticate with when a route has no caller; a trusted header has no scheme. */
+    private static String challenge(GatewayConfig.Scope scope) {
+        if (scope instanceof BasicScope) {
+            return "Basic realm=\"" + REALM + "\", charset=\"UTF-8\"";
+        } else if (scope instanceof GatewayConfig.JwtScope) {
+            return "Bearer realm=\"" + REALM + "\"";
+        }
+        return null;
     }
 
     private static ScopeResolver scope(GatewayConfig.Scope scope, Map<String, String> env) {

@@ -7,6 +7,7 @@ import jakarta.servlet.ServletException;
 import jakarta.servlet.ServletRequest;
 import jakarta.servlet.ServletResponse;
 import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.net.URI;
 import java.time.Duration;
@@ -25,8 +26,11 @@ final class Routes implements Filter {
     record Target(URI upstream, Duration responseTimeout, Duration lease) {
     }
 
-    /** One configured route: what it matches, the filter that protects it, where it goes. */
-    record Protected(IdempotentRoute route, Filter filter, Target target) {
+    /**
+     * One configured route: what it matches, the filter that protects it, where it goes, and the
+     * {@code WWW-Authenticate} challenge of its callers' source (null for none).
+     */
+    record Protected(IdempotentRoute route, Filter filter, Target target, String challenge) {
     }
 
     private final List<Protected> routes;
@@ -44,7 +48,8 @@ final class Routes implements Filter {
             for (Protected p : routes) {
                 if (p.route().matches(request)) {
                     request.setAttribute(MATCHED, p.target());
-                    p.filter().doFilter(req, res, chain);
+                    p.filter().doFilter(req, p.challenge() != null && res instanceof HttpServletResponse response
+                            ? new ChallengingResponse(response, p.challenge()) : res, chain);
                     return;
                 }
             }

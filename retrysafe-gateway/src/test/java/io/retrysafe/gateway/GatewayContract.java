@@ -7,6 +7,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
@@ -31,6 +32,9 @@ abstract class GatewayContract {
 
     /** The {@code scope:} section; files it names are written into {@link #dir} first by {@link #prepare()}. */
     abstract String scope();
+
+    /** The {@code WWW-Authenticate} challenges of a 401 for want of a caller; none for a trusted header. */
+    abstract List<String> challenge();
 
     /** Extra environment the configuration reads (passwords, secrets). */
     Map<String, String> env() {
@@ -117,8 +121,12 @@ abstract class GatewayContract {
     @Test
     void noCallerIs401() throws Exception {
         String mine = UUID.randomUUID().toString();
-        assertProblem(client.send(payment("/payments", mine, "{}")), 401, "/problems/unauthenticated");
-        assertProblem(client.send(asNobody(payment("/payments", mine, "{}"))), 401, "/problems/unauthenticated");
+        HttpResponse<String> none = client.send(payment("/payments", mine, "{}"));
+        HttpResponse<String> refused = client.send(asNobody(payment("/payments", mine, "{}")));
+        assertProblem(none, 401, "/problems/unauthenticated");
+        assertProblem(refused, 401, "/problems/unauthenticated");
+        assertThat(none.headers().allValues("WWW-Authenticate")).isEqualTo(challenge());
+        assertThat(refused.headers().allValues("WWW-Authenticate")).isEqualTo(challenge());
         assertThat(upstream.calls(mine)).isZero();
     }
 

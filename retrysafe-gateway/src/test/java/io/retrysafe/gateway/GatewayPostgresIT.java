@@ -148,7 +148,10 @@ class GatewayPostgresIT {
 
     @Test
     void noOrWrongCredentialsAre401AndNothingIsSent() throws Exception {
-        assertProblem(client.send(client.post("/payments", null, key, "{\"amount\":100}")), 401, "/problems/unauthenticated");
+        HttpResponse<String> none = client.send(client.post("/payments", null, key, "{\"amount\":100}"));
+        assertProblem(none, 401, "/problems/unauthenticated");
+        // RFC 9110 §15.5.2: a 401 carries the challenge a client answers with credentials.
+        assertThat(none.headers().allValues("WWW-Authenticate")).containsExactly("Basic realm=\"retrysafe-gateway\", charset=\"UTF-8\"");
         assertProblem(client.send(client.post("/payments", basic("alice", "wrong"), key, "{\"amount\":100}")), 401,
                 "/problems/unauthenticated");
         assertProblem(client.send(client.post("/payments", basic("mallory", "x"), key, "{\"amount\":100}")), 401,

@@ -14,6 +14,7 @@ import com.nimbusds.jwt.SignedJWT;
 import java.net.http.HttpRequest;
 import java.nio.file.Files;
 import java.util.Date;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -42,6 +43,11 @@ class PostgresJwksIT extends GatewayContract {
     @Override
     String scope() {
         return "jwt:\n  jwks-file: jwks.json\n  audience: payments\n";
+    }
+
+    @Override
+    List<String> challenge() {
+        return List.of("Bearer realm=\"retrysafe-gateway\"");
     }
 
     @Override

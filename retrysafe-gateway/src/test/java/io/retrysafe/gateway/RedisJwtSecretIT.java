@@ -9,6 +9,7 @@ import io.retrysafe.testservices.TestRedis;
 import java.net.http.HttpRequest;
 import java.nio.charset.StandardCharsets;
 import java.util.Date;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
@@ -28,6 +29,11 @@ class RedisJwtSecretIT extends GatewayContract {
     @Override
     String scope() {
         return "jwt:\n  secret-env: TEST_JWT_SECRET\n  issuer: https://issuer.test\n";
+    }
+
+    @Override
+    List<String> challenge() {
+        return List.of("Bearer realm=\"retrysafe-gateway\"");
     }
 
     @Override

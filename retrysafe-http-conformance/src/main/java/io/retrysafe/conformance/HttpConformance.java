@@ -192,6 +192,8 @@ public abstract class HttpConformance {
         HttpResponse<String> anonymous = pay(null, newKey(), payment(account, 100));
 
         assertProblem(anonymous, 401, "unauthenticated");
+        // RFC 9110 §15.5.2: a 401 carries a challenge; every target here authenticates with HTTP Basic.
+        assertThat(anonymous.headers().allValues("WWW-Authenticate")).singleElement().asString().startsWith("Basic realm=");
         assertThat(target().effects(account)).isZero();
     }
 
