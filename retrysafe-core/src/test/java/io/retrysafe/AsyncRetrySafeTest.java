@@ -18,6 +18,7 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -79,7 +80,11 @@ class AsyncRetrySafeTest {
     void firstRunsOnTheStoresThreadAndIsStoredSecondReplaysWithoutRunning() throws Exception {
         AsyncRetrySafe retrySafe = engine();
 
-        Outcome<Reply> first = get(retrySafe.execute(key, REQUEST, RetrySafeTest.REPLY, answering(new Reply(201, "created"))));
+        CountDownLatch onTheWire = store.hold();
+        CompletionStage<Outcome<Reply>> running = retrySafe.execute(key, REQUEST, RetrySafeTest.REPLY,
+                answering(new Reply(201, "created")));
+        onTheWire.countDown();
+        Outcome<Reply> first = get(running);
         Outcome<Reply> second = get(retrySafe.execute(key, REQUEST, RetrySafeTest.REPLY, answering(new Reply(500, "no"))));
 
         assertThat(first).isEqualTo(new Outcome.Executed<>(new Reply(201, "created"), new Attempt(key, 1),

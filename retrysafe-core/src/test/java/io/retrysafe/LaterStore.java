@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.function.Supplier;
@@ -32,6 +33,24 @@ final class LaterStore implements AsyncIdempotencyStore, AutoCloseable {
 
     LaterStore(IdempotencyStore delegate) {
         this.delegate = delegate;
+    }
+
+    /**
+     * Holds the loop until the returned latch is counted down: calls made meanwhile complete only
+     * after the caller has chained on their stages, as they would on a driver whose answer is still
+     * on the wire. Without it a fast loop may finish before the engine chains, and the next step
+     * then runs on the caller's thread.
+     */
+    CountDownLatch hold() {
+        CountDownLatch held = new CountDownLatch(1);
+        loop.execute(() -> {
+            try {
+                held.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        return held;
     }
 
     private <R> CompletionStage<R> later(Supplier<R> call) {
