@@ -1,14 +1,19 @@
 package io.retrysafe.servlet;
 
 import io.retrysafe.KeyRules;
+import io.retrysafe.http.HttpRoute;
 import io.retrysafe.http.HttpSemantics;
+import io.retrysafe.http.HttpSettings;
 import io.retrysafe.internal.Require;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
- * What the filter protects and how. Immutable; built once.
+ * What the filter protects and how: the settings every stack shares ({@link HttpSettings}), with the scope
+ * read from the servlet request, and how a handler's {@code sendError} message is shown. Immutable; built once.
  *
  * <pre>{@code
  * HttpIdempotency config = HttpIdempotency.custom()
@@ -18,8 +23,8 @@ import java.util.Set;
  * }</pre>
  */
 public final class HttpIdempotency {
-    public static final int DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024;
-    public static final int DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
+    public static final int DEFAULT_MAX_REQUEST_BYTES = HttpSettings.DEFAULT_MAX_REQUEST_BYTES;
+    public static final int DEFAULT_MAX_RESPONSE_BYTES = HttpSettings.DEFAULT_MAX_RESPONSE_BYTES;
     /** Headers replayed with a stored response unless configured otherwise. */
     public static final Set<String> DEFAULT_REPLAYED_HEADERS = HttpSemantics.DEFAULT_REPLAYED_HEADERS;
     /** Never stored, whatever is configured: they carry credentials or per-session state. */
@@ -28,24 +33,18 @@ public final class HttpIdempotency {
     /** A handler's {@code sendError} message is not shown (nor stored) unless the application shows such messages. */
     public static final boolean DEFAULT_INCLUDE_ERROR_MESSAGES = false;
 
+    private final HttpSettings<ScopeResolver> settings;
     private final List<IdempotentRoute> routes;
-    private final ScopeResolver scope;
-    private final KeyRules keyRules;
-    private final int maxRequestBytes;
-    private final int maxResponseBytes;
-    private final Set<String> replayedHeaders;
     private final boolean includeErrorMessages;
 
-    private HttpIdempotency(Builder b) {
-        this.routes = b.routes.isEmpty()
-                ? List.of(IdempotentRoute.of("POST", "/**").keyRequired(false).build(),
-                        IdempotentRoute.of("PATCH", "/**").keyRequired(false).build())
-                : List.copyOf(b.routes);
-        this.scope = b.scope;
-        this.keyRules = b.keyRules == null ? KeyRules.DEFAULT : b.keyRules;
-        this.maxRequestBytes = b.maxRequestBytes == null ? DEFAULT_MAX_REQUEST_BYTES : b.maxRequestBytes;
-        this.maxResponseBytes = b.maxResponseBytes == null ? DEFAULT_MAX_RESPONSE_BYTES : b.maxResponseBytes;
-        this.replayedHeaders = b.replayedHeaders == null ? DEFAULT_REPLAYED_HEADERS : b.replayedHeaders;
+    private HttpIdempotency(Builder b, HttpSettings<ScopeResolver> settings) {
+        this.settings = settings;
+        List<IdempotentRoute> routes = new ArrayList<>();
+        for (HttpRoute route : settings.routes()) {
+            IdempotentRoute given = b.given.get(route);
+            routes.add(given == null ? IdempotentRoute.of(route) : given);
+        }
+        this.routes = List.copyOf(routes);
         this.includeErrorMessages = b.includeErrorMessages == null ? DEFAULT_INCLUDE_ERROR_MESSAGES
                 : b.includeErrorMessages;
     }
@@ -54,29 +53,34 @@ public final class HttpIdempotency {
         return new Builder();
     }
 
+    /** The settings the WebFlux filter shares. */
+    public HttpSettings<ScopeResolver> settings() {
+        return settings;
+    }
+
     public List<IdempotentRoute> routes() {
         return routes;
     }
 
     public ScopeResolver scope() {
-        return scope;
+        return settings.scope();
     }
 
     public KeyRules keyRules() {
-        return keyRules;
+        return settings.keyRules();
     }
 
     public int maxRequestBytes() {
-        return maxRequestBytes;
+        return settings.maxRequestBytes();
     }
 
     public int maxResponseBytes() {
-        return maxResponseBytes;
+        return settings.maxResponseBytes();
     }
 
     /** Lower-case names of the headers stored and replayed. */
     public Set<String> replayedHeaders() {
-        return replayedHeaders;
+        return settings.replayedHeaders();
     }
 
     /** Whether the message of a handler's {@code sendError(status, message)} is in the problem the client gets. */
@@ -94,16 +98,14 @@ public final class HttpIdempotency {
         return null;
     }
 
-    public static final class Builder {
-        private final List<IdempotentRoute> routes = new ArrayList<>();
-        private ScopeResolver scope;
-        private KeyRules keyRules;
-        private Integer maxRequestBytes;
-        private Integer maxResponseBytes;
-        private Set<String> replayedHeaders;
+    /** The shared settings ({@link HttpSettings.Builder}), with the servlet filter's own. */
+    public static final class Builder extends HttpSettings.Builder<ScopeResolver, Builder> {
+        /** The servlet routes given, by the stack-neutral route each is, so that {@link #routes()} returns them. */
+        private final Map<HttpRoute, IdempotentRoute> given = new IdentityHashMap<>();
         private Boolean includeErrorMessages;
 
         private Builder() {
+            super(ScopeResolver.class.getSimpleName());
         }
 
         /**
@@ -111,42 +113,9 @@ public final class HttpIdempotency {
          * path are protected when they carry a key.
          */
         public Builder route(IdempotentRoute route) {
-            routes.add(Require.notNull(route, "route"));
-            return this;
-        }
-
-        /** Whose intent a request carries; required: there is no silent default to a shared scope. */
-        public Builder scope(ScopeResolver scope) {
-            Require.unset(this.scope, "scope");
-            this.scope = Require.notNull(scope, "scope");
-            return this;
-        }
-
-        public Builder keyRules(KeyRules keyRules) {
-            Require.unset(this.keyRules, "keyRules");
-            this.keyRules = Require.notNull(keyRules, "keyRules");
-            return this;
-        }
-
-        /** The largest body fingerprinted; larger requests get {@code 413} and do not run. */
-        public Builder maxRequestBytes(int maxRequestBytes) {
-            Require.unset(this.maxRequestBytes, "maxRequestBytes");
-            this.maxRequestBytes = Require.between(maxRequestBytes, 0, Integer.MAX_VALUE - 8, "maxRequestBytes");
-            return this;
-        }
-
-        /** The largest response body stored for replay; see the filter for what happens above it. */
-        public Builder maxResponseBytes(int maxResponseBytes) {
-            Require.unset(this.maxResponseBytes, "maxResponseBytes");
-            this.maxResponseBytes = Require.between(maxResponseBytes, 0, Integer.MAX_VALUE - 8, "maxResponseBytes");
-            return this;
-        }
-
-        /** Response headers stored and replayed (case-insensitive); credentials and cookies are refused. */
-        public Builder replayedHeaders(Set<String> names) {
-            Require.unset(this.replayedHeaders, "replayedHeaders");
-            this.replayedHeaders = HttpSemantics.replayedHeaders(names);
-            return this;
+            Require.notNull(route, "route");
+            given.put(route.route(), route);
+            return route(route.route());
         }
 
         /**
@@ -161,11 +130,7 @@ public final class HttpIdempotency {
         }
 
         public HttpIdempotency build() {
-            if (scope == null) {
-                throw new IllegalStateException("choose whose intent a key belongs to: scope(ScopeResolver.principal()),"
-                        + " a resolver of your own, or, only for a single trusted caller, ScopeResolver.global(name)");
-            }
-            return new HttpIdempotency(this);
+            return new HttpIdempotency(this, settings());
         }
     }
 }

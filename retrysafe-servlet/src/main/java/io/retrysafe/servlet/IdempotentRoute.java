@@ -25,6 +25,11 @@ public final class IdempotentRoute {
         return new Builder(HttpRoute.of(method, pattern));
     }
 
+    /** The servlet route of a stack-neutral one. */
+    static IdempotentRoute of(HttpRoute route) {
+        return new IdempotentRoute(route);
+    }
+
     /** The stack-neutral route this one is. */
     public HttpRoute route() {
         return route;
