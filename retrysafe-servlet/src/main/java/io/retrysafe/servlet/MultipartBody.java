@@ -1,16 +1,14 @@
 package io.retrysafe.servlet;
 
+import io.retrysafe.http.HttpForms;
 import jakarta.servlet.ServletException;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.Part;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Locale;
 
 /**
  * A {@code multipart/form-data} body as the fingerprint sees it: the parts the container parsed (it
@@ -19,7 +17,7 @@ import java.util.Locale;
  * not in it: a client draws a new one for each retry of the same upload.
  */
 final class MultipartBody {
-    static final String MEDIA_TYPE = "multipart/form-data";
+    static final String MEDIA_TYPE = HttpForms.MULTIPART;
 
     /** What reading the parts gave. */
     sealed interface Read {
@@ -45,7 +43,7 @@ final class MultipartBody {
     }
 
     static boolean isMultipart(String contentType) {
-        return contentType != null && contentType.toLowerCase(Locale.ROOT).startsWith(MEDIA_TYPE);
+        return HttpForms.isMultipart(contentType);
     }
 
     static Read read(HttpServletRequest request, int max) throws IOException {
@@ -59,36 +57,19 @@ final class MultipartBody {
             return new Malformed();
         }
         parts.sort(Comparator.comparing(Part::getName)); // stable: parts of one name keep their order
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        HttpForms.Parts out = new HttpForms.Parts();
         for (Part part : parts) {
-            field(out, part.getName());
-            field(out, part.getSubmittedFileName());
-            field(out, part.getContentType());
+            out.part(part.getName(), part.getSubmittedFileName(), part.getContentType());
             if (part.getSize() > max - out.size()) {
                 return new TooLarge();
             }
             try (InputStream in = part.getInputStream()) {
-                byte[] content = in.readNBytes(max - out.size() + 1);
-                out.writeBytes((content.length + ":").getBytes(StandardCharsets.US_ASCII));
-                out.writeBytes(content);
-                out.write('\n');
+                out.content(in.readNBytes(max - out.size() + 1));
             }
             if (out.size() > max) {
                 return new TooLarge();
             }
         }
         return new Parts(out.toByteArray());
-    }
-
-    /** Length-prefixed, so that no field can pass for the next; absent ({@code -}) apart from empty ({@code 0:}). */
-    private static void field(ByteArrayOutputStream out, String value) {
-        if (value == null) {
-            out.write('-');
-        } else {
-            byte[] b = value.getBytes(StandardCharsets.UTF_8);
-            out.writeBytes((b.length + ":").getBytes(StandardCharsets.US_ASCII));
-            out.writeBytes(b);
-        }
-        out.write('\n');
     }
 }

@@ -12,6 +12,7 @@ import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.StoredResponseUnreadableException;
 import io.retrysafe.http.HttpAnswer;
+import io.retrysafe.http.HttpForms;
 import io.retrysafe.http.HttpSemantics;
 import io.retrysafe.internal.Require;
 import io.retrysafe.spi.RetrySafeListener;
@@ -28,14 +29,12 @@ import java.io.InputStream;
 import java.lang.System.Logger.Level;
 import java.nio.charset.Charset;
 import java.nio.charset.IllegalCharsetNameException;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.function.Function;
@@ -271,7 +270,7 @@ public final class RetrySafeFilter implements Filter {
         String contentType = request.getContentType();
         // The normalised path: the same request spelled /p%61yments or /payments;x is the same intent.
         Fingerprinter fingerprinter = fingerprinters.get(route);
-        if (contentType != null && contentType.toLowerCase(Locale.ROOT).startsWith("application/x-www-form-urlencoded")) {
+        if (HttpForms.isUrlEncoded(contentType)) {
             // The container parses form bodies itself from the stream: fingerprint the parsed form
             // (sorted) and leave the stream to it, so getParameter() keeps working for the handler.
             // A chunked body declares no length: bound it by what it provably held.
@@ -366,15 +365,11 @@ public final class RetrySafeFilter implements Filter {
         return length - (query == null ? 0 : query.length() + 1);
     }
 
+    /** The container's parameters as the shared canonical form of fields takes them. */
     private static byte[] formBytes(Map<String, String[]> form) {
-        StringBuilder out = new StringBuilder();
-        new TreeMap<>(form).forEach((name, values) -> {
-            for (String v : values) {
-                out.append(name.length()).append(':').append(name).append('=').append(v.length()).append(':').append(v)
-                        .append('\n');
-            }
-        });
-        return out.toString().getBytes(StandardCharsets.UTF_8);
+        Map<String, List<String>> fields = new LinkedHashMap<>();
+        form.forEach((name, values) -> fields.put(name, List.of(values)));
+        return HttpForms.canonical(fields);
     }
 
     private static RuntimeException rethrow(Throwable cause) throws IOException, ServletException {

@@ -11,6 +11,7 @@ import io.retrysafe.Outcome;
 import io.retrysafe.ResponseCodec;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.http.HttpAnswer;
+import io.retrysafe.http.HttpForms.MalformedFormException;
 import io.retrysafe.http.HttpPaths;
 import io.retrysafe.http.HttpRoute;
 import io.retrysafe.http.HttpSemantics;
@@ -106,26 +107,31 @@ public final class RetrySafeWebFilter implements WebFilter {
         }
         // Read before the handler, never more than the bound: a longer body is refused as it passes it.
         return DataBufferUtils.join(request.getBody(), max)
-                .map(buffer -> Optional.of(HeldBackBody.bytes(buffer)))
+                .map(buffer -> Optional.of(FingerprintedBody.bytes(buffer)))
                 .defaultIfEmpty(Optional.of(new byte[0]))
                 .onErrorResume(DataBufferLimitException.class, e -> Mono.just(Optional.empty()))
                 .flatMap(body -> body.isEmpty() ? send(exchange.getResponse(), HttpSemantics.tooLarge(max, -1))
-                        : run(exchange, chain, route, path, key, body.get()))
+                        : FingerprintedBody.of(new HeldBackBody(request, body.get()), body.get(), max)
+                                .flatMap(fingerprinted -> run(exchange, chain, route, path, key, body.get(),
+                                        fingerprinted))
+                                .onErrorResume(MalformedFormException.class, e -> send(exchange.getResponse(),
+                                        ProblemType.MALFORMED_FORM.answer(e.getMessage(), null, null))))
                 .thenReturn(true);
     }
 
     private Mono<Void> run(ServerWebExchange exchange, WebFilterChain chain, HttpRoute route, String path,
-            IdempotencyKey key, byte[] body) {
+            IdempotencyKey key, byte[] body, FingerprintedBody fingerprinted) {
         ServerHttpRequest request = exchange.getRequest();
         Fingerprint fingerprint;
         try {
             fingerprint = HttpSemantics.fingerprint(fingerprinters.get(route), request.getMethod().name(), path,
-                    request.getURI().getRawQuery(), request.getHeaders().getFirst("Content-Type"), body);
+                    request.getURI().getRawQuery(), fingerprinted.contentType(), fingerprinted.body());
         } catch (MalformedJsonException e) {
             return send(exchange.getResponse(), ProblemType.MALFORMED_JSON.answer(e.getMessage(), null, null));
         }
         HeldBackResponse held = new HeldBackResponse(exchange.getResponse(), config.maxResponseBytes());
-        ServerWebExchange handled = exchange.mutate().request(new HeldBackBody(request, body)).response(held).build();
+        ServerWebExchange handled = new HeldBackExchange(exchange, new HeldBackBody(request, body), held,
+                config.maxRequestBytes());
         Handler handler = new Handler(chain.filter(handled)
                 .then(Mono.fromSupplier(() -> held.toStored(config.replayedHeaders()))));
         CompletableFuture<Outcome<StoredResponse>> outcome = route.policy().map(engine::with).orElse(engine)
@@ -204,16 +210,6 @@ public final class RetrySafeWebFilter implements WebFilter {
         HeldBackBody(ServerHttpRequest delegate, byte[] body) {
             super(delegate);
             this.body = body;
-        }
-
-        static byte[] bytes(DataBuffer buffer) {
-            try {
-                byte[] bytes = new byte[buffer.readableByteCount()];
-                buffer.read(bytes);
-                return bytes;
-            } finally {
-                DataBufferUtils.release(buffer);
-            }
         }
 
         @Override

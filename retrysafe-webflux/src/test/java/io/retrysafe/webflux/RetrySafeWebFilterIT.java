@@ -74,6 +74,8 @@ class RetrySafeWebFilterIT {
                         .policy(OperationPolicy.custom().waitForResult(BOUND).build()).build())
                 .route(HttpRoute.of("POST", "/slow").build())
                 .route(HttpRoute.of("POST", "/optional").keyRequired(false).build())
+                .route(HttpRoute.of("POST", "/forms").build())
+                .route(HttpRoute.of("POST", "/uploads").build())
                 .scope(ReactiveScopeResolver.principal())
                 .maxRequestBytes(MAX_REQUEST_BYTES)
                 .maxResponseBytes(MAX_RESPONSE_BYTES)
@@ -82,6 +84,11 @@ class RetrySafeWebFilterIT {
                 .POST("/payments", RetrySafeWebFilterIT::pay)
                 .POST("/waiting/payments", RetrySafeWebFilterIT::pay)
                 .POST("/optional", RetrySafeWebFilterIT::pay)
+                // The handlers read the form and the parts the filter fingerprinted, as the client sent them.
+                .POST("/forms", request -> request.formData().flatMap(form -> ran(request,
+                        "{\"amount\":\"" + form.getFirst("amount") + "\"}")))
+                .POST("/uploads", request -> request.multipartData().flatMap(parts -> ran(request,
+                        "{\"parts\":\"" + String.join(",", new java.util.TreeSet<>(parts.keySet())) + "\"}")))
                 .POST("/slow", request -> {
                     String id = request.headers().firstHeader("X-Test");
                     STARTED.computeIfAbsent(id, i -> new CountDownLatch(1)).countDown();
@@ -129,6 +136,15 @@ class RetrySafeWebFilterIT {
                     .header("Set-Cookie", "session=secret").header("Content-Type", "application/json")
                     .bodyValue(receipt);
         });
+    }
+
+    /** A run of the form and upload handlers: counted, and answered with what it read and its run number. */
+    private static Mono<ServerResponse> ran(org.springframework.web.reactive.function.server.ServerRequest request,
+            String read) {
+        int run = RUNS.computeIfAbsent(request.headers().firstHeader("X-Test"), i -> new AtomicInteger())
+                .incrementAndGet();
+        return ServerResponse.status(HttpStatus.CREATED).header("Content-Type", "application/json")
+                .bodyValue("{\"read\":" + read + ",\"run\":" + run + "}");
     }
 
     private int runs() {
@@ -322,6 +338,79 @@ class RetrySafeWebFilterIT {
 
         assertThat(response.statusCode()).isEqualTo(401);
         assertThat(response.body()).contains("\"type\":\"/problems/unauthenticated\"");
+        assertThat(runs()).isZero();
+    }
+
+    private HttpResponse<String> form(String body) throws Exception {
+        return send(post("/forms", body).setHeader("Content-Type", "application/x-www-form-urlencoded")
+                .header("X-User", "alice").header("Idempotency-Key", key));
+    }
+
+    @Test
+    void aFormWithItsFieldsReorderedOrEncodedOtherwiseIsTheSameRequestAndIsReplayed() throws Exception {
+        HttpResponse<String> first = form("amount=100&currency=EUR&note=for+rent");
+        HttpResponse<String> reordered = form("note=for%20rent&currency=%45UR&amount=100");
+        HttpResponse<String> other = form("amount=999&currency=EUR&note=for+rent");
+
+        assertThat(first.statusCode()).isEqualTo(201);
+        assertThat(first.body()).as("the handler read the form").contains("\"amount\":\"100\"");
+        assertThat(reordered.statusCode()).isEqualTo(201);
+        assertThat(reordered.headers().firstValue("Idempotent-Replayed")).hasValue("true");
+        assertThat(reordered.body()).isEqualTo(first.body());
+        assertThat(other.statusCode()).isEqualTo(422);
+        assertThat(runs()).isEqualTo(1);
+    }
+
+    @Test
+    void aFormThatCannotBeParsedIsRefusedWith400WithoutRunning() throws Exception {
+        HttpResponse<String> badEscape = form("amount=%zz");
+        HttpResponse<String> badCharset = send(post("/forms", "amount=1")
+                .setHeader("Content-Type", "application/x-www-form-urlencoded; charset=no-such-charset")
+                .header("X-User", "alice").header("Idempotency-Key", key));
+
+        assertThat(badEscape.statusCode()).isEqualTo(400);
+        assertThat(badEscape.body()).contains("\"type\":\"/problems/malformed-form\"");
+        assertThat(badCharset.statusCode()).isEqualTo(400);
+        assertThat(badCharset.body()).contains("\"type\":\"/problems/malformed-form\"");
+        assertThat(runs()).isZero();
+    }
+
+    private HttpResponse<String> upload(String boundary, String... parts) throws Exception {
+        StringBuilder body = new StringBuilder();
+        for (String part : parts) {
+            body.append("--").append(boundary).append("\r\n").append(part).append("\r\n");
+        }
+        body.append("--").append(boundary).append("--\r\n");
+        return send(post("/uploads", body.toString()).setHeader("Content-Type", "multipart/form-data; boundary=" + boundary)
+                .header("X-User", "alice").header("Idempotency-Key", key));
+    }
+
+    @Test
+    void anUploadWithANewBoundaryAndItsPartsReorderedIsReplayedAndAnotherFileIsRefused() throws Exception {
+        String note = "Content-Disposition: form-data; name=\"note\"\r\n\r\nmonthly";
+        String file = "Content-Disposition: form-data; name=\"file\"; filename=\"a.csv\"\r\n"
+                + "Content-Type: text/csv\r\n\r\nid,amount\r\n1,100";
+        HttpResponse<String> first = upload("boundary-one", note, file);
+        HttpResponse<String> retry = upload("another-boundary", file, note);
+        HttpResponse<String> otherFile = upload("boundary-one", note, file.replace("1,100", "1,999"));
+
+        assertThat(first.statusCode()).isEqualTo(201);
+        assertThat(first.body()).as("the handler read the parts").contains("\"parts\":\"file,note\"");
+        assertThat(retry.statusCode()).isEqualTo(201);
+        assertThat(retry.headers().firstValue("Idempotent-Replayed")).hasValue("true");
+        assertThat(retry.body()).isEqualTo(first.body());
+        assertThat(otherFile.statusCode()).isEqualTo(422);
+        assertThat(runs()).isEqualTo(1);
+    }
+
+    @Test
+    void aMultipartBodyThatCannotBeParsedIsRefusedWith400WithoutRunning() throws Exception {
+        HttpResponse<String> response = send(post("/uploads", "--b\r\nno headers and no end")
+                .setHeader("Content-Type", "multipart/form-data; boundary=b").header("X-User", "alice")
+                .header("Idempotency-Key", key));
+
+        assertThat(response.statusCode()).isEqualTo(400);
+        assertThat(response.body()).contains("\"type\":\"/problems/malformed-form\"");
         assertThat(runs()).isZero();
     }
 }
