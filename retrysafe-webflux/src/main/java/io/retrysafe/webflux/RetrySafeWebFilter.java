@@ -7,8 +7,6 @@ import io.retrysafe.IdempotencyKey;
 import io.retrysafe.InvalidKeyException;
 import io.retrysafe.MalformedJsonException;
 import io.retrysafe.OperationFailedException;
-import io.retrysafe.Outcome;
-import io.retrysafe.ResponseCodec;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.http.HttpAnswer;
 import io.retrysafe.http.HttpForms.MalformedFormException;
@@ -17,6 +15,7 @@ import io.retrysafe.http.HttpRoute;
 import io.retrysafe.http.HttpSemantics;
 import io.retrysafe.http.ProblemType;
 import io.retrysafe.internal.Require;
+import io.retrysafe.spi.RetrySafeListener;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
@@ -37,6 +36,7 @@ import org.springframework.web.server.WebFilter;
 import org.springframework.web.server.WebFilterChain;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.util.context.ContextView;
 
 /**
  * The servlet filter's Idempotency-Key semantics for Spring WebFlux, on the non-blocking engine: the
@@ -47,15 +47,34 @@ import reactor.core.publisher.Mono;
  *
  * <p>An exchange cancelled while its handler runs (the client went away) stores nothing: the
  * handler's subscription is cancelled and the key released, so a retry runs it again.
+ *
+ * <p>The mode is the executor's: standalone on an engine ({@link ReactiveIdempotentExecutor#standalone}),
+ * or transactional ({@link R2dbcTransactionalExecutor}: the key, the handler's R2DBC writes and the
+ * response in one transaction). The handler is subscribed in the executor's Reactor context, which
+ * carries the exchange's.
  */
 public final class RetrySafeWebFilter implements WebFilter {
     private final WebFluxIdempotency config;
-    private final AsyncRetrySafe engine;
+    private final RetrySafeListener listener;
+    private final ReactiveIdempotentExecutor executor;
     private final Map<HttpRoute, Fingerprinter> fingerprinters = new IdentityHashMap<>();
 
+    /** Standalone mode on {@code engine}. */
     public RetrySafeWebFilter(WebFluxIdempotency config, AsyncRetrySafe engine) {
+        this(config, ReactiveIdempotentExecutor.standalone(engine), Require.notNull(engine, "engine").listener());
+    }
+
+    /**
+     * The mode {@code executor} runs requests in, for example transactional mode:
+     * {@code new RetrySafeWebFilter(config, new R2dbcTransactionalExecutor(…), engine.listener())}.
+     *
+     * @param listener hears the keys refused before the executor runs (the engine's listener)
+     */
+    public RetrySafeWebFilter(WebFluxIdempotency config, ReactiveIdempotentExecutor executor,
+            RetrySafeListener listener) {
         this.config = Require.notNull(config, "config");
-        this.engine = Require.notNull(engine, "engine");
+        this.executor = Require.notNull(executor, "executor");
+        this.listener = Require.notNull(listener, "listener");
         for (HttpRoute route : config.routes()) {
             fingerprinters.put(route, HttpSemantics.fingerprinter(route));
         }
@@ -77,7 +96,7 @@ public final class RetrySafeWebFilter implements WebFilter {
         try {
             keyValue = config.keyRules().parseHeader(keyHeaders);
         } catch (InvalidKeyException e) {
-            engine.listener().onInvalidKey(e);
+            listener.onInvalidKey(e);
             return send(exchange.getResponse(), HttpSemantics.keyRefused(e));
         }
         return config.scope().resolve(exchange)
@@ -134,10 +153,7 @@ public final class RetrySafeWebFilter implements WebFilter {
                 config.maxRequestBytes());
         Handler handler = new Handler(chain.filter(handled)
                 .then(Mono.fromSupplier(() -> held.toStored(config.replayedHeaders()))));
-        CompletableFuture<Outcome<StoredResponse>> outcome = route.policy().map(engine::with).orElse(engine)
-                .execute(key, fingerprint, ResponseCodec.identity(), attempt -> handler.start())
-                .toCompletableFuture();
-        return Mono.fromFuture(outcome, true)
+        return executor.execute(handled, key, fingerprint, route.policy().orElse(null), handler.run())
                 .flatMap(done -> {
                     HttpAnswer refusal = HttpSemantics.refusal(done);
                     return refusal == null ? held.send() : send(exchange.getResponse(), refusal);
@@ -147,8 +163,10 @@ public final class RetrySafeWebFilter implements WebFilter {
     }
 
     /**
-     * The handler's work as a future whose cancellation cancels its subscription: the engine then sees
-     * the attempt fail and releases the key. Cancelled before it starts, it does not start.
+     * The handler's work, subscribed in the Reactor context of whoever runs it (a transaction's, which
+     * the exchange's is part of), and cancelled with the exchange: its run then fails, so the engine
+     * sees the attempt fail and releases the key (or rolls its transaction back). Cancelled before it
+     * starts, it does not start.
      */
     private static final class Handler {
         private final Mono<StoredResponse> work;
@@ -159,9 +177,14 @@ public final class RetrySafeWebFilter implements WebFilter {
             this.work = work;
         }
 
-        synchronized CompletableFuture<StoredResponse> start() {
+        /** The run the executor subscribes, once. */
+        Mono<StoredResponse> run() {
+            return Mono.deferContextual(context -> Mono.fromFuture(start(context), true));
+        }
+
+        private synchronized CompletableFuture<StoredResponse> start(ContextView context) {
             running = cancelled ? CompletableFuture.failedFuture(new CancellationException("the exchange was "
-                    + "cancelled before its handler ran")) : work.toFuture();
+                    + "cancelled before its handler ran")) : work.contextWrite(context).toFuture();
             return running;
         }
 

@@ -9,13 +9,10 @@ import io.retrysafe.AsyncRetrySafe;
 import io.retrysafe.InMemoryIdempotencyStore;
 import io.retrysafe.OperationPolicy;
 import io.retrysafe.http.HttpRoute;
-import java.io.OutputStream;
-import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.security.Principal;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -30,16 +27,11 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.http.HttpStatus;
-import org.springframework.http.server.reactive.HttpHandler;
-import org.springframework.http.server.reactive.ReactorHttpHandlerAdapter;
-import org.springframework.web.reactive.function.server.HandlerStrategies;
 import org.springframework.web.reactive.function.server.RouterFunction;
 import org.springframework.web.reactive.function.server.RouterFunctions;
 import org.springframework.web.reactive.function.server.ServerResponse;
-import org.springframework.web.server.WebFilter;
 import reactor.core.publisher.Mono;
 import reactor.netty.DisposableServer;
-import reactor.netty.http.server.HttpServer;
 
 /**
  * The WebFlux filter on a real Reactor Netty server on a random port, asked by a real HTTP client: the
@@ -98,18 +90,8 @@ class RetrySafeWebFilterIT {
                             .then(ServerResponse.status(HttpStatus.CREATED).bodyValue("slow done"));
                 })
                 .build();
-        // Stands in for Spring Security: the caller named by X-User is the exchange's principal.
-        WebFilter authentication = (exchange, chain) -> {
-            String user = exchange.getRequest().getHeaders().getFirst("X-User");
-            Principal principal = () -> user;
-            return chain.filter(user == null ? exchange : exchange.mutate().principal(Mono.just(principal)).build());
-        };
-        HttpHandler handler = RouterFunctions.toHttpHandler(routes, HandlerStrategies.builder()
-                .webFilter(authentication).webFilter(new RetrySafeWebFilter(config, engine)).build());
-        server = HttpServer.create().host("127.0.0.1").port(0).handle(new ReactorHttpHandlerAdapter(handler))
-                .bindNow();
-        http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(10))
-                .build();
+        server = TestServer.start(routes, new RetrySafeWebFilter(config, engine));
+        http = TestServer.client();
     }
 
     @AfterAll
@@ -295,15 +277,8 @@ class RetrySafeWebFilterIT {
     @Test
     void aCancelledExchangeStoresNothingAndItsKeyIsReleased() throws Exception {
         String body = "{}";
-        try (Socket socket = new Socket("127.0.0.1", server.port())) {
-            OutputStream out = socket.getOutputStream();
-            out.write(("POST /slow HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Test: " + testId + "\r\nX-User: alice\r\n"
-                    + "Idempotency-Key: " + key + "\r\nContent-Type: application/json\r\nContent-Length: "
-                    + body.length() + "\r\n\r\n" + body).getBytes(UTF_8));
-            out.flush();
-            assertThat(STARTED.computeIfAbsent(testId, i -> new CountDownLatch(1)).await(BOUND.toSeconds(), SECONDS))
-                    .isTrue();
-        }
+        TestServer.hangUpWhileRunning(server, "/slow", testId, key, body,
+                STARTED.computeIfAbsent(testId, i -> new CountDownLatch(1)), BOUND);
         // The client went away while the handler ran: the server cancels the exchange, and the handler with it.
         assertThat(CANCELLED.computeIfAbsent(testId, i -> new CountDownLatch(1)).await(BOUND.toSeconds(), SECONDS))
                 .as("the handler's subscription was cancelled").isTrue();
