@@ -7,9 +7,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import io.r2dbc.pool.ConnectionPool;
-import io.r2dbc.pool.ConnectionPoolConfiguration;
-import io.r2dbc.spi.ConnectionFactories;
-import io.r2dbc.spi.ConnectionFactoryOptions;
 import io.retrysafe.AsyncRetrySafe;
 import io.retrysafe.KeyRules;
 import io.retrysafe.http.HttpRoute;
@@ -18,7 +15,6 @@ import io.retrysafe.r2dbc.R2dbcIdempotencyStore;
 import io.retrysafe.r2dbc.TransactionalR2dbcRetrySafe;
 import io.retrysafe.spi.IdempotencyRecord;
 import io.retrysafe.spi.RecordStatus;
-import io.retrysafe.testservices.TestDatabases;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -46,7 +42,6 @@ import org.springframework.web.reactive.function.server.RouterFunction;
 import org.springframework.web.reactive.function.server.RouterFunctions;
 import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
-import reactor.blockhound.BlockHound;
 import reactor.blockhound.BlockingOperationError;
 import reactor.core.publisher.Mono;
 import reactor.netty.DisposableServer;
@@ -64,6 +59,7 @@ class R2dbcTransactionalWebFilterIT {
     private static final HttpRoute FLAKY = HttpRoute.of("POST", "/flaky").build();
     private static final HttpRoute BROKEN = HttpRoute.of("POST", "/broken").build();
     private static final HttpRoute SLOW = HttpRoute.of("POST", "/slow").build();
+    private static final HttpRoute TICKETS = HttpRoute.of("POST", "/tickets").build();
     /** Runs of a handler, per test id. */
     private static final Map<String, AtomicInteger> RUNS = new ConcurrentHashMap<>();
     /** A slow payment waits, after its insert, for its test to release it; its start is counted down first. */
@@ -83,33 +79,21 @@ class R2dbcTransactionalWebFilterIT {
 
     @BeforeAll
     static void start() throws Exception {
-        // Installed for the whole run: the standalone filter's tests that run after these are watched too.
-        BlockHound.install(builder -> builder
-                // Stopping a lease's heartbeat cancels its task on the engine's timer: a lock held for a few
-                // instructions, as Reactor allows for its own schedulers' tasks.
-                .allowBlockingCallsInside("io.retrysafe.LeaseRenewal", "close")
-                // The standalone tests' handler names payments with random UUIDs: SecureRandom now and then
-                // refills its buffer from /dev/urandom, a read that never waits.
-                .allowBlockingCallsInside("java.util.UUID", "randomUUID"));
-        ConnectionFactoryOptions options = ConnectionFactoryOptions.parse(
-                "r2dbc:" + TestDatabases.postgresJdbcUrl().substring("jdbc:".length())).mutate()
-                .option(ConnectionFactoryOptions.USER, TestDatabases.postgresUser())
-                .option(ConnectionFactoryOptions.PASSWORD, Optional.ofNullable(TestDatabases.postgresPassword())
-                        .orElse(""))
-                .build();
-        pool = new ConnectionPool(ConnectionPoolConfiguration.builder(ConnectionFactories.get(options))
-                .initialSize(0).maxSize(Math.max(4, poolSize())).build());
+        pool = TestDatabase.pool();
         store = R2dbcIdempotencyStore.builder(pool).table(TABLE).build();
         store.createSchema().toCompletableFuture().get(30, SECONDS);
         database = DatabaseClient.create(pool);
         database.sql("CREATE TABLE IF NOT EXISTS webflux_tx_payment (id BIGSERIAL PRIMARY KEY, test_id TEXT NOT NULL, "
                 + "body TEXT NOT NULL)").then().block(BOUND);
+        // Its uniqueness is checked at commit: a duplicate ticket passes the handler and fails the commit.
+        database.sql("CREATE TABLE IF NOT EXISTS webflux_tx_ticket (code TEXT NOT NULL, "
+                + "CONSTRAINT webflux_tx_ticket_code UNIQUE (code) DEFERRABLE INITIALLY DEFERRED)").then().block(BOUND);
         R2dbcTransactionManager transactionManager = new R2dbcTransactionManager(pool);
         handlerTransactions = TransactionalOperator.create(transactionManager);
 
         AsyncRetrySafe engine = AsyncRetrySafe.builder(store).name("webflux-tx-it").build();
         WebFluxIdempotency config = WebFluxIdempotency.custom()
-                .route(PAYMENTS).route(FLAKY).route(BROKEN).route(SLOW)
+                .route(PAYMENTS).route(FLAKY).route(BROKEN).route(SLOW).route(TICKETS)
                 .scope(ReactiveScopeResolver.principal())
                 .build();
         RouterFunction<ServerResponse> routes = RouterFunctions.route()
@@ -127,6 +111,9 @@ class R2dbcTransactionalWebFilterIT {
                                     .countDown())
                             .then(created(row));
                 }))
+                .POST("/tickets", request -> request.bodyToMono(String.class).flatMap(code -> database
+                        .sql("INSERT INTO webflux_tx_ticket (code) VALUES (:code)").bind("code", code).then())
+                        .then(ServerResponse.status(HttpStatus.CREATED).bodyValue("ticket issued")))
                 .build();
         server = TestServer.start(routes, new RetrySafeWebFilter(config,
                 new R2dbcTransactionalExecutor(TransactionalR2dbcRetrySafe.of(engine), pool, transactionManager),
@@ -139,9 +126,6 @@ class R2dbcTransactionalWebFilterIT {
         RELEASE.values().forEach(f -> f.complete(null));
         if (server != null) {
             server.disposeNow();
-        }
-        if (pool != null) {
-            pool.dispose();
         }
     }
 
@@ -171,11 +155,6 @@ class R2dbcTransactionalWebFilterIT {
         return ServerResponse.status(HttpStatus.CREATED).header("Location", "/payments/" + row.id())
                 .contentType(MediaType.APPLICATION_JSON)
                 .bodyValue("{\"payment\":" + row.id() + ",\"run\":" + row.run() + "}");
-    }
-
-    private static int poolSize() {
-        String raw = System.getenv("RETRYSAFE_TEST_POOL_SIZE");
-        return raw == null || raw.isBlank() ? 4 : Integer.parseInt(raw.trim());
     }
 
     private int runs() {
@@ -336,6 +315,21 @@ class R2dbcTransactionalWebFilterIT {
                 assertThat(a.body()).contains("\"type\":\"/problems/request-in-progress\"");
             }
         }
+    }
+
+    @Test
+    void aFailedCommitIsA503AndNeverTheHandlersSuccess() throws Exception {
+        String code = "{\"ticket\":\"" + testId + "\"}";
+        database.sql("INSERT INTO webflux_tx_ticket (code) VALUES (:code)").bind("code", code).then().block(BOUND);
+
+        HttpResponse<String> response = send("/tickets", code);
+
+        assertThat(response.statusCode()).isEqualTo(503);
+        assertThat(response.headers().firstValue("Retry-After")).isPresent();
+        assertThat(response.body()).contains("\"type\":\"/problems/store-unavailable\"").doesNotContain("issued");
+        assertThat(record(TICKETS)).as("the key went with the failed commit").isEmpty();
+        assertThat(database.sql("SELECT count(*) AS n FROM webflux_tx_ticket WHERE code = :code").bind("code", code)
+                .map(row -> row.get("n", Long.class)).one().block(BOUND)).isEqualTo(1);
     }
 
     @Test
