@@ -30,6 +30,8 @@ public final class HttpSemantics {
     public static final String KEY_HEADER = "Idempotency-Key";
     public static final String REPLAYED_HEADER = "Idempotent-Replayed";
     public static final String RETRY_AFTER = "Retry-After";
+    /** On the replay of a response stored without its body (over the bound): the body's length in bytes. */
+    public static final String BODY_OMITTED_HEADER = "Idempotent-Replay-Body-Omitted";
     /** Headers replayed with a stored response unless configured otherwise. */
     public static final Set<String> DEFAULT_REPLAYED_HEADERS = Set.of("content-type", "content-language", "location",
             "etag", "last-modified", "cache-control", "link");
@@ -60,6 +62,19 @@ public final class HttpSemantics {
     public static boolean isStored(String name, Set<String> replayedHeaders) {
         String lower = name.toLowerCase(Locale.ROOT);
         return replayedHeaders.contains(lower) && !FORBIDDEN_HEADERS.contains(lower);
+    }
+
+    /**
+     * What is stored of a response whose body went past the bound held for replay, and so went to the client
+     * as it was written: its status and stored headers, no body (nor the body's {@code Content-Type}), and
+     * {@value #BODY_OMITTED_HEADER} with the body's length, which tells a replay's client to fetch the resource
+     * (its {@code Location}) instead. A body is never stored truncated.
+     */
+    public static StoredResponse withoutBody(int status, Map<String, List<String>> storedHeaders, long length) {
+        Map<String, List<String>> headers = new LinkedHashMap<>(storedHeaders);
+        headers.keySet().removeIf(name -> name.equalsIgnoreCase("Content-Type"));
+        headers.put(BODY_OMITTED_HEADER, List.of(Long.toString(length)));
+        return StoredResponse.of(status, headers, new byte[0]);
     }
 
     /** The problem for a key that breaks a rule: missing-key or invalid-key; member {@code rule} names the rule. */

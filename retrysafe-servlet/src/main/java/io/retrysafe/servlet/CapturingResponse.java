@@ -28,7 +28,7 @@ import java.util.Set;
  * client, and the response is stored without its body ({@value #BODY_OMITTED_HEADER}).
  */
 final class CapturingResponse extends HttpServletResponseWrapper {
-    static final String BODY_OMITTED_HEADER = "Idempotent-Replay-Body-Omitted";
+    static final String BODY_OMITTED_HEADER = HttpSemantics.BODY_OMITTED_HEADER;
 
     private final int maxBody;
     private ByteArrayOutputStream body = new ByteArrayOutputStream();
@@ -282,9 +282,7 @@ final class CapturingResponse extends HttpServletResponseWrapper {
             headers.put("Content-Type", List.of(real.getContentType()));
         }
         if (passThrough != null) {
-            headers.remove("Content-Type");
-            headers.put(BODY_OMITTED_HEADER, List.of(Long.toString(length)));
-            return StoredResponse.of(getStatus(), headers, new byte[0]);
+            return HttpSemantics.withoutBody(getStatus(), headers, length);
         }
         return StoredResponse.of(getStatus(), headers, body.toByteArray());
     }

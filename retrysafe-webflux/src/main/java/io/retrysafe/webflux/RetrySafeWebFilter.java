@@ -43,7 +43,8 @@ import reactor.util.context.ContextView;
  * same problems (RFC 9457), headers ({@code Idempotent-Replayed}, {@code Retry-After}), scopes, routes,
  * fingerprint and limits, decided by {@link HttpSemantics}. The request body is read, up to
  * {@code maxRequestBytes}, before the handler runs; the handler's response is held back, up to
- * {@code maxResponseBytes}, until its outcome is stored, then sent. No thread waits for the store.
+ * {@code maxResponseBytes}, until its outcome is stored, then sent; a larger body is sent as it is written
+ * and stored without it, as the servlet filter does. No thread waits for the store.
  *
  * <p>An exchange cancelled while its handler runs (the client went away) stores nothing: the
  * handler's subscription is cancelled and the key released, so a retry runs it again.
@@ -158,7 +159,9 @@ public final class RetrySafeWebFilter implements WebFilter {
                     HttpAnswer refusal = HttpSemantics.refusal(done);
                     return refusal == null ? held.send() : send(exchange.getResponse(), refusal);
                 })
-                .onErrorResume(failure -> answerFailure(exchange.getResponse(), failure))
+                // A body past the bound went out as it was written: too late for a problem; the connection is cut.
+                .onErrorResume(failure -> held.isStreamed() ? Mono.error(failure)
+                        : answerFailure(exchange.getResponse(), failure))
                 .doOnCancel(handler::cancel);
     }
 
@@ -200,10 +203,6 @@ public final class RetrySafeWebFilter implements WebFilter {
     private static Mono<Void> answerFailure(ServerHttpResponse response, Throwable failure) {
         Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause()
                 : failure;
-        if (cause instanceof HeldBackResponse.ResponseTooLargeException e) {
-            return reset(response).then(send(response, ProblemType.STREAMING_REFUSED.answer(e.getMessage()
-                    + "; it was not sent, and the key was released", null, null)));
-        }
         HttpAnswer problem = HttpSemantics.failure(cause);
         if (problem != null) {
             return reset(response).then(send(response, problem));
