@@ -10,8 +10,10 @@
 # First, per variant, a closed-loop run with MAX_THREADS threads measures its maximum (rps); then, for
 # each of ROUNDS rounds and each load share, an open-loop run at that share of the variant's maximum
 # with LOAD_THREADS threads (the order of the variants rotates per round). The table gives per variant
-# and share the median and the range over the rounds of p50, p99 and p99.9. It builds nothing; build
-# and install first, as for payments.sh:
+# and share the median and the range over the rounds of the answers per second achieved, p50, p99 and
+# p99.9, and the requests sent late or never sent (a service that did not keep up says so there, and
+# HttpLoad's log line says so in $OUT/<run>.load.log). It builds nothing; build and install first, as
+# for payments.sh:
 #
 #   ./mvnw -q install -DskipTests -DskipITs -pl examples/payments-service,retrysafe-benchmarks -am
 #   retrysafe-benchmarks/load/latency.sh                          # 3 rounds of 3s + 10s
@@ -83,23 +85,25 @@ spread() {
         "$(printf '%.2f' "$(tail -n 1 <<<"$sorted")")"
 }
 {
-    echo "| variant | max rps (closed loop) | load | rate | p50 ms | p99 ms | p99.9 ms | late | statuses (all rounds) |"
-    echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+    echo "| variant | max rps (closed loop) | load | rate | achieved rps | p50 ms | p99 ms | p99.9 ms | late | unsent | statuses (all rounds) |"
+    echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
     for share in $SHARES; do
         for v in "${VARIANTS[@]}"; do
-            late=0
+            late=0 unsent=0
             for l in $(values "$v|$share" late); do late=$((late + l)); done
+            for u in $(values "$v|$share" unsent); do unsent=$((unsent + u)); done
             st=$(statuses "$v|$share")
             errs=$(errors "$v|$share")
             [[ "$errs" != 0 ]] && st="$st, errors:$errs"
-            printf '| %s | %s | %s %% | %s | %s | %s | %s | %s | %s |\n' "${VARIANT_LABEL[$v]}" "${MAX[$v]}" "$share" \
-                "$(values "$v|$share" rate | head -n 1)" "$(spread "$v|$share" p50)" "$(spread "$v|$share" p99)" \
-                "$(spread "$v|$share" p99.9)" "$late" "$st"
+            printf '| %s | %s | %s %% | %s | %s | %s | %s | %s | %s | %s | %s |\n' "${VARIANT_LABEL[$v]}" "${MAX[$v]}" \
+                "$share" "$(values "$v|$share" rate | head -n 1)" "$(spread "$v|$share" achieved)" \
+                "$(spread "$v|$share" p50)" "$(spread "$v|$share" p99)" "$(spread "$v|$share" p99.9)" "$late" "$unsent" "$st"
         done
     done
     echo
     echo "Open loop over loopback HTTP/1.1 (HttpLoad --rate, $LOAD_THREADS threads), latency from each request's due"
-    echo "time; the rate is the share of the variant's own closed-loop maximum ($MAX_THREADS threads). Per run"
+    echo "time; the rate is the share of the variant's own closed-loop maximum ($MAX_THREADS threads); achieved: answers"
+    echo "per second during the measured window; late: sent over one interval after due; unsent: not sent in the drain. Per run"
     echo "warmup $WARMUP, then $DURATION measured; $ROUNDS rounds, the order rotated per round; median (min–max)."
     echo "Pool: $POOL per service. Source: $SOURCE. Service arguments: ${SERVICE_ARGS:-none}."
     echo "Machine: $(machine) at the end; $(java -version 2>&1 | head -n 1)."

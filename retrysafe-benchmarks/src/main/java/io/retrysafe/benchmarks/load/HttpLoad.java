@@ -43,6 +43,16 @@ import org.HdrHistogram.Histogram;
  * fits ({@code threads} &ge; rate &times; latency); {@code late} counts requests sent more than one
  * interval after they were due. Use it for latency at a given load.
  *
+ * <p>When the service cannot keep up, the open loop says so instead of hiding it. Every request due in
+ * the measured window is counted: a thread that fell behind goes on sending the requests due before
+ * the end, each late, for at most {@code --timeout} after the end (the drain); the requests it has not
+ * sent by then are counted as {@code unsent} and recorded with the wait they had reached, a lower bound
+ * of their latency. {@code achieved} is the answers received during the measured window per second
+ * (what the service delivered; {@code rps} is the requests measured per second, in the open loop the
+ * rate they were due at), and {@code overrun} how long after the window the last measured request was
+ * answered or given up. A run with late or unsent requests, or answers short of 90 % of the rate, ends
+ * with a line on the log that says the service did not keep up.
+ *
  * <p>Latencies ({@link System#nanoTime()}) are recorded in a per-thread HdrHistogram (3 significant
  * digits, up to 10 minutes) and merged at the end.
  *
@@ -71,8 +81,8 @@ import org.HdrHistogram.Histogram;
  * wait for one account row. {@code replay} sends the first account only (the stored request's
  * fingerprint covers the account). Only loopback targets are accepted.
  *
- * <p>Output: one line (mode, threads, target rate, requests, rps, p50, p90, p99, p99.9, max in ms, late
- * requests, status counts), and with
+ * <p>Output: one line (mode, threads, target rate, requests, rps, achieved rps, p50, p90, p99, p99.9, max in
+ * ms, late and unsent requests, overrun in seconds, status counts), and with
  * {@code --json FILE} the same numbers as JSON. The exit status is 0 when the run completed, whatever
  * the statuses; 2 for bad arguments; 1 when the replay's first request failed.
  */
@@ -91,6 +101,9 @@ public final class HttpLoad {
 
     /** The largest latency a histogram holds; a longer one is recorded as this. */
     static final long HIGHEST_TRACKABLE_NANOS = TimeUnit.MINUTES.toNanos(10);
+
+    /** Open loop: answers short of this share of the rate say that the service did not keep up. */
+    static final double KEEPING_UP = 0.9;
 
     private HttpLoad() {
     }
@@ -124,7 +137,8 @@ public final class HttpLoad {
                   --user U --password P   HTTP Basic credentials
                   --threads N             threads, each with its own connection (default 8)
                   --rate R                open loop: R requests per second in all, latency from each
-                                          request's due time (default: closed loop)
+                                          request's due time (default: closed loop); requests due in
+                                          the window and not sent within --timeout after it are unsent
                   --warmup D              not recorded (default 10s); D: 500ms, 10s, 2m, PT10S
                   --duration D            recorded, after the warmup (default 30s)
                   --mode M                new-key (default) | replay | no-key
@@ -319,6 +333,12 @@ public final class HttpLoad {
         long errors;
         /** Open loop: requests sent more than one interval after they were due. */
         long late;
+        /** Open loop: requests due in the measured window and still not sent when the drain ended. */
+        long unsent;
+        /** Answers (any status) received during the measured window, whenever their request was due. */
+        long answeredInWindow;
+        /** Nanoseconds from the end of the window until this thread's last measured request finished. */
+        long overrun;
         final Map<String, Long> errorKinds = new TreeMap<>();
         /** The first body of each status other than 2xx, to show why. */
         final Map<Integer, String> samples = new TreeMap<>();
@@ -326,20 +346,26 @@ public final class HttpLoad {
         void record(long nanos) {
             latencies.recordValue(Math.min(Math.max(0, nanos), HIGHEST_TRACKABLE_NANOS));
         }
+
+        /** A measured request finished (answered, failed or given up) at {@code nanoTime}. */
+        void finished(long nanoTime, long end) {
+            overrun = Math.max(overrun, nanoTime - end);
+        }
     }
 
     /** The numbers of one run. */
     record Result(Mode mode, int threads, double targetRps, Duration warmup, Duration duration, long requests,
-                  double rps, double p50Ms, double p90Ms, double p99Ms, double p999Ms, double maxMs, long late,
-                  Map<Integer, Long> statuses, long replayed, long errors, Map<String, Long> errorKinds) {
+                  double rps, double achievedRps, double p50Ms, double p90Ms, double p99Ms, double p999Ms,
+                  double maxMs, long late, long unsent, double overrunSeconds, Map<Integer, Long> statuses,
+                  long replayed, long errors, Map<String, Long> errorKinds) {
 
         String line() {
             StringBuilder s = new StringBuilder();
             s.append(String.format(Locale.ROOT,
-                    "mode=%s threads=%d rate=%s requests=%d rps=%.1f p50=%.3f p90=%.3f p99=%.3f p99.9=%.3f max=%.3f ms"
-                            + " late=%d statuses=",
+                    "mode=%s threads=%d rate=%s requests=%d rps=%.1f achieved=%.1f p50=%.3f p90=%.3f p99=%.3f"
+                            + " p99.9=%.3f max=%.3f ms late=%d unsent=%d overrun=%.3f s statuses=",
                     mode.label, threads, targetRps > 0 ? String.format(Locale.ROOT, "%.1f", targetRps) : "closed",
-                    requests, rps, p50Ms, p90Ms, p99Ms, p999Ms, maxMs, late));
+                    requests, rps, achievedRps, p50Ms, p90Ms, p99Ms, p999Ms, maxMs, late, unsent, overrunSeconds));
             s.append(statusText());
             s.append(" replayed=").append(replayed).append(" errors=").append(errors);
             if (!errorKinds.isEmpty()) {
@@ -367,12 +393,15 @@ public final class HttpLoad {
             s.append(",\"durationSeconds\":").append(num(duration.toNanos() / 1e9));
             s.append(",\"requests\":").append(requests);
             s.append(",\"rps\":").append(num(rps));
+            s.append(",\"achievedRps\":").append(num(achievedRps));
             s.append(",\"p50Ms\":").append(num(p50Ms));
             s.append(",\"p90Ms\":").append(num(p90Ms));
             s.append(",\"p99Ms\":").append(num(p99Ms));
             s.append(",\"p999Ms\":").append(num(p999Ms));
             s.append(",\"maxMs\":").append(num(maxMs));
             s.append(",\"late\":").append(late);
+            s.append(",\"unsent\":").append(unsent);
+            s.append(",\"overrunSeconds\":").append(num(overrunSeconds));
             s.append(",\"statuses\":{");
             boolean first = true;
             for (Map.Entry<Integer, Long> e : statuses.entrySet()) {
@@ -513,6 +542,8 @@ public final class HttpLoad {
         long interval = openLoop ? options.intervalNanos() : 0;
         // Open loop: thread t's first request is due t/rate after the start, then one every interval.
         long due = start + (openLoop ? Math.round(thread * 1e9 / options.rate()) : 0);
+        // A thread behind schedule sends what was due before the end until the drain ends, no later.
+        long drainEnd = end + options.timeout().toNanos();
         while (true) {
             HttpRequest request = switch (options.mode()) {
                 case NEW_KEY -> request(options, body, IdempotencyKeys.uuidV7());
@@ -526,6 +557,11 @@ public final class HttpLoad {
             long t0;
             if (openLoop) {
                 if (due - end >= 0) {
+                    return;
+                }
+                long now = System.nanoTime();
+                if (now - drainEnd >= 0) {
+                    giveUp(due, interval, measureFrom, end, now, recorder);
                     return;
                 }
                 long wait;
@@ -546,11 +582,15 @@ public final class HttpLoad {
             boolean measured = t0 - measureFrom >= 0;
             try {
                 HttpResponse<byte[]> response = client.send(request, HttpResponse.BodyHandlers.ofByteArray());
-                long elapsed = System.nanoTime() - t0;
+                long done = System.nanoTime();
+                if (done - measureFrom >= 0 && done - end < 0) {
+                    recorder.answeredInWindow++;
+                }
                 if (!measured) {
                     continue;
                 }
-                recorder.record(elapsed);
+                recorder.finished(done, end);
+                recorder.record(done - t0);
                 int status = response.statusCode();
                 if (status >= 0 && status < recorder.statuses.length) {
                     recorder.statuses[status]++;
@@ -563,6 +603,7 @@ public final class HttpLoad {
                 }
             } catch (IOException e) {
                 if (measured) {
+                    recorder.finished(System.nanoTime(), end);
                     recorder.errors++;
                     recorder.errorKinds.merge(e.getClass().getSimpleName(), 1L, Long::sum);
                 }
@@ -571,6 +612,20 @@ public final class HttpLoad {
                 return;
             }
         }
+    }
+
+    /**
+     * Open loop, the drain over: every request from {@code due} on that was due in the measured window is
+     * counted as unsent, its latency the wait it had reached at {@code now}.
+     */
+    static void giveUp(long due, long interval, long measureFrom, long end, long now, Recorder recorder) {
+        for (long d = due; d - end < 0; d += interval) {
+            if (d - measureFrom >= 0) {
+                recorder.unsent++;
+                recorder.record(now - d);
+            }
+        }
+        recorder.finished(now, end);
     }
 
     static HttpRequest request(Options options, String body, String key) {
@@ -592,6 +647,9 @@ public final class HttpLoad {
         long replayed = 0;
         long errors = 0;
         long late = 0;
+        long unsent = 0;
+        long answeredInWindow = 0;
+        long overrun = 0;
         long[] statuses = new long[600];
         Map<String, Long> errorKinds = new TreeMap<>();
         Map<Integer, String> samples = new TreeMap<>();
@@ -600,6 +658,9 @@ public final class HttpLoad {
             replayed += r.replayed;
             errors += r.errors;
             late += r.late;
+            unsent += r.unsent;
+            answeredInWindow += r.answeredInWindow;
+            overrun = Math.max(overrun, r.overrun);
             for (int s = 0; s < statuses.length; s++) {
                 statuses[s] += r.statuses[s];
             }
@@ -614,16 +675,22 @@ public final class HttpLoad {
             }
         }
         samples.forEach((status, body) -> log.println("HttpLoad: first " + status + " answer: " + abbreviate(body)));
-        if (late > 0) {
-            log.println("HttpLoad: " + late + " request(s) were sent more than one interval after they were due: the"
-                    + " rate needs more threads, or the service cannot keep up; their latency counts from when they"
-                    + " were due");
-        }
         double seconds = options.duration().toNanos() / 1e9;
+        double achieved = answeredInWindow / seconds;
+        double overrunSeconds = overrun / 1e9;
+        if (options.isOpenLoop() && (late > 0 || unsent > 0 || achieved < KEEPING_UP * options.rate())) {
+            log.println(String.format(Locale.ROOT, "HttpLoad: the service did not keep up with %.1f requests per"
+                    + " second: it answered %.1f per second during the measured window; %d request(s) were sent more"
+                    + " than one interval after they were due, %d never sent (the drain ended %.1f s after the window);"
+                    + " the last measured request finished %.3f s after the window. Every latency counts from when"
+                    + " its request was due, an unsent one's up to when the drain ended; late sends with few"
+                    + " threads can also mean the rate needs more threads", options.rate(), achieved, late, unsent,
+                    options.timeout().toNanos() / 1e9, overrunSeconds));
+        }
         return new Result(options.mode(), options.threads(), options.rate(), options.warmup(), options.duration(),
-                total, total / seconds, percentileMs(all, 50), percentileMs(all, 90), percentileMs(all, 99),
-                percentileMs(all, 99.9), total == 0 ? Double.NaN : all.getMaxValue() / 1e6, late, statusCounts,
-                replayed, errors, errorKinds);
+                total, total / seconds, achieved, percentileMs(all, 50), percentileMs(all, 90), percentileMs(all, 99),
+                percentileMs(all, 99.9), total == 0 ? Double.NaN : all.getMaxValue() / 1e6, late, unsent,
+                overrunSeconds, statusCounts, replayed, errors, errorKinds);
     }
 
     /** The latency at {@code percentile} (0–100), to the histogram's 3 significant digits. */

@@ -13,6 +13,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -21,6 +22,8 @@ import org.junit.jupiter.api.Test;
 class HttpLoadTest {
 
     private static final int STALLED_REQUEST = 5;
+    /** How long {@code /slow} holds every request, at least. */
+    private static final long SLOW_MILLIS = 50;
 
     private HttpServer server;
     private final AtomicInteger requests = new AtomicInteger();
@@ -37,6 +40,17 @@ class HttpLoadTest {
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                 }
+            }
+            byte[] body = "{}".getBytes(StandardCharsets.UTF_8);
+            exchange.sendResponseHeaders(201, body.length);
+            exchange.getResponseBody().write(body);
+            exchange.close();
+        });
+        server.createContext("/slow", exchange -> {
+            // A service slower than the rate asked of it: every answer takes at least SLOW_MILLIS.
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(SLOW_MILLIS);
+            while (deadline - System.nanoTime() > 0) {
+                LockSupport.parkNanos(deadline - System.nanoTime());
             }
             byte[] body = "{}".getBytes(StandardCharsets.UTF_8);
             exchange.sendResponseHeaders(201, body.length);
@@ -63,10 +77,37 @@ class HttpLoadTest {
         HttpLoad.Result result = HttpLoad.run(options, new PrintStream(new ByteArrayOutputStream()));
 
         assertThat(result.statuses()).containsOnlyKeys(201);
+        assertThat(result.requests()).as("every request due in the window, the delayed ones included").isEqualTo(80);
+        assertThat(result.unsent()).as("all were sent within the drain").isZero();
         assertThat(result.p90Ms()).as("p90 counts from when each request was due, so the stall shows")
                 .isGreaterThanOrEqualTo(500);
         assertThat(result.late()).as("requests sent more than one interval after they were due").isPositive();
         assertThat(result.targetRps()).isEqualTo(40);
+    }
+
+    @Test
+    void openLoopReportsAServiceThatCannotKeepUp() throws Exception {
+        // One thread, 100 requests due a second for 1 s, against a service that takes at least 50 ms per
+        // answer: it can give at most 20 a second. The drain ends 2 s after the window, so the thread
+        // sends at most 60 of the 100; the rest are unsent, recorded with the wait they had reached.
+        ByteArrayOutputStream log = new ByteArrayOutputStream();
+        HttpLoad.Options options = HttpLoad.Options.parse(new String[] {
+            "--url", url("/slow"), "--mode", "no-key", "--threads", "1", "--rate", "100", "--warmup", "0s",
+            "--duration", "1s", "--timeout", "2s"});
+
+        HttpLoad.Result result = HttpLoad.run(options, new PrintStream(log, true, StandardCharsets.UTF_8));
+
+        assertThat(result.requests() + result.errors()).as("every request due in the window is accounted for")
+                .isEqualTo(100);
+        assertThat(result.unsent()).as("requests still unsent when the drain ended").isPositive();
+        assertThat(result.late()).isPositive();
+        assertThat(result.achievedRps()).as("answers during the window, not the rate they were due at")
+                .isLessThanOrEqualTo(1000.0 / SLOW_MILLIS + 1);
+        assertThat(result.rps()).as("the requests measured, due at the rate").isEqualTo(result.requests());
+        assertThat(result.p50Ms()).as("the backlog's wait, from each request's due time").isGreaterThanOrEqualTo(1000);
+        assertThat(result.overrunSeconds()).as("the drain ran past the window").isGreaterThanOrEqualTo(2);
+        assertThat(log.toString(StandardCharsets.UTF_8))
+                .contains("the service did not keep up with 100.0 requests per second");
     }
 
     @Test
@@ -78,6 +119,7 @@ class HttpLoadTest {
 
         assertThat(result.maxMs()).as("the stalled request itself").isGreaterThanOrEqualTo(900);
         assertThat(result.late()).isZero();
+        assertThat(result.unsent()).isZero();
         assertThat(result.targetRps()).isZero();
     }
 
@@ -90,6 +132,10 @@ class HttpLoadTest {
     }
 
     private String url() {
-        return "http://127.0.0.1:" + server.getAddress().getPort() + "/payments";
+        return url("/payments");
+    }
+
+    private String url(String path) {
+        return "http://127.0.0.1:" + server.getAddress().getPort() + path;
     }
 }
