@@ -22,6 +22,8 @@
 #                       own database rs_load_<pid>, created before and dropped after the run
 #   SERVICE_JAVA_OPTS, LOAD_JAVA_OPTS
 #                       JVM options of the service and of the load generator (default none)
+#   SERVICE_CLASSPATH   a file holding the service's runtime classpath (default: derived from ~/.m2; to write
+#                       it from the reactor without installing, see storm.sh)
 #   SERVICE_ARGS        more arguments for every service start, e.g. --retrysafe.fast-filter.enabled=true
 #                       (default none: the service as application.yml configures it)
 #   OUT                 where logs, JSON results and table.md go (default a new temporary directory)

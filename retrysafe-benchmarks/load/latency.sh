@@ -77,13 +77,6 @@ for r in $(seq 1 "$ROUNDS"); do
     done
 done
 
-# spread KEY FIELD: "median (min–max)" of that field over the rounds
-spread() {
-    local sorted
-    sorted=$(values "$1" "$2" | sort -g)
-    printf '%s (%s–%s)' "$(median %.2f <<<"$sorted")" "$(printf '%.2f' "$(head -n 1 <<<"$sorted")")" \
-        "$(printf '%.2f' "$(tail -n 1 <<<"$sorted")")"
-}
 {
     echo "| variant | max rps (closed loop) | load | rate | achieved rps | p50 ms | p99 ms | p99.9 ms | late | unsent | statuses (all rounds) |"
     echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
@@ -103,8 +96,8 @@ spread() {
     echo
     echo "Open loop over loopback HTTP/1.1 (HttpLoad --rate, $LOAD_THREADS threads), latency from each request's due"
     echo "time; the rate is the share of the variant's own closed-loop maximum ($MAX_THREADS threads); achieved: answers"
-    echo "per second during the measured window; late: sent over one interval after due; unsent: not sent in the drain. Per run"
-    echo "warmup $WARMUP, then $DURATION measured; $ROUNDS rounds, the order rotated per round; median (min–max)."
+    echo "per second during the measured window; late: sent over one interval after due; unsent: not sent in the drain."
+    echo "Per run warmup $WARMUP, then $DURATION measured; $ROUNDS rounds, the order rotated per round; median (min–max)."
     echo "Pool: $POOL per service. Source: $SOURCE. Service arguments: ${SERVICE_ARGS:-none}."
     echo "Machine: $(machine) at the end; $(java -version 2>&1 | head -n 1)."
 } | tee "$OUT/table.md"

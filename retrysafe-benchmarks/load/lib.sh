@@ -53,12 +53,22 @@ require_local_redis() {
     esac
 }
 
-# derive_classpath: the service's runtime classpath, from ~/.m2, into $OUT/service.classpath
+# derive_classpath [MODULE FILE GIVEN]: MODULE's runtime classpath (default examples/payments-service) into
+# $OUT/FILE (default service.classpath): a copy of the file GIVEN names (default $SERVICE_CLASSPATH) when it
+# is set, else derived from ~/.m2. Without installing into ~/.m2, write the file from the reactor:
+#   ./mvnw -q -pl MODULE -am package dependency:build-classpath -DskipTests -DskipITs \
+#       -Dmdep.includeScope=runtime -Dmdep.outputFile="$PWD/service.classpath"
 derive_classpath() {
-    say "deriving the payments service's classpath"
-    ./mvnw -q -o -pl examples/payments-service dependency:build-classpath -Dmdep.includeScope=runtime \
-        -Dmdep.outputFile="$OUT/service.classpath" >"$OUT/classpath.log" 2>&1 \
-        || die "dependency:build-classpath failed (see $OUT/classpath.log); is the reactor installed in ~/.m2?"
+    local module=${1:-examples/payments-service} file=${2:-service.classpath} given=${3-${SERVICE_CLASSPATH:-}}
+    if [[ -n "$given" ]]; then
+        [[ -s "$given" ]] || die "the classpath file $given (for $module) is not a non-empty file"
+        cp "$given" "$OUT/$file"
+        return 0
+    fi
+    say "deriving the classpath of $module"
+    ./mvnw -q -o -pl "$module" dependency:build-classpath -Dmdep.includeScope=runtime \
+        -Dmdep.outputFile="$OUT/$file" >"$OUT/$file.log" 2>&1 \
+        || die "dependency:build-classpath failed (see $OUT/$file.log); is the reactor installed in ~/.m2?"
 }
 
 # take_snapshot: a snapshot of what is measured, taken once: the service's classes, RetrySafe's own jars
@@ -66,29 +76,38 @@ derive_classpath() {
 # that a rebuild in the working tree during the run cannot change (or break) later rows. Reads
 # $OUT/service.classpath; sets SERVICE_CP, LOAD_CP and SOURCE (the commit measured).
 take_snapshot() {
-    local snap="$OUT/snapshot" entries entry core_jar="" hdr_jar=""
-    rm -rf "$snap"
-    mkdir -p "$snap/lib" "$snap/load/io/retrysafe/benchmarks"
-    cp -r "$SERVICE_CLASSES" "$snap/service-classes"
-    cp -r "$LOAD_CLASSES/io/retrysafe/benchmarks/load" "$snap/load/io/retrysafe/benchmarks/"
-    IFS=: read -ra entries <"$OUT/service.classpath" || true  # the file has no final newline
-    SERVICE_CP="$snap/service-classes"
+    rm -rf "$OUT/snapshot"
+    mkdir -p "$OUT/snapshot/load/io/retrysafe/benchmarks"
+    cp -r "$LOAD_CLASSES/io/retrysafe/benchmarks/load" "$OUT/snapshot/load/io/retrysafe/benchmarks/"
+    snapshot_service service "$SERVICE_CLASSES" "$OUT/service.classpath"
+    SERVICE_CP=$SNAPSHOT_CP
+    [[ -n "$HDR_JAR" ]] || die "HdrHistogram (HttpLoad's histograms) is not on the service's classpath ($OUT/service.classpath)"
+    LOAD_CP="$OUT/snapshot/load:$CORE_JAR:$HDR_JAR"
+    SOURCE="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    if [[ -n "$(git status --porcelain 2>/dev/null | head -n 1)" ]]; then SOURCE="$SOURCE + uncommitted changes"; fi
+}
+
+# snapshot_service NAME CLASSES CLASSPATH_FILE: copies a service's CLASSES and the RetrySafe jars its
+# classpath file names under $OUT/snapshot/NAME; sets SNAPSHOT_CP (the service's classpath, those copies in
+# it), CORE_JAR (retrysafe-core's copy) and HDR_JAR (HdrHistogram, if the classpath has it)
+snapshot_service() {
+    local snap="$OUT/snapshot/$1" entries entry
+    mkdir -p "$snap/lib"
+    cp -r "$2" "$snap/classes"
+    IFS=: read -ra entries <"$3" || true  # the file has no final newline
+    SNAPSHOT_CP="$snap/classes" CORE_JAR="" HDR_JAR=""
     for entry in "${entries[@]}"; do
         case $entry in
             */io/retrysafe/*|*/target/retrysafe-*.jar)
                 cp "$entry" "$snap/lib/"
                 entry="$snap/lib/$(basename "$entry")"
-                case $entry in */retrysafe-core-*.jar) core_jar=$entry ;; esac
+                case $entry in */retrysafe-core-*.jar) CORE_JAR=$entry ;; esac
                 ;;
         esac
-        case $entry in */HdrHistogram-*.jar) hdr_jar=$entry ;; esac
-        SERVICE_CP="$SERVICE_CP:$entry"
+        case $entry in */HdrHistogram-*.jar) HDR_JAR=$entry ;; esac
+        SNAPSHOT_CP="$SNAPSHOT_CP:$entry"
     done
-    [[ -n "$core_jar" ]] || die "retrysafe-core is not on the service's classpath ($OUT/service.classpath)"
-    [[ -n "$hdr_jar" ]] || die "HdrHistogram (HttpLoad's histograms) is not on the service's classpath ($OUT/service.classpath)"
-    LOAD_CP="$snap/load:$core_jar:$hdr_jar"
-    SOURCE="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-    if [[ -n "$(git status --porcelain 2>/dev/null | head -n 1)" ]]; then SOURCE="$SOURCE + uncommitted changes"; fi
+    [[ -n "$CORE_JAR" ]] || die "retrysafe-core is not on the classpath of $1 ($3)"
 }
 
 # --- services, each by a name and on a database of its own ----------------------------------------
@@ -105,11 +124,18 @@ delete_redis_keys() {
 # start_service NAME DB [service args...]: a fresh database DB, the service NAME on a free port, in the
 # background; its log is $OUT/NAME.service.log
 start_service() {
-    local name=$1 db=$2; shift 2
+    local db=$2
     DATABASES[$db]=1
-    DB_OF[$name]=$db
     drop_db "$db"
     psql_admin -c "CREATE DATABASE \"$db\"" >/dev/null
+    launch_service "$@"
+}
+
+# launch_service NAME DB [service args...]: the service NAME on the existing database DB, as start_service
+launch_service() {
+    local name=$1 db=$2; shift 2
+    DB_OF[$name]=$db
+    unset "PORT[$name]"
     rm -f "$OUT/$name.ready"
     # shellcheck disable=SC2086 # SERVICE_JAVA_OPTS and SERVICE_ARGS are lists
     RETRYSAFE_JDBC_URL="jdbc:postgresql://$PG_HOST:$PG_PORT/$db" RETRYSAFE_JDBC_USER="$PG_USER" \
@@ -119,11 +145,26 @@ start_service() {
     PID[$name]=$!
 }
 
-# await_ready NAME ACCOUNT...: waits until the service NAME is ready, sets PORT[NAME], and gives each
-# ACCOUNT a balance of BALANCE
+# is_ready NAME: the service wrote its port to its ready-file, or, started on a port set beforehand in
+# PORT[NAME] (a service with no ready-file), it answers HTTP there
+is_ready() {
+    if [[ -n "${PORT[$1]:-}" ]]; then
+        [[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:${PORT[$1]}/payments" || true)" != 000 ]]
+    else
+        [[ -s "$OUT/$1.ready" ]]
+    fi
+}
+
+# free_port: a TCP port on 127.0.0.1 that is free now, for a service that cannot take port 0
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# await_ready NAME ACCOUNT...: waits until the service NAME is ready (is_ready), sets PORT[NAME], and gives
+# each ACCOUNT a balance of BALANCE
 await_ready() {
     local name=$1 waited=0 ids; shift
-    while [[ ! -s "$OUT/$name.ready" ]]; do
+    while ! is_ready "$name"; do
         if ! kill -0 "${PID[$name]}" 2>/dev/null; then
             tail -n 30 "$OUT/$name.service.log" >&2
             die "the service ($name) exited before it was ready; log: $OUT/$name.service.log"
@@ -136,7 +177,7 @@ await_ready() {
         waited=$((waited + 1))
     done
     # shellcheck disable=SC2034 # PORT is for the scripts
-    PORT[$name]=$(cat "$OUT/$name.ready")
+    PORT[$name]=${PORT[$name]:-$(cat "$OUT/$name.ready")}
     ids=$(printf "'%s', " "$@")
     psql_db "${DB_OF[$name]}" -c "UPDATE account SET balance = $BALANCE WHERE id IN (${ids%, })" >/dev/null
 }
@@ -231,6 +272,16 @@ values() {
     while IFS= read -r row; do
         if [[ "$row" == "$1|"* ]]; then row=${row#"$1|"}; field "$2" "${row#*|}"; fi
     done <"$OUT/rows.txt"
+}
+# spread KEY FIELD: "median (min–max)" of that field over the rounds of KEY
+spread() { values "$1" "$2" | range %.2f; }
+# range FORMAT: "median (min–max)" of the numbers on stdin
+range() {
+    local sorted
+    sorted=$(sort -g)
+    [[ -n "$sorted" ]] || { echo n/a; return 0; }
+    # shellcheck disable=SC2059 # FORMAT is the caller's
+    printf "%s ($1–$1)" "$(median "$1" <<<"$sorted")" "$(head -n 1 <<<"$sorted")" "$(tail -n 1 <<<"$sorted")"
 }
 # median FORMAT: the median of the numbers on stdin
 median() { sort -g | awk -v f="$1\n" '{ a[NR] = $1 } END { if (NR == 0) print "n/a"; else if (NR % 2) printf f, a[(NR + 1) / 2]; else printf f, (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }

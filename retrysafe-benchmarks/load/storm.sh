@@ -50,12 +50,7 @@ mkdir -p "$OUT"
 
 check_prerequisites DuplicateStorm
 (( $(ulimit -n) > REQUESTS + 100 )) || die "open-files limit $(ulimit -n) is too low for $REQUESTS connections: ulimit -n $((REQUESTS * 2))"
-if [[ -n "${SERVICE_CLASSPATH:-}" ]]; then
-    [[ -s "$SERVICE_CLASSPATH" ]] || die "SERVICE_CLASSPATH=$SERVICE_CLASSPATH is not a non-empty file"
-    cp "$SERVICE_CLASSPATH" "$OUT/service.classpath"
-else
-    derive_classpath
-fi
+derive_classpath
 take_snapshot
 cleanup_on_exit
 
