@@ -1,0 +1,55 @@
+package io.retrysafe.examples.paymentsreactive;
+
+import io.retrysafe.http.HttpAnswer;
+import io.retrysafe.http.ProblemType;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.http.HttpStatusCode;
+import org.springframework.security.config.web.server.ServerHttpSecurity;
+import org.springframework.security.core.userdetails.MapReactiveUserDetailsService;
+import org.springframework.security.core.userdetails.ReactiveUserDetailsService;
+import org.springframework.security.core.userdetails.User;
+import org.springframework.security.web.server.SecurityWebFilterChain;
+import org.springframework.security.web.server.ServerAuthenticationEntryPoint;
+import org.springframework.security.web.server.context.NoOpServerSecurityContextRepository;
+import reactor.core.publisher.Mono;
+
+/**
+ * HTTP Basic with the two demo users of the servlet example. The authenticated principal is the scope
+ * of every {@code Idempotency-Key}: alice's key never replays bob's answer. Everything needs a user.
+ */
+@Configuration(proxyBeanMethods = false)
+class SecurityConfiguration {
+
+    @Bean
+    SecurityWebFilterChain securityWebFilterChain(ServerHttpSecurity http) {
+        HttpAnswer problem = ProblemType.UNAUTHENTICATED.answer("this service needs HTTP Basic credentials", null,
+                null);
+        ServerAuthenticationEntryPoint unauthenticated = (exchange, e) -> {
+            var response = exchange.getResponse();
+            response.setStatusCode(HttpStatusCode.valueOf(problem.status()));
+            problem.headers().forEach((name, values) -> response.getHeaders().put(name, values));
+            response.getHeaders().set("WWW-Authenticate", "Basic realm=\"payments\"");
+            return response.writeWith(Mono.fromSupplier(() -> response.bufferFactory().wrap(problem.body())));
+        };
+        return http
+                .authorizeExchange(a -> a.anyExchange().authenticated())
+                .httpBasic(b -> b.authenticationEntryPoint(unauthenticated))
+                .exceptionHandling(e -> e.authenticationEntryPoint(unauthenticated))
+                // An API for programs: no session, no cookie, so no CSRF token either.
+                .securityContextRepository(NoOpServerSecurityContextRepository.getInstance())
+                .csrf(ServerHttpSecurity.CsrfSpec::disable)
+                .build();
+    }
+
+    /**
+     * Demo users. {@code {noop}} keeps a password check cheap, so a load test measures payments, not
+     * BCrypt; a real service authenticates against its identity provider.
+     */
+    @Bean
+    ReactiveUserDetailsService users() {
+        return new MapReactiveUserDetailsService(
+                User.withUsername("alice").password("{noop}alice-secret").roles("CUSTOMER").build(),
+                User.withUsername("bob").password("{noop}bob-secret").roles("CUSTOMER").build());
+    }
+}

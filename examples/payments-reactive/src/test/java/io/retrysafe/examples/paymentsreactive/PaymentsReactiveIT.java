@@ -1,0 +1,69 @@
+package io.retrysafe.examples.paymentsreactive;
+
+import static io.retrysafe.conformance.PaymentsClient.payment;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.retrysafe.conformance.ConformanceTarget;
+import io.retrysafe.conformance.HttpConformance;
+import io.retrysafe.conformance.PaymentsClient;
+import java.net.http.HttpResponse;
+import java.util.UUID;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.context.annotation.Import;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/**
+ * The reactive service on Netty, on a random port over the test PostgreSQL, seen by a client over real
+ * HTTP: the shared conformance suite, with the servlet example's expectations ({@link Conformance}),
+ * and what only this service has: its ledger and {@code GET /payments/{id}}.
+ */
+@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+@Import(HoldingWebFilter.Config.class)
+class PaymentsReactiveIT {
+
+    @LocalServerPort
+    int port;
+
+    @DynamicPropertySource
+    static void database(DynamicPropertyRegistry registry) {
+        String[] arguments = ServiceDatabase.arguments();
+        for (String argument : arguments) {
+            String[] nameValue = argument.substring(2).split("=", 2);
+            registry.add(nameValue[0], () -> nameValue[1]);
+        }
+    }
+
+    /** The suite every stack passes, against this service. */
+    @Nested
+    class Conformance extends HttpConformance {
+        @Override
+        protected ConformanceTarget target() {
+            return new ServiceTarget(port);
+        }
+    }
+
+    @Test
+    void aPaymentIsBookedOnceInTheLedgerAndItsLocationReadsItForItsPayerOnly() throws Exception {
+        ServiceTarget target = new ServiceTarget(port);
+        PaymentsClient client = new PaymentsClient(target);
+        String account = target.newAccount(10_000);
+        String key = UUID.randomUUID().toString();
+
+        HttpResponse<String> created = client.send(client.postPayment(target.firstUser(), key, payment(account, 100)));
+        client.send(client.postPayment(target.firstUser(), key, payment(account, 100)));
+
+        assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
+        assertThat(ServiceDatabase.payments(account)).isEqualTo(1);
+        assertThat(ServiceDatabase.ledgerEntries(account)).isEqualTo(1);
+        assertThat(ServiceDatabase.balance(account)).isEqualTo(9_900);
+        String location = created.headers().firstValue("Location").orElseThrow();
+        HttpResponse<String> read = client.send(client.request(target.firstUser(), location).GET());
+        assertThat(read.statusCode()).isEqualTo(200);
+        assertThat(read.body()).contains("\"amount\":100", "\"account\":\"" + account + "\"");
+        assertThat(client.send(client.request(target.secondUser(), location).GET()).statusCode()).isEqualTo(404);
+    }
+}
