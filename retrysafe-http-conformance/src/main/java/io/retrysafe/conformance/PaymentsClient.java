@@ -1,5 +1,6 @@
 package io.retrysafe.conformance;
 
+import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -7,6 +8,7 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -22,6 +24,8 @@ import java.util.function.Supplier;
 public final class PaymentsClient {
     /** How long one request may take: a duplicate may wait for the first before it is answered. */
     public static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(60);
+    /** A client's pause between retries of one intent ({@link #payUntilAnswered}). */
+    public static final Duration RETRY_PAUSE = Duration.ofMillis(100);
 
     private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(Duration.ofSeconds(10)).build();
@@ -85,5 +89,31 @@ public final class PaymentsClient {
 
     public HttpResponse<String> get(Credentials user, String path) throws Exception {
         return send(request(user, path).GET());
+    }
+
+    /**
+     * A client retrying one intent with the same key until it gets a final answer: any status but
+     * {@code retried}, within {@code bound}, pausing between attempts. A request with no answer (cut while
+     * in flight, or refused while the service was down) is retried too, and noted in {@code noAnswer}.
+     * The answer's body is kept as the bytes the service sent.
+     */
+    public HttpResponse<byte[]> payUntilAnswered(Credentials user, String key, String body, Set<Integer> retried,
+            Duration bound, List<IOException> noAnswer) throws Exception {
+        long deadline = System.nanoTime() + bound.toNanos();
+        while (true) {
+            try {
+                HttpResponse<byte[]> r = http.send(postPayment(user, key, body).build(),
+                        HttpResponse.BodyHandlers.ofByteArray());
+                if (!retried.contains(r.statusCode())) {
+                    return r;
+                }
+            } catch (IOException e) {
+                noAnswer.add(e);
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("no final answer for " + key + " within " + bound);
+            }
+            Thread.sleep(RETRY_PAUSE.toMillis());
+        }
     }
 }

@@ -3,26 +3,18 @@ package io.retrysafe.examples.gateway;
 import static io.retrysafe.conformance.PaymentsClient.payment;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.retrysafe.conformance.CrashUnderLoad;
+import io.retrysafe.conformance.CrashUnderLoad.Answer;
 import io.retrysafe.conformance.Hold;
 import io.retrysafe.conformance.PaymentsClient;
-import java.io.IOException;
-import java.net.ConnectException;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -32,36 +24,8 @@ import org.junit.jupiter.api.io.TempDir;
  * final answer. Afterwards no intent is booked twice, and every answer an intent got is the same.
  */
 class GatewayCrashIT {
-    /** How long a client retries one intent: several leases, a restart, and a loaded machine. */
-    private static final Duration RETRY_BOUND = Duration.ofSeconds(120);
-    /** Statuses a client retries with the same key: in flight, or the gateway or upstream unavailable. */
-    private static final Set<Integer> RETRIED = Set.of(409, 502, 503, 504);
-
     @TempDir
     Path dir;
-
-    /**
-     * A client retrying one intent until a final answer. A request with no answer is retried too, and
-     * noted in {@code noAnswer}: cut while it was in flight, or refused while the gateway was down.
-     */
-    private static HttpResponse<String> payUntilAnswered(PaymentsClient client, String key, String account,
-            List<IOException> noAnswer) throws Exception {
-        long deadline = System.nanoTime() + RETRY_BOUND.toNanos();
-        while (true) {
-            try {
-                HttpResponse<String> r = client.send(client.postPayment(GatewayTarget.ALICE, key, payment(account, 100)));
-                if (!RETRIED.contains(r.statusCode())) {
-                    return r;
-                }
-            } catch (IOException e) {
-                noAnswer.add(e);
-            }
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("no final answer for " + key + " within " + RETRY_BOUND);
-            }
-            Thread.sleep(100); // a client's pause between retries
-        }
-    }
 
     @Test
     void theUpstreamKilledWhileServingARequestRunsItOnceAfterItsRestart() throws Exception {
@@ -87,12 +51,14 @@ class GatewayCrashIT {
             assertThat(upstream.database().executions(account)).isZero();
 
             upstream.restart();
-            HttpResponse<String> answered = payUntilAnswered(client, key, account, new ArrayList<>());
-            assertThat(answered.statusCode()).as(answered.body()).isEqualTo(201);
+            HttpResponse<byte[]> answered = client.payUntilAnswered(GatewayTarget.ALICE, key, payment(account, 100),
+                    CrashUnderLoad.RETRIED, CrashUnderLoad.RETRY_BOUND, new ArrayList<>());
+            assertThat(answered.statusCode()).as(Answer.of(answered).body()).isEqualTo(201);
             assertThat(answered.headers().firstValue("Idempotent-Replayed")).isEmpty();
-            HttpResponse<String> replay = client.send(client.postPayment(GatewayTarget.ALICE, key, payment(account, 100)));
+            HttpResponse<byte[]> replay = client.payUntilAnswered(GatewayTarget.ALICE, key, payment(account, 100),
+                    CrashUnderLoad.RETRIED, CrashUnderLoad.RETRY_BOUND, new ArrayList<>());
             assertThat(replay.headers().firstValue("Idempotent-Replayed")).hasValue("true");
-            assertThat(replay.body()).isEqualTo(answered.body());
+            assertThat(Answer.of(replay)).isEqualTo(Answer.of(answered));
             assertThat(upstream.database().executions(account)).isEqualTo(1);
             assertThat(upstream.database().payments(account)).isEqualTo(1);
         }
@@ -100,58 +66,27 @@ class GatewayCrashIT {
 
     @Test
     void theGatewayKilledUnderLoadBooksNoIntentTwiceAndEveryAnswerOfAnIntentIsTheSame() throws Exception {
-        int clients = 8;
-        int intentsPerClient = 12;
         try (Upstream upstream = Upstream.start(dir); Gateway gateway = Gateway.start(dir, upstream, Gateway.Store.POSTGRESQL)) {
-            PaymentsClient client = new PaymentsClient(new GatewayTarget(gateway, upstream));
-            Map<String, String> accountOf = new ConcurrentHashMap<>();
-            Map<String, List<String>> answersOf = new ConcurrentHashMap<>();
-            List<IOException> noAnswer = Collections.synchronizedList(new ArrayList<>());
-            AtomicInteger answered = new AtomicInteger();
-            ExecutorService pool = Executors.newFixedThreadPool(clients);
-            List<Future<?>> running = new ArrayList<>();
-            for (int c = 0; c < clients; c++) {
-                running.add(pool.submit(() -> {
-                    for (int i = 0; i < intentsPerClient; i++) {
-                        String key = UUID.randomUUID().toString();
-                        String account = upstream.database().newAccount(10_000);
-                        accountOf.put(key, account);
-                        HttpResponse<String> r = payUntilAnswered(client, key, account, noAnswer);
-                        answersOf.computeIfAbsent(key, k -> new ArrayList<>()).add(r.statusCode() + " " + r.body());
-                        answered.incrementAndGet();
-                    }
-                    return null;
-                }));
-            }
-            try {
-                // Kill it once a quarter of the intents is answered: the rest are in flight or not sent yet.
-                long deadline = System.nanoTime() + RETRY_BOUND.toNanos();
-                while (answered.get() < clients * intentsPerClient / 4) {
-                    assertThat(System.nanoTime()).as("a quarter of the intents answered in time").isLessThan(deadline);
-                    Thread.sleep(20);
-                }
+            GatewayTarget target = new GatewayTarget(gateway, upstream);
+            PaymentsClient client = new PaymentsClient(target);
+            CrashUnderLoad load = CrashUnderLoad.run(target, GatewayTarget.ALICE, 8, 12, () -> {
                 gateway.kill();
                 gateway.restart();
-                for (Future<?> f : running) {
-                    f.get(RETRY_BOUND.toSeconds() * 2, TimeUnit.SECONDS);
-                }
-            } finally {
-                pool.shutdownNow();
-            }
+            });
 
             // What a client sees of the kill: requests in flight end with no HTTP answer at all (the
             // connection closes), and new ones are refused until the gateway is back.
-            List<IOException> cut = noAnswer.stream().filter(e -> !(e instanceof ConnectException)).toList();
-            assertThat(cut).as("requests in flight when the gateway died, left with no answer").isNotEmpty();
+            assertThat(load.cut()).as("requests in flight when the gateway died, left with no answer").isNotEmpty();
             int takenOver = 0;
-            for (Map.Entry<String, String> intent : accountOf.entrySet()) {
+            for (Map.Entry<String, String> intent : load.accountOf().entrySet()) {
                 String key = intent.getKey();
                 String account = intent.getValue();
-                HttpResponse<String> replay = client.send(client.postPayment(GatewayTarget.ALICE, key, payment(account, 100)));
-                List<String> answers = new ArrayList<>(answersOf.get(key));
-                answers.add(replay.statusCode() + " " + replay.body());
+                HttpResponse<byte[]> replay = client.payUntilAnswered(GatewayTarget.ALICE, key, payment(account, 100),
+                        CrashUnderLoad.RETRIED, CrashUnderLoad.RETRY_BOUND, new ArrayList<>());
+                List<Answer> answers = new ArrayList<>(load.answersOf(key));
+                answers.add(Answer.of(replay));
                 assertThat(answers).as("every answer of %s", key).containsOnly(answers.get(0));
-                assertThat(answers.get(0)).startsWith("201 ");
+                assertThat(answers.get(0).status()).as("%s", answers.get(0)).isEqualTo(201);
                 assertThat(upstream.database().payments(account)).as("payments of %s", key).isEqualTo(1);
                 if (upstream.database().executions(account) > 1) {
                     takenOver++;
@@ -160,8 +95,8 @@ class GatewayCrashIT {
             // What the guard in the upstream caught: intents forwarded before the kill whose answer the
             // gateway never stored, run again after their lease, answered with the payment already booked.
             System.out.println("intents executed twice by the upstream, booked once: " + takenOver + " of "
-                    + accountOf.size() + "; requests cut by the kill: " + cut.size() + ", refused while it was down: "
-                    + (noAnswer.size() - cut.size()));
+                    + load.accountOf().size() + "; requests cut by the kill: " + load.cut().size()
+                    + ", refused while it was down: " + load.refused());
         }
     }
 }

@@ -42,13 +42,13 @@ class PaymentsReactiveIT {
     class Conformance extends HttpConformance {
         @Override
         protected ConformanceTarget target() {
-            return new ServiceTarget(port);
+            return new ServiceTarget(() -> port);
         }
     }
 
     @Test
     void aPaymentIsBookedOnceInTheLedgerAndItsLocationReadsItForItsPayerOnly() throws Exception {
-        ServiceTarget target = new ServiceTarget(port);
+        ServiceTarget target = new ServiceTarget(() -> port);
         PaymentsClient client = new PaymentsClient(target);
         String account = target.newAccount(10_000);
         String key = UUID.randomUUID().toString();
