@@ -72,7 +72,7 @@ public final class R2dbcTransactionalExecutor implements ReactiveIdempotentExecu
             Fingerprint fingerprint, OperationPolicy policy, Mono<StoredResponse> handler) {
         TransactionalR2dbcRetrySafe tx = policy == null ? transactional : transactional.with(policy);
         DefaultTransactionDefinition definition = new DefaultTransactionDefinition();
-        definition.setName("retrysafe " + key.scope());
+        definition.setName("retrysafe key " + key.digest());
         AtomicBoolean begun = new AtomicBoolean();
         AtomicReference<TransactionalR2dbcRetrySafe.Joined<StoredResponse>> decided = new AtomicReference<>();
         Mono<Outcome<StoredResponse>> inTransaction = TransactionalOperator.create(transactionManager, definition)
