@@ -15,6 +15,7 @@ import io.retrysafe.r2dbc.R2dbcIdempotencyStore;
 import io.retrysafe.r2dbc.TransactionalR2dbcRetrySafe;
 import io.retrysafe.spi.IdempotencyRecord;
 import io.retrysafe.spi.RecordStatus;
+import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -60,6 +61,10 @@ class R2dbcTransactionalWebFilterIT {
     private static final HttpRoute BROKEN = HttpRoute.of("POST", "/broken").build();
     private static final HttpRoute SLOW = HttpRoute.of("POST", "/slow").build();
     private static final HttpRoute TICKETS = HttpRoute.of("POST", "/tickets").build();
+    private static final HttpRoute BIG_TICKETS = HttpRoute.of("POST", "/big-tickets").build();
+    private static final int MAX_RESPONSE_BYTES = 4096;
+    /** A ticket's answer on /big-tickets: past the bound, so it is sent as written, before the commit. */
+    private static final String BIG = "t".repeat(2 * MAX_RESPONSE_BYTES);
     /** Runs of a handler, per test id. */
     private static final Map<String, AtomicInteger> RUNS = new ConcurrentHashMap<>();
     /** A slow payment waits, after its insert, for its test to release it; its start is counted down first. */
@@ -93,8 +98,9 @@ class R2dbcTransactionalWebFilterIT {
 
         AsyncRetrySafe engine = AsyncRetrySafe.builder(store).name("webflux-tx-it").build();
         WebFluxIdempotency config = WebFluxIdempotency.custom()
-                .route(PAYMENTS).route(FLAKY).route(BROKEN).route(SLOW).route(TICKETS)
+                .route(PAYMENTS).route(FLAKY).route(BROKEN).route(SLOW).route(TICKETS).route(BIG_TICKETS)
                 .scope(ReactiveScopeResolver.principal())
+                .maxResponseBytes(MAX_RESPONSE_BYTES)
                 .build();
         RouterFunction<ServerResponse> routes = RouterFunctions.route()
                 .POST("/payments", request -> insert(request).flatMap(R2dbcTransactionalWebFilterIT::created))
@@ -114,6 +120,9 @@ class R2dbcTransactionalWebFilterIT {
                 .POST("/tickets", request -> request.bodyToMono(String.class).flatMap(code -> database
                         .sql("INSERT INTO webflux_tx_ticket (code) VALUES (:code)").bind("code", code).then())
                         .then(ServerResponse.status(HttpStatus.CREATED).bodyValue("ticket issued")))
+                .POST("/big-tickets", request -> request.bodyToMono(String.class).flatMap(code -> database
+                        .sql("INSERT INTO webflux_tx_ticket (code) VALUES (:code)").bind("code", code).then())
+                        .then(ServerResponse.status(HttpStatus.CREATED).bodyValue(BIG)))
                 .build();
         server = TestServer.start(routes, new RetrySafeWebFilter(config,
                 new R2dbcTransactionalExecutor(TransactionalR2dbcRetrySafe.of(engine), pool, transactionManager),
@@ -328,6 +337,37 @@ class R2dbcTransactionalWebFilterIT {
         assertThat(response.headers().firstValue("Retry-After")).isPresent();
         assertThat(response.body()).contains("\"type\":\"/problems/store-unavailable\"").doesNotContain("issued");
         assertThat(record(TICKETS)).as("the key went with the failed commit").isEmpty();
+        assertThat(database.sql("SELECT count(*) AS n FROM webflux_tx_ticket WHERE code = :code").bind("code", code)
+                .map(row -> row.get("n", Long.class)).one().block(BOUND)).isEqualTo(1);
+    }
+
+    @Test
+    void aResponseOverTheBoundIsSentAsWrittenAndCommittedWithoutItsBody() throws Exception {
+        HttpResponse<String> response = send("/big-tickets", "{\"ticket\":\"" + testId + "\"}");
+        HttpResponse<String> replay = send("/big-tickets", "{\"ticket\":\"" + testId + "\"}");
+
+        assertThat(response.statusCode()).isEqualTo(201);
+        assertThat(response.body()).isEqualTo(BIG);
+        assertThat(record(BIG_TICKETS)).hasValueSatisfying(r -> assertThat(r.status()).isEqualTo(RecordStatus.COMPLETED));
+        assertThat(replay.statusCode()).isEqualTo(201);
+        assertThat(replay.headers().firstValue("Idempotent-Replayed")).hasValue("true");
+        assertThat(replay.headers().firstValue("Idempotent-Replay-Body-Omitted")).hasValue(String.valueOf(BIG.length()));
+        assertThat(replay.body()).isEmpty();
+    }
+
+    @Test
+    void aResponseOverTheBoundWhoseCommitFailsCommitsNothing() throws Exception {
+        String code = "{\"ticket\":\"" + testId + "\"}";
+        database.sql("INSERT INTO webflux_tx_ticket (code) VALUES (:code)").bind("code", code).then().block(BOUND);
+
+        try {
+            send("/big-tickets", code);
+        } catch (IOException cut) {
+            // The body went out before the commit: when the commit fails, the connection is cut, which a
+            // client that already read the whole body may not notice.
+        }
+
+        assertThat(record(BIG_TICKETS)).as("the key went with the failed commit").isEmpty();
         assertThat(database.sql("SELECT count(*) AS n FROM webflux_tx_ticket WHERE code = :code").bind("code", code)
                 .map(row -> row.get("n", Long.class)).one().block(BOUND)).isEqualTo(1);
     }
