@@ -16,6 +16,7 @@ import io.retrysafe.http.HttpSemantics;
 import io.retrysafe.http.ProblemType;
 import io.retrysafe.internal.Require;
 import io.retrysafe.spi.RetrySafeListener;
+import java.util.ArrayList;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
@@ -27,6 +28,7 @@ import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.core.io.buffer.DefaultDataBufferFactory;
+import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatusCode;
 import org.springframework.http.server.reactive.ServerHttpRequest;
 import org.springframework.http.server.reactive.ServerHttpRequestDecorator;
@@ -89,7 +91,7 @@ public final class RetrySafeWebFilter implements WebFilter {
         if (route == null) {
             return chain.filter(exchange);
         }
-        List<String> keyHeaders = request.getHeaders().getOrEmpty(HttpSemantics.KEY_HEADER);
+        List<String> keyHeaders = values(request.getHeaders(), HttpSemantics.KEY_HEADER);
         if (keyHeaders.isEmpty() && !route.keyRequired()) {
             return chain.filter(exchange);
         }
@@ -223,6 +225,22 @@ public final class RetrySafeWebFilter implements WebFilter {
         response.getHeaders().setContentLength(body.length);
         return body.length == 0 ? response.setComplete()
                 : response.writeWith(Mono.fromSupplier(() -> response.bufferFactory().wrap(body)));
+    }
+
+    /**
+     * Every value of a header, as sent. Read through {@code forEach}, which Spring Framework 6.2 (Boot 3.5) and 7
+     * both have with one signature: {@code getOrEmpty} and {@code get} take an {@code Object} on 6.2 and a
+     * {@code String} on 7, so a call compiled against one fails on the other. The headers of every server
+     * adapter match names regardless of case, so the first name that matches holds all the values.
+     */
+    private static List<String> values(HttpHeaders headers, String name) {
+        List<List<String>> found = new ArrayList<>(1);
+        headers.forEach((n, values) -> {
+            if (found.isEmpty() && n.equalsIgnoreCase(name)) {
+                found.add(values);
+            }
+        });
+        return found.isEmpty() ? List.of() : found.get(0);
     }
 
     /** The request with its body already read: the handler reads the same bytes again. */
