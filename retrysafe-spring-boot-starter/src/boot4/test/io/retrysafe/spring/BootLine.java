@@ -9,6 +9,10 @@ import org.springframework.boot.jackson.autoconfigure.JacksonAutoConfiguration;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration;
 import org.springframework.boot.kafka.autoconfigure.KafkaAutoConfiguration;
+import org.springframework.boot.r2dbc.autoconfigure.R2dbcAutoConfiguration;
+import org.springframework.boot.r2dbc.autoconfigure.R2dbcTransactionManagerAutoConfiguration;
+import org.springframework.boot.webflux.autoconfigure.HttpHandlerAutoConfiguration;
+import org.springframework.boot.webflux.autoconfigure.WebFluxAutoConfiguration;
 import org.springframework.context.ApplicationContext;
 
 /**
@@ -20,6 +24,11 @@ public final class BootLine {
     public static final Class<?> DATA_SOURCE_TRANSACTION_MANAGER = DataSourceTransactionManagerAutoConfiguration.class;
     public static final Class<?> JACKSON = JacksonAutoConfiguration.class;
     public static final Class<?> KAFKA = KafkaAutoConfiguration.class;
+    public static final Class<?> R2DBC = R2dbcAutoConfiguration.class;
+    public static final Class<?> R2DBC_TRANSACTION_MANAGER = R2dbcTransactionManagerAutoConfiguration.class;
+    public static final Class<?> WEBFLUX = WebFluxAutoConfiguration.class;
+    /** The application's {@code HttpHandler}: its WebFlux dispatcher behind every {@code WebFilter} bean, in order. */
+    public static final Class<?> HTTP_HANDLER = HttpHandlerAutoConfiguration.class;
     public static final Class<?> HEALTH_INDICATOR = HealthIndicator.class;
     /**
      * Boot's own tracing, in spring-boot-micrometer-tracing* on this line (not on these tests' class path; an

@@ -5,7 +5,6 @@ import io.lettuce.core.RedisClient;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.retrysafe.InMemoryIdempotencyStore;
 import io.retrysafe.KeyRules;
-import io.retrysafe.OperationPolicy;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.StoredResponseProtection;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
@@ -17,25 +16,30 @@ import io.retrysafe.spi.IdempotencyStore;
 import io.retrysafe.spi.RetrySafeListener;
 import java.lang.System.Logger.Level;
 import java.time.Clock;
-import java.util.List;
 import javax.sql.DataSource;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.AnyNestedCondition;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnNotWebApplication;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnSingleCandidate;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
 
 /**
  * The engine and its store: the application's DataSource (PostgreSQL or MariaDB) when there is
  * one, in transactional mode by default; Redis with {@code retrysafe.store.type=redis} (standalone
- * mode); the in-memory store otherwise or when {@code retrysafe.store.type=memory}. Every bean backs
- * off when the application defines its own.
+ * mode); the in-memory store otherwise or when {@code retrysafe.store.type=memory}. In a reactive
+ * application the filter's engine is {@link RetrySafeReactiveAutoConfiguration}'s, and this blocking one
+ * is made only on a store configured for it (a DataSource, Redis, or {@code type=memory}). Every bean
+ * backs off when the application defines its own.
  */
 // By name, for both Boot lines: Boot 4's package first, then Boot 3.5's.
 @AutoConfiguration(afterName = {"org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
@@ -114,7 +118,12 @@ public class RetrySafeAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean(IdempotencyStore.class)
+    @Conditional(BlockingMemoryStore.class)
     InMemoryIdempotencyStore retrySafeMemoryStore(RetrySafeProperties properties) {
+        if (properties.store().type() == RetrySafeProperties.StoreType.R2DBC) {
+            throw new IllegalStateException("retrysafe.store.type=r2dbc is the store of a reactive (WebFlux) "
+                    + "application, and this one is not; use retrysafe.store.type=jdbc with a DataSource");
+        }
         if (properties.store().type() == RetrySafeProperties.StoreType.JDBC) {
             throw new IllegalStateException("retrysafe.store.type=jdbc needs exactly one DataSource bean, and there is "
                     + "none, or several without a primary one");
@@ -123,9 +132,19 @@ public class RetrySafeAutoConfiguration {
             throw new IllegalStateException("retrysafe.store.type=redis needs io.retrysafe:retrysafe-store-redis "
                     + "(with Lettuce) on the class path");
         }
-        LOG.log(Level.WARNING, () -> "[" + properties.name() + "] no DataSource: keys are kept in this process's "
+        return memoryStore(properties, "no DataSource", "the JDBC or Redis store");
+    }
+
+    /**
+     * The in-memory store of {@code retrysafe.store.*}, with a warning that it protects one instance.
+     *
+     * @param why why the store is the in-memory one, for the warning
+     * @param instead what to use for more than one instance
+     */
+    static InMemoryIdempotencyStore memoryStore(RetrySafeProperties properties, String why, String instead) {
+        LOG.log(Level.WARNING, () -> "[" + properties.name() + "] " + why + ": keys are kept in this process's "
                 + "memory, which protects one instance only (a retry that reaches another instance, or this one "
-                + "after a restart, runs again); use the JDBC or Redis store for more than one instance");
+                + "after a restart, runs again); use " + instead + " for more than one instance");
         RetrySafeProperties.Store s = properties.store();
         return InMemoryIdempotencyStore.builder().clock(Clock.systemUTC()).maxEntries(s.maxEntries())
                 .maxBytes(s.maxBytes().toBytes()).scopeSharePercent(s.scopeSharePercent()).build();
@@ -147,8 +166,33 @@ public class RetrySafeAutoConfiguration {
         return AtRestKeys.protection(properties.atRest());
     }
 
+    /**
+     * The in-memory fallback of the blocking engine: in every application but a reactive one, where the
+     * filter has a non-blocking store of its own ({@link RetrySafeReactiveAutoConfiguration}) and a blocking
+     * store is made only when one is configured ({@code retrysafe.store.type=memory}, {@code jdbc} or
+     * {@code redis}).
+     */
+    static final class BlockingMemoryStore extends AnyNestedCondition {
+        BlockingMemoryStore() {
+            super(ConfigurationPhase.REGISTER_BEAN);
+        }
+
+        @ConditionalOnNotWebApplication
+        static final class NotWeb {
+        }
+
+        @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.SERVLET)
+        static final class Servlet {
+        }
+
+        @ConditionalOnProperty(prefix = "retrysafe.store", name = "type", havingValue = "memory")
+        static final class Memory {
+        }
+    }
+
     @Bean
     @ConditionalOnMissingBean
+    @ConditionalOnBean(IdempotencyStore.class)
     RetrySafe retrySafe(RetrySafeProperties properties, IdempotencyStore store,
             ObjectProvider<RetrySafeListener> listeners, StoredResponseProtection protection) {
         if (properties.mode() == RetrySafeProperties.Mode.TRANSACTIONAL && !(store instanceof JdbcIdempotencyStore)) {
@@ -157,18 +201,7 @@ public class RetrySafeAutoConfiguration {
                     + store.getClass().getSimpleName() + "); set retrysafe.mode=standalone, or use the JDBC store "
                     + "(retrysafe.store.type=jdbc with one DataSource)");
         }
-        RetrySafeProperties.Policy p = properties.policy();
-        OperationPolicy policy = OperationPolicy.custom().retention(p.retention()).leaseTtl(p.leaseTtl())
-                .waitForResult(p.waitForResult()).retryAfter(p.retryAfter())
-                .protection(properties.atRest().enabled() ? protection : StoredResponseProtection.NONE).build();
-        RetrySafe.Builder builder = RetrySafe.builder(store).name(properties.name()).policy(policy)
-                .failOpen(properties.failOpen()).completionAttempts(properties.completion().attempts())
-                .completionBackoff(properties.completion().backoff());
-        List<RetrySafeListener> all = listeners.orderedStream().toList();
-        if (!all.isEmpty()) {
-            builder.listener(all.size() == 1 ? all.get(0) : new CompositeListener(all));
-        }
-        return builder.build();
+        return EngineSettings.configure(RetrySafe.builder(store), properties, protection, listeners).build();
     }
 
     @Bean

@@ -37,7 +37,7 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
     }
 
     public enum StoreType {
-        JDBC, MEMORY, REDIS
+        JDBC, MEMORY, REDIS, R2DBC
     }
 
     /** Where a Kafka record's message id comes from (as {@code io.retrysafe.kafka.MessageIdExtractor}). */
@@ -62,7 +62,9 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
 
     /**
      * @param type {@code jdbc} (the application's DataSource; the default when there is one),
-     *     {@code memory}, or {@code redis} (standalone mode only; needs {@code retrysafe-store-redis})
+     *     {@code memory}, {@code redis} (standalone mode only; needs {@code retrysafe-store-redis}), or
+     *     {@code r2dbc} (a reactive application's R2DBC ConnectionFactory, PostgreSQL; the default of a
+     *     reactive application when there is one; needs {@code retrysafe-store-r2dbc})
      * @param table the records table, optionally schema-qualified
      * @param lockTimeout how long a duplicate waits for the first request's transaction before 409
      * @param initializeSchema create the table at start-up ({@code CREATE TABLE IF NOT EXISTS}); off

@@ -1,19 +1,15 @@
 package io.retrysafe.spring;
 
 import io.retrysafe.KeyRules;
-import io.retrysafe.OperationPolicy;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.StoredResponseProtection;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.servlet.HttpIdempotency;
 import io.retrysafe.servlet.IdempotentExecutor;
-import io.retrysafe.servlet.IdempotentRoute;
 import io.retrysafe.servlet.RejectedRequests;
 import io.retrysafe.servlet.RetrySafeFilter;
 import io.retrysafe.servlet.ScopeResolver;
 import jakarta.servlet.DispatcherType;
-import java.lang.System.Logger.Level;
-import java.util.Locale;
 import javax.sql.DataSource;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
@@ -30,7 +26,6 @@ import org.springframework.core.Ordered;
 import org.springframework.core.env.Environment;
 import org.springframework.security.web.firewall.RequestRejectedHandler;
 import org.springframework.transaction.PlatformTransactionManager;
-import org.springframework.util.ClassUtils;
 import org.springframework.web.servlet.config.annotation.InterceptorRegistry;
 import org.springframework.web.servlet.config.annotation.WebMvcConfigurer;
 
@@ -45,8 +40,6 @@ import org.springframework.web.servlet.config.annotation.WebMvcConfigurer;
         matchIfMissing = true)
 @Import(TomcatRejectionsConfiguration.class)
 public class RetrySafeWebAutoConfiguration {
-    private static final System.Logger LOG = System.getLogger(RetrySafeWebAutoConfiguration.class.getName());
-
     /** After Spring Security's filter chain (order -100) so the principal is known, before the dispatcher. */
     public static final int FILTER_ORDER = Ordered.LOWEST_PRECEDENCE - 100;
 
@@ -55,82 +48,22 @@ public class RetrySafeWebAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     ScopeResolver retrySafeScopeResolver(RetrySafeProperties properties) {
-        RetrySafeProperties.Http http = properties.http();
-        String scope = http.scope().toLowerCase(Locale.ROOT);
-        return switch (scope) {
-            case "principal" -> {
-                if (!ClassUtils.isPresent(SPRING_SECURITY, getClass().getClassLoader())) {
-                    throw new IllegalStateException("retrysafe.http.scope=principal (the default) scopes keys to the "
-                            + "authenticated user, but there is no Spring Security to authenticate one: add it, define "
-                            + "a ScopeResolver bean, set retrysafe.http.scope=header with retrysafe.http.scope-header "
-                            + "(a tenant header your gateway sets) or retrysafe.http.scope=hashed-header (an API key), "
-                            + "or, for a single trusted caller only, retrysafe.http.scope=global "
-                            + "(docs/http.md#without-spring-security)");
-                }
-                yield ScopeResolver.principal();
-            }
-            case "header" -> {
-                String header = requireHeader(http);
-                LOG.log(Level.WARNING, () -> "[" + properties.name() + "] retrysafe.http.scope=header: keys are scoped "
-                        + "to the value of " + header + " as the request carries it; safe only behind a gateway that "
-                        + "sets it and drops the client's own, else a caller can name another's scope and get its "
-                        + "answers (hashed-header, or the principal, do not depend on that)");
-                yield ScopeResolver.header(header);
-            }
-            case "hashed-header" -> ScopeResolver.hashedHeader(requireHeader(http));
-            case "global" -> {
-                LOG.log(Level.WARNING, () -> "[" + properties.name() + "] retrysafe.http.scope=global: every caller "
-                        + "shares one key space, so a caller that reuses another's key gets that caller's answer; "
-                        + "only for a single trusted caller");
-                yield ScopeResolver.global(properties.name());
-            }
-            default -> throw new IllegalArgumentException("retrysafe.http.scope must be principal, header, hashed-header "
-                    + "or global, but was " + http.scope());
-        };
-    }
-
-    private static String requireHeader(RetrySafeProperties.Http http) {
-        if (http.scopeHeader() == null || http.scopeHeader().isBlank()) {
-            throw new IllegalArgumentException("retrysafe.http.scope=" + http.scope()
-                    + " needs retrysafe.http.scope-header, but it was not set");
-        }
-        return http.scopeHeader();
+        return HttpConfigurer.scope(properties, new HttpConfigurer.Scopes<>(ScopeResolver::principal, ScopeResolver::header,
+                ScopeResolver::hashedHeader, ScopeResolver::global), ScopeResolver.class, SPRING_SECURITY,
+                "docs/http.md#without-spring-security");
     }
 
     @Bean
     @ConditionalOnMissingBean
     HttpIdempotency retrySafeHttpIdempotency(RetrySafeProperties properties, ScopeResolver scope, KeyRules keyRules,
             RetrySafe retrySafe, StoredResponseProtection protection, Environment environment) {
-        RetrySafeProperties.Http http = properties.http();
-        HttpIdempotency.Builder b = HttpIdempotency.custom().scope(scope).keyRules(keyRules)
-                .maxRequestBytes(http.maxRequestBytes()).maxResponseBytes(http.maxResponseBytes())
+        return HttpConfigurer.configure(HttpIdempotency.custom(), properties, scope, keyRules, retrySafe.policy(),
+                        protection)
                 // As Boot's error pages do: a sendError message is shown only with include-message=always
                 // (on-param cannot apply: the answer is stored and replayed to requests without the parameter).
                 .includeErrorMessages("always".equalsIgnoreCase(
-                        environment.getProperty("server.error.include-message", "never")));
-        if (http.replayedHeaders() != null) {
-            b.replayedHeaders(http.replayedHeaders());
-        }
-        if (http.routes() != null) {
-            for (RetrySafeProperties.Route r : http.routes()) {
-                IdempotentRoute.Builder route = IdempotentRoute.of(r.method(), r.pattern()).keyRequired(r.keyRequired());
-                if (r.retention() != null || r.atRest() != null) {
-                    OperationPolicy.Builder policy = OperationPolicy.from(retrySafe.policy());
-                    if (r.retention() != null) {
-                        policy.retention(r.retention());
-                    }
-                    if (r.atRest() != null) {
-                        policy.protection(r.atRest() ? protection : StoredResponseProtection.NONE);
-                    }
-                    route.policy(policy.build());
-                }
-                if (r.jsonMembers() != null && !r.jsonMembers().isEmpty()) {
-                    route.jsonMembers(r.jsonMembers().toArray(String[]::new));
-                }
-                b.route(route.build());
-            }
-        }
-        return b.build();
+                        environment.getProperty("server.error.include-message", "never")))
+                .build();
     }
 
     @Bean

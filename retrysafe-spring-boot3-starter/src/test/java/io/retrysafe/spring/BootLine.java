@@ -12,6 +12,10 @@ import org.springframework.boot.autoconfigure.jackson.JacksonAutoConfiguration;
 import org.springframework.boot.autoconfigure.jdbc.DataSourceAutoConfiguration;
 import org.springframework.boot.autoconfigure.jdbc.DataSourceTransactionManagerAutoConfiguration;
 import org.springframework.boot.autoconfigure.kafka.KafkaAutoConfiguration;
+import org.springframework.boot.autoconfigure.r2dbc.R2dbcAutoConfiguration;
+import org.springframework.boot.autoconfigure.r2dbc.R2dbcTransactionManagerAutoConfiguration;
+import org.springframework.boot.autoconfigure.web.reactive.HttpHandlerAutoConfiguration;
+import org.springframework.boot.autoconfigure.web.reactive.WebFluxAutoConfiguration;
 import org.springframework.context.ApplicationContext;
 
 /**
@@ -23,6 +27,11 @@ public final class BootLine {
     public static final Class<?> DATA_SOURCE_TRANSACTION_MANAGER = DataSourceTransactionManagerAutoConfiguration.class;
     public static final Class<?> JACKSON = JacksonAutoConfiguration.class;
     public static final Class<?> KAFKA = KafkaAutoConfiguration.class;
+    public static final Class<?> R2DBC = R2dbcAutoConfiguration.class;
+    public static final Class<?> R2DBC_TRANSACTION_MANAGER = R2dbcTransactionManagerAutoConfiguration.class;
+    public static final Class<?> WEBFLUX = WebFluxAutoConfiguration.class;
+    /** The application's {@code HttpHandler}: its WebFlux dispatcher behind every {@code WebFilter} bean, in order. */
+    public static final Class<?> HTTP_HANDLER = HttpHandlerAutoConfiguration.class;
     public static final Class<?> HEALTH_INDICATOR = HealthIndicator.class;
     /**
      * Boot's own tracing, in the actuator on this line, so on these tests' class path: its tracer, and the
