@@ -15,9 +15,10 @@ import org.springframework.util.unit.DataSize;
  * @param enabled whether the starter configures anything at all
  * @param name prefix of every log line and the {@code name} tag of every meter
  * @param mode {@code transactional} (key, the handler's writes and the response commit in one
- *     transaction; needs the JDBC store) or {@code standalone} (the key commits first; for side
- *     effects outside the database). Not set: transactional with the JDBC store, standalone with any
- *     other; set to {@code transactional} with another store, the application does not start
+ *     transaction; needs the JDBC store, or in a reactive application the R2DBC store) or
+ *     {@code standalone} (the key commits first; for side effects outside the database). Not set:
+ *     transactional with the JDBC or R2DBC store, standalone with any other; set to {@code transactional}
+ *     with another store, the application does not start
  * @param failOpen run requests unprotected when the store fails, instead of answering 503
  * @param fastFilter Redis in front of the store: cached replays and early 409s without the database
  * @param kafka exactly-once {@code @KafkaListener} record listeners (Spring Kafka)

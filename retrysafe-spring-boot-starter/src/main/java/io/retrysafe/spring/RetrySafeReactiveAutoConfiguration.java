@@ -6,16 +6,20 @@ import io.retrysafe.InMemoryIdempotencyStore;
 import io.retrysafe.KeyRules;
 import io.retrysafe.StoredResponseProtection;
 import io.retrysafe.r2dbc.R2dbcIdempotencyStore;
+import io.retrysafe.r2dbc.TransactionalR2dbcRetrySafe;
 import io.retrysafe.redis.RedisIdempotencyStore;
 import io.retrysafe.spi.AsyncIdempotencyStore;
 import io.retrysafe.spi.IdempotencyStore;
 import io.retrysafe.spi.RetrySafeListener;
+import io.retrysafe.webflux.R2dbcTransactionalExecutor;
+import io.retrysafe.webflux.ReactiveIdempotentExecutor;
 import io.retrysafe.webflux.ReactiveScopeResolver;
 import io.retrysafe.webflux.RetrySafeWebFilter;
 import io.retrysafe.webflux.WebFluxIdempotency;
 import java.util.Locale;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
@@ -25,6 +29,7 @@ import org.springframework.boot.context.properties.EnableConfigurationProperties
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.annotation.Order;
+import org.springframework.transaction.ReactiveTransactionManager;
 
 /**
  * A reactive (WebFlux) application's filter, from the same {@code retrysafe.*} properties as the servlet
@@ -78,6 +83,28 @@ public class RetrySafeReactiveAutoConfiguration {
                 store.createSchema().toCompletableFuture().join();
             }
             return store;
+        }
+
+        /**
+         * Transactional mode, the default with the R2DBC store (as with the JDBC store on the servlet side):
+         * the key, the handler's writes on the application's ConnectionFactory and the stored response
+         * commit in one transaction of the application's {@code ReactiveTransactionManager}.
+         */
+        @Bean
+        @ConditionalOnMissingBean(ReactiveIdempotentExecutor.class)
+        @ConditionalOnBean(R2dbcIdempotencyStore.class)
+        @ConditionalOnClass(name = {"org.springframework.r2dbc.connection.R2dbcTransactionManager",
+                "io.retrysafe.webflux.R2dbcTransactionalExecutor"})
+        @ConditionalOnProperty(prefix = "retrysafe", name = "mode", havingValue = "transactional", matchIfMissing = true)
+        ReactiveIdempotentExecutor retrySafeReactiveExecutor(AsyncRetrySafe engine, ConnectionFactory connections,
+                ObjectProvider<ReactiveTransactionManager> transactionManager) {
+            ReactiveTransactionManager manager = transactionManager.getIfUnique();
+            if (manager == null) {
+                throw new IllegalStateException("retrysafe.mode=transactional needs one ReactiveTransactionManager for "
+                        + "the application's ConnectionFactory (Boot makes an R2dbcTransactionManager with "
+                        + "spring-r2dbc); set retrysafe.mode=standalone to run without one");
+            }
+            return new R2dbcTransactionalExecutor(TransactionalR2dbcRetrySafe.of(engine), connections, manager);
         }
     }
 
@@ -140,12 +167,23 @@ public class RetrySafeReactiveAutoConfiguration {
             throw new IllegalStateException("retrysafe.fast-filter.enabled=true: the WebFlux filter has no fast filter "
                     + "yet, only the servlet filter has; remove the setting (every request then goes to the store)");
         }
-        if (properties.mode() == RetrySafeProperties.Mode.TRANSACTIONAL) {
-            throw new IllegalStateException("retrysafe.mode=transactional is not available to a reactive application's "
-                    + "filter yet (the key commits before the handler runs); set retrysafe.mode=standalone, or leave "
-                    + "it unset");
-        }
         return EngineSettings.configure(AsyncRetrySafe.builder(store), properties, protection, listeners).build();
+    }
+
+    /**
+     * Standalone mode: the key commits before the handler runs. The mode of every store but R2DBC's, and of
+     * the R2DBC store with {@code retrysafe.mode=standalone}.
+     */
+    @Bean
+    @ConditionalOnMissingBean
+    ReactiveIdempotentExecutor retrySafeReactiveExecutor(RetrySafeProperties properties, AsyncRetrySafe engine) {
+        if (properties.mode() == RetrySafeProperties.Mode.TRANSACTIONAL) {
+            throw new IllegalStateException("retrysafe.mode=transactional needs the R2DBC store (key, writes and "
+                    + "response commit in one database transaction) with spring-r2dbc, but the store is "
+                    + engine.store().name() + "; set retrysafe.mode=standalone, or use the R2DBC store "
+                    + "(retrysafe.store.type=r2dbc with one ConnectionFactory)");
+        }
+        return ReactiveIdempotentExecutor.standalone(engine);
     }
 
     /** The filter, for {@code retrysafe.http.enabled} (the default). */
@@ -172,8 +210,9 @@ public class RetrySafeReactiveAutoConfiguration {
         @Bean
         @ConditionalOnMissingBean
         @Order(FILTER_ORDER)
-        RetrySafeWebFilter retrySafeWebFilter(WebFluxIdempotency config, AsyncRetrySafe engine) {
-            return new RetrySafeWebFilter(config, engine);
+        RetrySafeWebFilter retrySafeWebFilter(WebFluxIdempotency config, ReactiveIdempotentExecutor executor,
+                AsyncRetrySafe engine) {
+            return new RetrySafeWebFilter(config, executor, engine.listener());
         }
     }
 

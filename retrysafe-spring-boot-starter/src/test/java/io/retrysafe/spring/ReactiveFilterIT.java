@@ -8,6 +8,8 @@ import io.r2dbc.spi.ConnectionFactory;
 import io.retrysafe.micrometer.MicrometerRetrySafeListener;
 import io.retrysafe.r2dbc.R2dbcIdempotencyStore;
 import io.retrysafe.testservices.TestDatabases;
+import io.retrysafe.webflux.R2dbcTransactionalExecutor;
+import io.retrysafe.webflux.ReactiveIdempotentExecutor;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -27,6 +29,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.assertj.AssertableReactiveWebApplicationContext;
 import org.springframework.boot.test.context.runner.ReactiveWebApplicationContextRunner;
@@ -44,10 +48,11 @@ import reactor.netty.http.server.HttpServer;
 
 /**
  * A WebFlux application wired by the starter alone, served by Reactor Netty, on the real PostgreSQL over
- * R2DBC (Boot's ConnectionFactory from {@code spring.r2dbc.*}): the first request runs the handler, which
- * inserts a payment; a retry replays its answer without running it; the key reused with another body is
- * refused with 422; concurrent duplicates run the handler once; and every request moves the same meters as
- * on the servlet filter.
+ * R2DBC (Boot's ConnectionFactory and R2dbcTransactionManager from {@code spring.r2dbc.*}), in each mode:
+ * the first request runs the handler, which inserts a payment; a retry replays its answer without running
+ * it; the key reused with another body is refused with 422; concurrent duplicates run the handler once;
+ * every request moves the same meters as on the servlet filter. In transactional mode (the default with
+ * this store) a 5xx rolls the handler's insert back with the key; standalone, the insert stays.
  */
 @Tag("reactive")
 class ReactiveFilterIT {
@@ -94,16 +99,19 @@ class ReactiveFilterIT {
             DatabaseClient db = DatabaseClient.create(connections);
             return RouterFunctions.route().POST("/payments", request -> request.bodyToMono(String.class)
                     .flatMap(body -> db.sql("INSERT INTO " + PAYMENTS + " (amount) VALUES (:amount) RETURNING id")
-                            .bind("amount", body).map(row -> row.get("id", Long.class)).one())
-                    .flatMap(id -> ServerResponse.status(201).header("Location", "/payments/" + id)
-                            .bodyValue("{\"payment\":" + id + "}")))
+                            .bind("amount", body).map(row -> row.get("id", Long.class)).one()
+                            // A 5xx after the write: the transaction, when there is one, is rolled back.
+                            .flatMap(id -> body.contains("fail") ? ServerResponse.status(500).build()
+                                    : ServerResponse.status(201).header("Location", "/payments/" + id)
+                                            .bodyValue("{\"payment\":" + id + "}"))))
                     .build();
         }
     }
 
-    @Test
-    void createdThenReplayedThenRefusedForAnotherBodyWithTheMeters() {
-        served(base -> {
+    @ParameterizedTest
+    @ValueSource(strings = {"transactional", "standalone"})
+    void createdThenReplayedThenRefusedForAnotherBodyWithTheMeters(String mode) {
+        served(mode, base -> {
             String key = UUID.randomUUID().toString();
             HttpResponse<String> first = post(base, key, "alice", "{\"amount\":10}");
             assertThat(first.statusCode()).isEqualTo(201);
@@ -136,9 +144,10 @@ class ReactiveFilterIT {
         });
     }
 
-    @Test
-    void concurrentDuplicatesRunTheHandlerOnce() {
-        served(base -> {
+    @ParameterizedTest
+    @ValueSource(strings = {"transactional", "standalone"})
+    void concurrentDuplicatesRunTheHandlerOnce(String mode) {
+        served(mode, base -> {
             long before = payments();
             String key = UUID.randomUUID().toString();
             List<CompletableFuture<HttpResponse<String>>> calls = new ArrayList<>();
@@ -146,20 +155,53 @@ class ReactiveFilterIT {
                 calls.add(http.sendAsync(request(base, key, "carol", "{\"amount\":5}"), BodyHandlers.ofString()));
             }
             List<Integer> statuses = calls.stream().map(CompletableFuture::join).map(HttpResponse::statusCode).toList();
-            // The one that ran, replays of it, and 409 for those that came while it ran.
-            assertThat(statuses).containsOnly(201, 409).contains(201);
+            // The one that ran, replays of it, and 409 for those that came while it ran (standalone) or that
+            // waited past the lock timeout for its transaction (transactional).
+            assertThat(statuses).isSubsetOf(201, 409).contains(201);
             assertThat(payments()).isEqualTo(before + 1);
             assertThat(requests("executed")).isEqualTo(1.0);
             assertThat(requests("executed") + requests("replayed") + requests("in_progress")).isEqualTo(16.0);
         });
     }
 
+    @Test
+    void transactionalByDefaultAServerErrorRollsTheHandlersWriteBackWithTheKey() {
+        served(null, base -> {
+            assertThat(context.getBean(ReactiveIdempotentExecutor.class)).isInstanceOf(R2dbcTransactionalExecutor.class);
+            long before = payments();
+            String key = UUID.randomUUID().toString();
+            assertThat(post(base, key, "dave", "{\"amount\":\"fail\"}").statusCode()).isEqualTo(500);
+            assertThat(payments()).isEqualTo(before);
+            // The key was released with the rest: a retry runs the handler again.
+            assertThat(post(base, key, "dave", "{\"amount\":\"fail\"}").statusCode()).isEqualTo(500);
+            assertThat(payments()).isEqualTo(before);
+            assertThat(meters.get(MicrometerRetrySafeListener.COMPLETIONS).tags("completion", "released")
+                    .counter().count()).isEqualTo(2.0);
+        });
+    }
+
+    @Test
+    void standaloneTheHandlersWriteStaysAfterAServerError() {
+        served("standalone", base -> {
+            assertThat(context.getBean(ReactiveIdempotentExecutor.class))
+                    .isNotInstanceOf(R2dbcTransactionalExecutor.class);
+            long before = payments();
+            assertThat(post(base, UUID.randomUUID().toString(), "erin", "{\"amount\":\"fail\"}").statusCode())
+                    .isEqualTo(500);
+            assertThat(payments()).isEqualTo(before + 1);
+        });
+    }
+
     private AssertableReactiveWebApplicationContext context;
     private MeterRegistry meters;
 
-    /** Runs {@code test} against the application served by Reactor Netty on a free port. */
-    private void served(Consumer<String> test) {
-        runner.run(context -> {
+    /**
+     * Runs {@code test} against the application served by Reactor Netty on a free port.
+     *
+     * @param mode {@code retrysafe.mode}, or null for the default
+     */
+    private void served(String mode, Consumer<String> test) {
+        runner.withPropertyValues(mode == null ? new String[0] : new String[] {"retrysafe.mode=" + mode}).run(context -> {
             assertThat(context).hasNotFailed();
             DisposableServer server = HttpServer.create().host("127.0.0.1").port(0)
                     .handle(new ReactorHttpHandlerAdapter(context.getBean(HttpHandler.class))).bindNow();

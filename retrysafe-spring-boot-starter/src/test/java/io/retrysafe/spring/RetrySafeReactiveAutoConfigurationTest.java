@@ -17,6 +17,8 @@ import io.retrysafe.spi.AsyncIdempotencyStore;
 import io.retrysafe.spi.IdempotencyStore;
 import io.retrysafe.testservices.TestDatabases;
 import io.retrysafe.testservices.TestRedis;
+import io.retrysafe.webflux.R2dbcTransactionalExecutor;
+import io.retrysafe.webflux.ReactiveIdempotentExecutor;
 import io.retrysafe.webflux.ReactiveScopeResolver;
 import io.retrysafe.webflux.RetrySafeWebFilter;
 import io.retrysafe.webflux.WebFluxIdempotency;
@@ -251,6 +253,9 @@ class RetrySafeReactiveAutoConfigurationTest {
                             assertThat(context.getBean(AsyncRetrySafe.class).store()).isSameAs(store);
                             assertThat(context).doesNotHaveBean(IdempotencyStore.class);
                             assertThat(tableExists(table)).isTrue();
+                            // Transactional mode by default with this store, as with the JDBC store.
+                            assertThat(context.getBean(ReactiveIdempotentExecutor.class))
+                                    .isInstanceOf(R2dbcTransactionalExecutor.class);
                         });
             } finally {
                 SpringPostgres.drop(table);
@@ -266,6 +271,35 @@ class RetrySafeReactiveAutoConfigurationTest {
                         assertThat(context).hasSingleBean(R2dbcIdempotencyStore.class);
                         assertThat(tableExists(table)).isFalse();
                     });
+        }
+
+        @Test
+        void standaloneModeWithTheR2dbcStoreCommitsTheKeyFirst() {
+            r2dbc().withPropertyValues("retrysafe.mode=standalone").run(context -> {
+                assertThat(context).hasSingleBean(R2dbcIdempotencyStore.class);
+                assertThat(context.getBean(ReactiveIdempotentExecutor.class))
+                        .isNotInstanceOf(R2dbcTransactionalExecutor.class);
+            });
+        }
+
+        @Test
+        void transactionalModeWithoutATransactionManagerFails() {
+            runner.withConfiguration(AutoConfigurations.of(BootLine.R2DBC)).withPropertyValues(SpringR2dbc.properties())
+                    .run(context -> failure(context).hasMessageContaining(
+                            "retrysafe.mode=transactional needs one ReactiveTransactionManager"));
+        }
+
+        @Test
+        void transactionalModeWithAnotherStoreFails() {
+            runner.withPropertyValues("retrysafe.mode=transactional").run(context -> failure(context)
+                    .hasMessageContaining("retrysafe.mode=transactional needs the R2DBC store")
+                    .hasMessageContaining("but the store is memory"));
+        }
+
+        @Test
+        void transactionalModeCannotFailOpen() {
+            r2dbc().withPropertyValues("retrysafe.fail-open=true").run(context -> failure(context)
+                    .hasMessageContaining("transactional mode cannot fail open"));
         }
 
         @Test
@@ -346,6 +380,12 @@ class RetrySafeReactiveAutoConfigurationTest {
                         .hasMessageContaining("retrysafe.fast-filter.enabled=true: the WebFlux filter has no fast filter");
             });
         }
+    }
+
+    /** A reactive application with Boot's ConnectionFactory and R2dbcTransactionManager on the test PostgreSQL. */
+    private ReactiveWebApplicationContextRunner r2dbc() {
+        return runner.withConfiguration(AutoConfigurations.of(BootLine.R2DBC, BootLine.R2DBC_TRANSACTION_MANAGER))
+                .withPropertyValues(SpringR2dbc.properties());
     }
 
     /** The cause that stopped the application, which must not have started. */
