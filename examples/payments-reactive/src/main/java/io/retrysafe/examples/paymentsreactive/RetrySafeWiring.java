@@ -4,6 +4,8 @@ import io.r2dbc.spi.ConnectionFactory;
 import io.retrysafe.AsyncRetrySafe;
 import io.retrysafe.http.HttpRoute;
 import io.retrysafe.r2dbc.R2dbcIdempotencyStore;
+import io.retrysafe.r2dbc.TransactionalR2dbcRetrySafe;
+import io.retrysafe.webflux.R2dbcTransactionalExecutor;
 import io.retrysafe.webflux.ReactiveScopeResolver;
 import io.retrysafe.webflux.RetrySafeWebFilter;
 import io.retrysafe.webflux.WebFluxIdempotency;
@@ -11,10 +13,9 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.annotation.Order;
-import org.springframework.web.server.WebFilter;
-import reactor.core.publisher.Mono;
+import org.springframework.transaction.ReactiveTransactionManager;
 
-/** Temporary: RetrySafe wired by hand until the starter configures a reactive application. */
+/** Temporary: RetrySafe wired by hand, in transactional mode, until the starter configures a reactive application. */
 @Configuration(proxyBeanMethods = false)
 @ConditionalOnProperty(name = "retrysafe.enabled", havingValue = "true", matchIfMissing = true)
 class RetrySafeWiring {
@@ -27,15 +28,15 @@ class RetrySafeWiring {
         return store;
     }
 
-    /** The filter, with the handler run in the request's Reactor context (the security context is there). */
     @Bean
     @Order(FILTER_ORDER)
-    WebFilter retrySafeWebFilter(R2dbcIdempotencyStore store) {
-        RetrySafeWebFilter filter = new RetrySafeWebFilter(WebFluxIdempotency.custom()
+    RetrySafeWebFilter retrySafeWebFilter(R2dbcIdempotencyStore store, ConnectionFactory connections,
+            ReactiveTransactionManager transactions) {
+        AsyncRetrySafe engine = AsyncRetrySafe.builder(store).name("payments-reactive").build();
+        return new RetrySafeWebFilter(WebFluxIdempotency.custom()
                 .route(HttpRoute.of("POST", "/payments").keyRequired(true).jsonMembers("/account", "/amount").build())
                 .scope(ReactiveScopeResolver.principal()).build(),
-                AsyncRetrySafe.builder(store).name("payments-reactive").build());
-        return (exchange, chain) -> Mono.deferContextual(context -> filter.filter(exchange,
-                handled -> chain.filter(handled).contextWrite(context)));
+                new R2dbcTransactionalExecutor(TransactionalR2dbcRetrySafe.of(engine), connections, transactions),
+                engine.listener());
     }
 }
