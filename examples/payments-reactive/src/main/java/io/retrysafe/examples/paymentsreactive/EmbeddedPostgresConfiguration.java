@@ -4,11 +4,9 @@ import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.pool.ConnectionPoolConfiguration;
 import io.r2dbc.postgresql.PostgresqlConnectionConfiguration;
 import io.r2dbc.postgresql.PostgresqlConnectionFactory;
+import io.retrysafe.examples.paymentscommon.EmbeddedPostgresServer;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
-import java.time.Duration;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Condition;
 import org.springframework.context.annotation.ConditionContext;
@@ -26,20 +24,9 @@ import org.springframework.util.StringUtils;
 @Configuration(proxyBeanMethods = false)
 @Conditional(EmbeddedPostgresConfiguration.NoR2dbcUrl.class)
 class EmbeddedPostgresConfiguration {
-    private static final Logger LOG = LoggerFactory.getLogger(EmbeddedPostgresConfiguration.class);
-
     @Bean(destroyMethod = "close")
     EmbeddedPostgres embeddedPostgres() throws IOException {
-        EmbeddedPostgres postgres = EmbeddedPostgres.builder()
-                .setServerConfig("listen_addresses", "127.0.0.1")
-                // A cold start on a small, busy machine can exceed the 10 s default.
-                .setPGStartupWait(Duration.ofSeconds(60))
-                // Spring closes it, after the pool.
-                .setRegisterShutdownHook(false)
-                .start();
-        LOG.info("No spring.r2dbc.url (RETRYSAFE_R2DBC_URL): started an embedded PostgreSQL on port {}; its data "
-                + "lasts as long as this process", postgres.getPort());
-        return postgres;
+        return EmbeddedPostgresServer.start("spring.r2dbc.url (RETRYSAFE_R2DBC_URL)");
     }
 
     /** A pool on the embedded server, as large as the one {@code spring.r2dbc.pool} gives by default. */

@@ -1,6 +1,9 @@
 package io.retrysafe.examples.paymentsreactive;
 
-import java.time.Instant;
+import io.retrysafe.examples.paymentscommon.Booking;
+import io.retrysafe.examples.paymentscommon.Booking.Booked;
+import io.retrysafe.examples.paymentscommon.Booking.InsufficientFunds;
+import io.retrysafe.examples.paymentscommon.Booking.UnknownAccount;
 import java.time.OffsetDateTime;
 import java.util.UUID;
 import org.springframework.r2dbc.core.DatabaseClient;
@@ -16,19 +19,6 @@ class Ledger {
 
     Ledger(DatabaseClient db) {
         this.db = db;
-    }
-
-    /** What a booking did; a refusal is an answer too, not an error, so the transaction stays usable. */
-    sealed interface Booking permits Booked, InsufficientFunds, UnknownAccount {
-    }
-
-    record Booked(UUID paymentId, String account, long amount, long balance, Instant createdAt) implements Booking {
-    }
-
-    record InsufficientFunds(String account, long balance, long amount) implements Booking {
-    }
-
-    record UnknownAccount(String account) implements Booking {
     }
 
     /**

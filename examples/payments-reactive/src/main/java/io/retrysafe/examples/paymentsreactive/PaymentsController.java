@@ -1,8 +1,8 @@
 package io.retrysafe.examples.paymentsreactive;
 
-import java.net.URI;
+import io.retrysafe.examples.paymentscommon.PaymentProblems;
+import io.retrysafe.examples.paymentscommon.PaymentRequest;
 import java.security.Principal;
-import java.time.Instant;
 import java.util.UUID;
 import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
@@ -15,9 +15,10 @@ import org.springframework.web.bind.annotation.RestController;
 import reactor.core.publisher.Mono;
 
 /**
- * {@code POST /payments} needs an {@code Idempotency-Key} (route in {@code application.yml}): the
- * RetrySafe filter answers retries, duplicates in flight and reused keys before this controller
- * runs, and stores whatever it answers, refusals included (402, 404, 400), for the key's retries.
+ * The payments API of the servlet example, answered with a {@link Mono}. The RetrySafe WebFilter has
+ * already claimed the {@code Idempotency-Key} of a {@code POST /payments} (route in
+ * {@code application.yml}) when this controller runs, in the R2DBC transaction the booking joins; it
+ * stores the answer, a refusal too (402, 404, 400), for the key's retries.
  */
 @RestController
 @RequestMapping("/payments")
@@ -28,27 +29,13 @@ class PaymentsController {
         this.payments = payments;
     }
 
-    record PaymentCreated(UUID id, String account, long amount, long balance, Instant createdAt) {
-    }
-
     @PostMapping(consumes = MediaType.APPLICATION_JSON_VALUE)
     Mono<ResponseEntity<?>> create(@RequestBody PaymentRequest request, Principal principal) {
         String invalid = request.invalidReason();
         if (invalid != null) {
-            return Mono.just(Problems.invalidRequest(invalid));
+            return Mono.just(PaymentProblems.invalidRequest(invalid));
         }
-        return payments.pay(principal.getName(), request).map(PaymentsController::answer);
-    }
-
-    private static ResponseEntity<?> answer(Ledger.Booking booking) {
-        if (booking instanceof Ledger.Booked b) {
-            return ResponseEntity.created(URI.create("/payments/" + b.paymentId()))
-                    .body(new PaymentCreated(b.paymentId(), b.account(), b.amount(), b.balance(), b.createdAt()));
-        }
-        if (booking instanceof Ledger.InsufficientFunds refused) {
-            return Problems.insufficientFunds(refused);
-        }
-        return Problems.unknownAccount(((Ledger.UnknownAccount) booking).account());
+        return payments.pay(principal.getName(), request).map(PaymentProblems::answer);
     }
 
     @GetMapping("/{id}")
@@ -57,9 +44,9 @@ class PaymentsController {
         try {
             uuid = UUID.fromString(id);
         } catch (IllegalArgumentException e) {
-            return Mono.just(Problems.notFound("there is no payment " + id));
+            return Mono.just(PaymentProblems.notFound("there is no payment " + id));
         }
         return payments.find(principal.getName(), uuid).<ResponseEntity<?>>map(ResponseEntity::ok)
-                .defaultIfEmpty(Problems.notFound("there is no payment " + id));
+                .defaultIfEmpty(PaymentProblems.notFound("there is no payment " + id));
     }
 }

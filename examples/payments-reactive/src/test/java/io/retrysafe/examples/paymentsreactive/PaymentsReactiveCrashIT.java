@@ -8,6 +8,7 @@ import io.retrysafe.conformance.CrashUnderLoad.Answer;
 import io.retrysafe.conformance.PaymentsClient;
 import io.retrysafe.conformance.RestartConformance;
 import io.retrysafe.conformance.RestartableTarget;
+import io.retrysafe.examples.paymentstesting.PaymentsDatabase;
 import io.retrysafe.testservices.ChildJvm;
 import java.io.IOException;
 import java.net.http.HttpResponse;
@@ -106,8 +107,8 @@ class PaymentsReactiveCrashIT {
             answers.add(Answer.of(replay));
             assertThat(answers).as("every answer of %s", key).containsOnly(answers.get(0));
             assertThat(answers.get(0).status()).as("%s", answers.get(0)).isEqualTo(201);
-            assertThat(ServiceDatabase.payments(account)).as("payments of %s", key).isEqualTo(1);
-            assertThat(ServiceDatabase.balance(account)).as("balance of %s", account).isEqualTo(9_900);
+            assertThat(PaymentsDatabase.payments(account)).as("payments of %s", key).isEqualTo(1);
+            assertThat(PaymentsDatabase.balance(account)).as("balance of %s", account).isEqualTo(9_900);
         }
         System.out.println("intents: " + load.accountOf().size() + "; requests cut by the kill: " + load.cut().size()
                 + ", refused while it was down: " + load.refused());

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.retrysafe.conformance.ConformanceTarget;
 import io.retrysafe.conformance.HttpConformance;
 import io.retrysafe.conformance.PaymentsClient;
+import io.retrysafe.examples.paymentstesting.PaymentsDatabase;
 import java.net.http.HttpResponse;
 import java.util.UUID;
 import org.junit.jupiter.api.Nested;
@@ -57,9 +58,9 @@ class PaymentsReactiveIT {
         client.send(client.postPayment(target.firstUser(), key, payment(account, 100)));
 
         assertThat(created.statusCode()).as(created.body()).isEqualTo(201);
-        assertThat(ServiceDatabase.payments(account)).isEqualTo(1);
-        assertThat(ServiceDatabase.ledgerEntries(account)).isEqualTo(1);
-        assertThat(ServiceDatabase.balance(account)).isEqualTo(9_900);
+        assertThat(PaymentsDatabase.payments(account)).isEqualTo(1);
+        assertThat(PaymentsDatabase.ledgerEntries(account)).isEqualTo(1);
+        assertThat(PaymentsDatabase.balance(account)).isEqualTo(9_900);
         String location = created.headers().firstValue("Location").orElseThrow();
         HttpResponse<String> read = client.send(client.request(target.firstUser(), location).GET());
         assertThat(read.statusCode()).isEqualTo(200);

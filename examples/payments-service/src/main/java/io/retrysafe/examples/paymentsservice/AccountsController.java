@@ -1,5 +1,6 @@
 package io.retrysafe.examples.paymentsservice;
 
+import io.retrysafe.examples.paymentscommon.PaymentProblems;
 import io.retrysafe.servlet.Problem;
 import jakarta.servlet.http.HttpServletRequest;
 import java.util.Collections;
@@ -40,7 +41,7 @@ class AccountsController {
     @GetMapping
     ResponseEntity<?> get(@PathVariable String id) {
         return accounts.find(id).<ResponseEntity<?>>map(a -> ResponseEntity.ok().eTag(a.etag()).body(a))
-                .orElseGet(() -> Problems.unknownAccount(id));
+                .orElseGet(() -> PaymentProblems.unknownAccount(id));
     }
 
     /** Body: a JSON merge patch of the label, {@code {"label":"Rent"}}; nothing else can be changed here. */
@@ -58,7 +59,7 @@ class AccountsController {
         }
         Object label = patch.get("label");
         if (patch.size() != 1 || !(label instanceof String text) || text.isBlank() || text.length() > MAX_LABEL) {
-            return Problems.invalidRequest("send {\"label\":\"…\"} with 1 to " + MAX_LABEL + " characters; only the "
+            return PaymentProblems.invalidRequest("send {\"label\":\"…\"} with 1 to " + MAX_LABEL + " characters; only the "
                     + "label can be changed, but got members " + patch.keySet());
         }
         Optional<Accounts.Account> updated = accounts.relabel(id, versions(ifMatch), text.strip());
@@ -68,7 +69,7 @@ class AccountsController {
         return accounts.find(id).<ResponseEntity<?>>map(current -> Problems.response(Problem.PRECONDITION_FAILED,
                 "account " + id + " has changed since the version in If-Match (" + ifMatch + "); it is now at "
                         + current.etag() + ": GET it and apply your change again"))
-                .orElseGet(() -> Problems.unknownAccount(id));
+                .orElseGet(() -> PaymentProblems.unknownAccount(id));
     }
 
     /** The versions named by the strong entity tags in {@code If-Match}. */

@@ -1,11 +1,9 @@
 package io.retrysafe.examples.paymentsservice;
 
 import com.zaxxer.hikari.HikariDataSource;
+import io.retrysafe.examples.paymentscommon.EmbeddedPostgresServer;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
-import java.time.Duration;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Condition;
@@ -24,20 +22,9 @@ import org.springframework.util.StringUtils;
 @Configuration(proxyBeanMethods = false)
 @Conditional(EmbeddedPostgresConfiguration.NoDataSourceUrl.class)
 class EmbeddedPostgresConfiguration {
-    private static final Logger LOG = LoggerFactory.getLogger(EmbeddedPostgresConfiguration.class);
-
     @Bean(destroyMethod = "close")
     EmbeddedPostgres embeddedPostgres() throws IOException {
-        EmbeddedPostgres postgres = EmbeddedPostgres.builder()
-                .setServerConfig("listen_addresses", "127.0.0.1")
-                // A cold start on a small, busy machine can exceed the 10 s default.
-                .setPGStartupWait(Duration.ofSeconds(60))
-                // Spring closes it, after the pool.
-                .setRegisterShutdownHook(false)
-                .start();
-        LOG.info("No spring.datasource.url (RETRYSAFE_JDBC_URL): started an embedded PostgreSQL on port {}; its data "
-                + "lasts as long as this process", postgres.getPort());
-        return postgres;
+        return EmbeddedPostgresServer.start("spring.datasource.url (RETRYSAFE_JDBC_URL)");
     }
 
     /** The pool on the embedded server; {@code spring.datasource.hikari.*} apply as usual. */

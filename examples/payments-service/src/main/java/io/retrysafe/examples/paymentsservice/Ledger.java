@@ -1,5 +1,9 @@
 package io.retrysafe.examples.paymentsservice;
 
+import io.retrysafe.examples.paymentscommon.Booking;
+import io.retrysafe.examples.paymentscommon.Booking.Booked;
+import io.retrysafe.examples.paymentscommon.Booking.InsufficientFunds;
+import io.retrysafe.examples.paymentscommon.Booking.UnknownAccount;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.util.List;
@@ -16,19 +20,6 @@ class Ledger {
 
     Ledger(JdbcTemplate jdbc) {
         this.jdbc = jdbc;
-    }
-
-    /** What a booking did; a refusal is an answer too, not an exception, so the transaction stays usable. */
-    sealed interface Booking permits Booked, InsufficientFunds, UnknownAccount {
-    }
-
-    record Booked(UUID paymentId, String account, long amount, long balance, Instant createdAt) implements Booking {
-    }
-
-    record InsufficientFunds(String account, long balance, long amount) implements Booking {
-    }
-
-    record UnknownAccount(String account) implements Booking {
     }
 
     /**

@@ -1,5 +1,8 @@
 package io.retrysafe.examples.paymentsservice;
 
+import io.retrysafe.examples.paymentscommon.Booking;
+import io.retrysafe.examples.paymentscommon.PaymentProblems;
+import io.retrysafe.examples.paymentscommon.PaymentRequest;
 import io.retrysafe.spring.Idempotent;
 import java.time.Instant;
 import java.time.OffsetDateTime;
@@ -48,22 +51,22 @@ public class OrderPayments {
     public OrderReceipt pay(String payer, String orderNumber, OrderPaymentRequest request) {
         String invalid = new PaymentRequest(request.account(), request.amount()).invalidReason();
         if (invalid != null) {
-            throw new Problems.ProblemException(Problems.invalidRequest(invalid));
+            throw new Problems.ProblemException(PaymentProblems.invalidRequest(invalid));
         }
-        Ledger.Booking booking = ledger.book(payer, request.account(), request.amount());
-        if (booking instanceof Ledger.InsufficientFunds refused) {
-            throw new Problems.ProblemException(Problems.insufficientFunds(refused));
+        Booking booking = ledger.book(payer, request.account(), request.amount());
+        if (booking instanceof Booking.InsufficientFunds refused) {
+            throw new Problems.ProblemException(PaymentProblems.insufficientFunds(refused));
         }
-        if (booking instanceof Ledger.UnknownAccount unknown) {
-            throw new Problems.ProblemException(Problems.unknownAccount(unknown.account()));
+        if (booking instanceof Booking.UnknownAccount unknown) {
+            throw new Problems.ProblemException(PaymentProblems.unknownAccount(unknown.account()));
         }
-        Ledger.Booked booked = (Ledger.Booked) booking;
+        Booking.Booked booked = (Booking.Booked) booking;
         try {
             jdbc.update("INSERT INTO order_payment (order_number, payment) VALUES (?, ?)", orderNumber,
                     booked.paymentId());
         } catch (DuplicateKeyException e) {
             // Reached only without RetrySafe, or after the key expired: the table still pays an order once.
-            throw new Problems.ProblemException(Problems.response(409, "order-already-paid", "Order already paid",
+            throw new Problems.ProblemException(PaymentProblems.response(409, "order-already-paid", "Order already paid",
                     "order " + orderNumber + " is already paid"));
         }
         return new OrderReceipt(orderNumber, booked.paymentId(), booked.account(), booked.amount(), booked.createdAt());

@@ -1,5 +1,6 @@
 package io.retrysafe.examples.paymentsservice;
 
+import io.retrysafe.examples.paymentscommon.PaymentProblems;
 import java.security.Principal;
 import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
@@ -32,6 +33,6 @@ class OrdersController {
     @GetMapping
     ResponseEntity<?> get(@PathVariable String orderNumber, Principal principal) {
         return orders.find(principal.getName(), orderNumber).<ResponseEntity<?>>map(ResponseEntity::ok)
-                .orElseGet(() -> Problems.notFound("order " + orderNumber + " has no payment of yours"));
+                .orElseGet(() -> PaymentProblems.notFound("order " + orderNumber + " has no payment of yours"));
     }
 }

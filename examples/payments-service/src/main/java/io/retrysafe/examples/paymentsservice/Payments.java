@@ -1,5 +1,7 @@
 package io.retrysafe.examples.paymentsservice;
 
+import io.retrysafe.examples.paymentscommon.Booking;
+import io.retrysafe.examples.paymentscommon.PaymentRequest;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.util.Optional;
@@ -24,7 +26,7 @@ public class Payments {
      * stored response commit together); starts its own when RetrySafe is switched off.
      */
     @Transactional
-    public Ledger.Booking pay(String payer, PaymentRequest request) {
+    public Booking pay(String payer, PaymentRequest request) {
         return ledger.book(payer, request.account(), request.amount());
     }
 

@@ -1,8 +1,8 @@
 package io.retrysafe.examples.paymentsservice;
 
-import java.net.URI;
+import io.retrysafe.examples.paymentscommon.PaymentProblems;
+import io.retrysafe.examples.paymentscommon.PaymentRequest;
 import java.security.Principal;
-import java.time.Instant;
 import java.util.UUID;
 import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
@@ -27,24 +27,13 @@ class PaymentsController {
         this.payments = payments;
     }
 
-    record PaymentCreated(UUID id, String account, long amount, long balance, Instant createdAt) {
-    }
-
     @PostMapping(consumes = MediaType.APPLICATION_JSON_VALUE)
     ResponseEntity<?> create(@RequestBody PaymentRequest request, Principal principal) {
         String invalid = request.invalidReason();
         if (invalid != null) {
-            return Problems.invalidRequest(invalid);
+            return PaymentProblems.invalidRequest(invalid);
         }
-        Ledger.Booking booking = payments.pay(principal.getName(), request);
-        if (booking instanceof Ledger.Booked b) {
-            return ResponseEntity.created(URI.create("/payments/" + b.paymentId()))
-                    .body(new PaymentCreated(b.paymentId(), b.account(), b.amount(), b.balance(), b.createdAt()));
-        }
-        if (booking instanceof Ledger.InsufficientFunds refused) {
-            return Problems.insufficientFunds(refused);
-        }
-        return Problems.unknownAccount(((Ledger.UnknownAccount) booking).account());
+        return PaymentProblems.answer(payments.pay(principal.getName(), request));
     }
 
     @GetMapping("/{id}")
@@ -53,9 +42,9 @@ class PaymentsController {
         try {
             uuid = UUID.fromString(id);
         } catch (IllegalArgumentException e) {
-            return Problems.notFound("there is no payment " + id);
+            return PaymentProblems.notFound("there is no payment " + id);
         }
         return payments.find(principal.getName(), uuid).<ResponseEntity<?>>map(ResponseEntity::ok)
-                .orElseGet(() -> Problems.notFound("there is no payment " + id));
+                .orElseGet(() -> PaymentProblems.notFound("there is no payment " + id));
     }
 }

@@ -1,5 +1,6 @@
 package io.retrysafe.examples.paymentsservice;
 
+import io.retrysafe.examples.paymentscommon.PaymentProblems;
 import org.springframework.dao.DataAccessResourceFailureException;
 import org.springframework.dao.TransientDataAccessException;
 import org.springframework.http.HttpHeaders;
@@ -29,7 +30,7 @@ class ProblemExceptionHandler {
     @ExceptionHandler({DataAccessResourceFailureException.class, TransientDataAccessException.class,
             CannotCreateTransactionException.class})
     ResponseEntity<ProblemDetail> databaseUnavailable(RuntimeException e) {
-        ResponseEntity<ProblemDetail> problem = Problems.response(503, "database-unavailable", "Database unavailable",
+        ResponseEntity<ProblemDetail> problem = PaymentProblems.response(503, "database-unavailable", "Database unavailable",
                 "the payment was not made; retry with the same Idempotency-Key");
         return ResponseEntity.status(problem.getStatusCode()).headers(problem.getHeaders())
                 .header(HttpHeaders.RETRY_AFTER, Integer.toString(DATABASE_RETRY_AFTER_SECONDS)).body(problem.getBody());

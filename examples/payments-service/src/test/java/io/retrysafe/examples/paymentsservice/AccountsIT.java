@@ -1,6 +1,6 @@
 package io.retrysafe.examples.paymentsservice;
 
-import static io.retrysafe.examples.paymentsservice.ServiceDatabase.newAccount;
+import static io.retrysafe.examples.paymentstesting.PaymentsDatabase.newAccount;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.net.http.HttpRequest;

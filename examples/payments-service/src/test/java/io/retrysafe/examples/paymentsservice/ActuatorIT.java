@@ -2,6 +2,7 @@ package io.retrysafe.examples.paymentsservice;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.retrysafe.examples.paymentstesting.PaymentsDatabase;
 import java.net.http.HttpResponse;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
@@ -21,7 +22,7 @@ class ActuatorIT extends ServiceITSupport {
 
     @Test
     void prometheusShowsRetrySafeOutcomes() throws Exception {
-        String account = ServiceDatabase.newAccount(10_000);
+        String account = PaymentsDatabase.newAccount(10_000);
         String key = UUID.randomUUID().toString();
         send(postPayment(ALICE, key, payment(account, 100)));
         send(postPayment(ALICE, key, payment(account, 100)));

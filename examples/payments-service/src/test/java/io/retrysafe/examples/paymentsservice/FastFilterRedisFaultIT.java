@@ -1,11 +1,12 @@
 package io.retrysafe.examples.paymentsservice;
 
-import static io.retrysafe.examples.paymentsservice.ServiceDatabase.newAccount;
+import static io.retrysafe.examples.paymentstesting.PaymentsDatabase.newAccount;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
+import io.retrysafe.examples.paymentstesting.PaymentsDatabase;
 import io.retrysafe.testservices.TestRedis;
 import java.io.IOException;
 import java.net.URI;
@@ -291,7 +292,7 @@ class FastFilterRedisFaultIT {
         }
         assertThat(paymentIds).as("one payment per key").doesNotHaveDuplicates();
 
-        try (Connection c = ServiceDatabase.connect()) { // one connection: the shared server has few
+        try (Connection c = PaymentsDatabase.connect()) { // one connection: the shared server has few
             Array ids = c.createArrayOf("varchar", paymentIds.toArray());
             Array accountIds = c.createArrayOf("varchar", accounts.toArray());
             assertThat(query(c, "SELECT count(*) FROM payment WHERE id::text = ANY (?)", ids))

@@ -1,10 +1,11 @@
 package io.retrysafe.examples.paymentsservice;
 
-import static io.retrysafe.examples.paymentsservice.ServiceDatabase.balance;
-import static io.retrysafe.examples.paymentsservice.ServiceDatabase.newAccount;
-import static io.retrysafe.examples.paymentsservice.ServiceDatabase.payments;
+import static io.retrysafe.examples.paymentstesting.PaymentsDatabase.balance;
+import static io.retrysafe.examples.paymentstesting.PaymentsDatabase.newAccount;
+import static io.retrysafe.examples.paymentstesting.PaymentsDatabase.payments;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.retrysafe.examples.paymentstesting.PaymentsDatabase;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.UUID;
@@ -78,7 +79,7 @@ class OrderPaymentsIT extends ServiceITSupport {
         String order = orderNumber();
 
         HttpResponse<String> refused = pay(ALICE, order, account, 2_500);
-        ServiceDatabase.update("UPDATE account SET balance = 10000 WHERE id = ?", account);
+        PaymentsDatabase.update("UPDATE account SET balance = 10000 WHERE id = ?", account);
         HttpResponse<String> later = pay(ALICE, order, account, 2_500);
 
         assertThat(refused.statusCode()).isEqualTo(402);

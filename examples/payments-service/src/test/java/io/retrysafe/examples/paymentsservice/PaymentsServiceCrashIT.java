@@ -1,12 +1,13 @@
 package io.retrysafe.examples.paymentsservice;
 
-import static io.retrysafe.examples.paymentsservice.ServiceDatabase.balance;
-import static io.retrysafe.examples.paymentsservice.ServiceDatabase.newAccount;
-import static io.retrysafe.examples.paymentsservice.ServiceDatabase.payments;
+import static io.retrysafe.examples.paymentstesting.PaymentsDatabase.balance;
+import static io.retrysafe.examples.paymentstesting.PaymentsDatabase.newAccount;
+import static io.retrysafe.examples.paymentstesting.PaymentsDatabase.payments;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import io.retrysafe.examples.paymentstesting.PaymentsDatabase;
 import java.io.IOException;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -68,7 +69,7 @@ class PaymentsServiceCrashIT {
         }
         assertThat(payments(account)).isZero();
         assertThat(balance(account)).isEqualTo(10_000);
-        assertThat(ServiceDatabase.queryLong("SELECT count(*) FROM retrysafe_record WHERE idem_key = ?", key))
+        assertThat(PaymentsDatabase.queryLong("SELECT count(*) FROM retrysafe_record WHERE idem_key = ?", key))
                 .as("the claimed key rolled back with the work").isZero();
 
         try (ServiceProcess second = start(dir, "second")) {

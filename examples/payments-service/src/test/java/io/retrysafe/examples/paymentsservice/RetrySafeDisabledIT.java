@@ -1,7 +1,7 @@
 package io.retrysafe.examples.paymentsservice;
 
-import static io.retrysafe.examples.paymentsservice.ServiceDatabase.newAccount;
-import static io.retrysafe.examples.paymentsservice.ServiceDatabase.payments;
+import static io.retrysafe.examples.paymentstesting.PaymentsDatabase.newAccount;
+import static io.retrysafe.examples.paymentstesting.PaymentsDatabase.payments;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.retrysafe.RetrySafe;

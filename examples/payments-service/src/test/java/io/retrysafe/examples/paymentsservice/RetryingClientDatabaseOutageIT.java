@@ -1,12 +1,13 @@
 package io.retrysafe.examples.paymentsservice;
 
-import static io.retrysafe.examples.paymentsservice.ServiceDatabase.balance;
-import static io.retrysafe.examples.paymentsservice.ServiceDatabase.newAccount;
-import static io.retrysafe.examples.paymentsservice.ServiceDatabase.payments;
+import static io.retrysafe.examples.paymentstesting.PaymentsDatabase.balance;
+import static io.retrysafe.examples.paymentstesting.PaymentsDatabase.newAccount;
+import static io.retrysafe.examples.paymentstesting.PaymentsDatabase.payments;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.retrysafe.client.ClientResponse;
 import io.retrysafe.client.RetryingClient;
+import io.retrysafe.examples.paymentstesting.PaymentsDatabase;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -44,9 +45,9 @@ class RetryingClientDatabaseOutageIT {
 
     @BeforeAll
     void start(@TempDir Path dir) throws Exception {
-        URI url = URI.create(ServiceDatabase.url().substring("jdbc:".length()));
+        URI url = URI.create(PaymentsDatabase.url().substring("jdbc:".length()));
         database = new TcpProxy(url.getHost(), url.getPort());
-        String throughProxy = ServiceDatabase.url().replaceFirst("//" + url.getHost() + ":" + url.getPort() + "/",
+        String throughProxy = PaymentsDatabase.url().replaceFirst("//" + url.getHost() + ":" + url.getPort() + "/",
                 "//127.0.0.1:" + database.port() + "/");
         assertThat(throughProxy).contains(":" + database.port() + "/");
         List<String> args = new ArrayList<>(List.of(ServiceDatabase.arguments()));

@@ -1,14 +1,15 @@
 package io.retrysafe.examples.paymentsservice;
 
-import static io.retrysafe.examples.paymentsservice.ServiceDatabase.balance;
-import static io.retrysafe.examples.paymentsservice.ServiceDatabase.newAccount;
-import static io.retrysafe.examples.paymentsservice.ServiceDatabase.payments;
+import static io.retrysafe.examples.paymentstesting.PaymentsDatabase.balance;
+import static io.retrysafe.examples.paymentstesting.PaymentsDatabase.newAccount;
+import static io.retrysafe.examples.paymentstesting.PaymentsDatabase.payments;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.retrysafe.client.ClientResponse;
 import io.retrysafe.client.RetryingClient;
 import io.retrysafe.client.Sleeper;
+import io.retrysafe.examples.paymentstesting.TestHold;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -98,7 +99,7 @@ class RetryingClientIT extends ServiceITSupport {
     void aFirstAttemptThatTimesOutOnTheClientIsRetriedWithTheSameKeyAndReplayed() throws Exception {
         String account = newAccount(10_000);
         String key = UUID.randomUUID().toString();
-        try (HoldingFilter.Hold hold = HoldingFilter.hold(key)) {
+        try (TestHold hold = TestHold.hold(key)) {
             // The first attempt is held inside its transaction until the client has given up on it; during the
             // wait before the retry, the service finishes it and commits.
             RetryingClient client = client(d -> {
@@ -107,7 +108,7 @@ class RetryingClientIT extends ServiceITSupport {
             });
             // The hold header marks only the first request that reaches the service: the filter forgets it then.
             HttpRequest request = HttpRequest.newBuilder(pay(account, 100), (n, v) -> true)
-                    .header(HoldingFilter.HEADER, key).timeout(Duration.ofSeconds(2)).build();
+                    .header(TestHold.HEADER, key).timeout(Duration.ofSeconds(2)).build();
 
             ClientResponse<String> answer = client.send(request, key, BodyHandlers.ofString());
 
@@ -127,11 +128,11 @@ class RetryingClientIT extends ServiceITSupport {
     void aDuplicateOfARequestInFlightBacksOffPerRetryAfterAndThenGetsTheReplay() throws Exception {
         String account = newAccount(10_000);
         String key = UUID.randomUUID().toString();
-        try (HoldingFilter.Hold hold = HoldingFilter.hold(key)) {
+        try (TestHold hold = TestHold.hold(key)) {
             // Another attempt of the same intent (an earlier process of this client, say) is in flight.
             CompletableFuture<HttpResponse<String>> first = http.sendAsync(HttpRequest.newBuilder(
                     pay(account, 100), (n, v) -> true).header("Idempotency-Key", key)
-                    .header(HoldingFilter.HEADER, key).build(), BodyHandlers.ofString());
+                    .header(TestHold.HEADER, key).build(), BodyHandlers.ofString());
             hold.awaitArrived();
             List<HttpResponse<String>> firstAnswer = new ArrayList<>();
             RetryingClient client = client(d -> {

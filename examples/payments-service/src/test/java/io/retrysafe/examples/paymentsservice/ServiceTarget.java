@@ -1,50 +1,13 @@
 package io.retrysafe.examples.paymentsservice;
 
-import io.retrysafe.conformance.ConformanceTarget;
-import io.retrysafe.conformance.Credentials;
-import io.retrysafe.conformance.Hold;
+import io.retrysafe.examples.paymentstesting.PaymentsTarget;
 import io.retrysafe.servlet.HttpIdempotency;
-import java.net.URI;
 
-/**
- * This service as a target of the shared HTTP conformance suite: its port, its demo users, its
- * payments counted in the test database, and {@link HoldingFilter} to hold a request in flight.
- */
-record ServiceTarget(int port) implements ConformanceTarget {
+/** This service as a target of the shared HTTP conformance suite, {@link HoldingFilter} holding a request in flight. */
+final class ServiceTarget extends PaymentsTarget {
 
-    @Override
-    public URI baseUri() {
-        return URI.create("http://127.0.0.1:" + port);
-    }
-
-    @Override
-    public Credentials firstUser() {
-        return Credentials.basic(ServiceITSupport.ALICE, ServiceITSupport.ALICE + "-secret");
-    }
-
-    @Override
-    public Credentials secondUser() {
-        return Credentials.basic(ServiceITSupport.BOB, ServiceITSupport.BOB + "-secret");
-    }
-
-    @Override
-    public String newAccount(long balance) throws Exception {
-        return ServiceDatabase.newAccount(balance);
-    }
-
-    @Override
-    public void setBalance(String account, long balance) throws Exception {
-        ServiceDatabase.update("UPDATE account SET balance = ? WHERE id = ?", balance, account);
-    }
-
-    @Override
-    public long effects(String account) throws Exception {
-        return ServiceDatabase.payments(account);
-    }
-
-    @Override
-    public Hold hold(String name) {
-        return HoldingFilter.hold(name);
+    ServiceTarget(int port) {
+        super(() -> port);
     }
 
     /** application.yml leaves retrysafe.http.max-request-bytes at its default. */

@@ -1,5 +1,5 @@
--- The payments service's business tables (PostgreSQL). Run at every start (spring.sql.init.mode=always),
--- so every statement is idempotent. RetrySafe's own table, retrysafe_record, is created by the starter
+-- The business tables of the payments services, servlet and reactive (PostgreSQL). Run at every start
+-- (spring.sql.init.mode=always), so every statement is idempotent. RetrySafe's own table, retrysafe_record, is created by the starter
 -- (retrysafe.store.initialize-schema=true); a production service ships it in its migrations instead.
 
 CREATE TABLE IF NOT EXISTS account (
