@@ -114,6 +114,11 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
     private static final int RESPONSE_HEADER_BYTES = 2 + Fingerprint.LENGTH + 2 + 4;
 
     private static final System.Logger LOG = System.getLogger(RedisFastFilter.class.getName());
+    /**
+     * The scripts are read from the jar when their class initialises: here, on the thread that builds the
+     * filter, never on an event loop by the first {@code clear} of {@link #async()}, where reading a file blocks.
+     */
+    private static final Script CLEAR = Script.FAST_FILTER_CLEAR;
 
     private final String topology;
     private final String keyPrefix;
@@ -267,7 +272,7 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
 
     /** Called by its SHA-1, loaded only when Redis answers {@code NOSCRIPT} (first use, restart, flush). */
     private Long clearMarker(Link l, byte[] redisKey) {
-        Script script = Script.FAST_FILTER_CLEAR;
+        Script script = CLEAR;
         byte[][] keys = {redisKey};
         try {
             return l.commands().evalsha(script.sha(), script.output(), keys, MARKER);
@@ -340,7 +345,7 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
         @Override
         public CompletionStage<Void> clear(IdempotencyKey key) {
             byte[][] keys = {redisKeyBytes(key)};
-            return callAsync("clear", l -> l.<Long>evalAsync(Script.FAST_FILTER_CLEAR, keys, MARKER), null)
+            return callAsync("clear", l -> l.<Long>evalAsync(CLEAR, keys, MARKER), null)
                     .thenApply(deleted -> null);
         }
 

@@ -1,0 +1,294 @@
+package io.retrysafe.internal;
+
+import io.retrysafe.Fingerprint;
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.OperationPolicy;
+import io.retrysafe.Outcome;
+import io.retrysafe.StoredResponse;
+import io.retrysafe.StoredResponseUnreadableException;
+import io.retrysafe.spi.AsyncFastPath;
+import io.retrysafe.spi.FastPath;
+import io.retrysafe.spi.FastPath.Cached;
+import io.retrysafe.spi.RetrySafeListener;
+import java.lang.System.Logger.Level;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+
+/**
+ * The decisions of a fast path (Redis) in front of the store, for every stack: what it answers before
+ * the store is asked, and what it is told once the store decided. The servlet's and the WebFlux filter's
+ * fast-filter executors both decide through it, on a blocking {@link FastPath} or an {@link AsyncFastPath}.
+ *
+ * <ol>
+ * <li>{@link #early}: a cached response with the same fingerprint is replayed, one with another
+ * fingerprint is refused (mismatch), an in-flight marker is in progress with the policy's
+ * {@code Retry-After}; none of them asks the store. On a miss the in-flight marker is set; if the key
+ * already held something, a second lookup says what: a marker is in progress, a response is replayed
+ * (a completed request is never refused as in progress). Only a miss goes on to the store, which claims.
+ * <li>{@link #after}, once the store's outcome is durable: a stored result, or a replay the store
+ * answered, is published; anything else (released, refused, failed, a failed commit) clears the marker.
+ * </ol>
+ *
+ * A published response lives for what is left of the retention, at most the replay TTL. The fast path
+ * never fails a request: whatever it throws or fails with is logged and taken as a miss (a lookup), as
+ * letting the request through (a mark), or as done (a publish or clear). Not API.
+ */
+public final class FastPathFilter {
+    /** The longest a published response lives in the fast path (bounds memory and a warmed entry's overshoot). */
+    public static final Duration DEFAULT_REPLAY_TTL = Duration.ofHours(1);
+
+    private static final System.Logger LOG = System.getLogger(FastPathFilter.class.getName());
+
+    private final AsyncFastPath fastPath;
+    private final String engineName;
+    private final RetrySafeListener listener;
+    private final Duration replayTtl;
+    private final LongSupplier nanoTime;
+
+    private FastPathFilter(AsyncFastPath fastPath, String engineName, RetrySafeListener listener, Duration replayTtl,
+            LongSupplier nanoTime) {
+        this.fastPath = fastPath;
+        this.engineName = engineName;
+        this.listener = listener;
+        this.replayTtl = replayTtl;
+        this.nanoTime = nanoTime;
+    }
+
+    /** On a non-blocking fast path: each step is chained on the one before, no thread waits. */
+    public static FastPathFilter of(AsyncFastPath fastPath, String engineName, RetrySafeListener listener,
+            Duration replayTtl, LongSupplier nanoTime) {
+        return new FastPathFilter(fastPath, engineName, listener, replayTtl, nanoTime);
+    }
+
+    /** On a blocking fast path: each call is made on the caller's thread, and every stage returned is complete. */
+    public static FastPathFilter of(FastPath fastPath, String engineName, RetrySafeListener listener,
+            Duration replayTtl, LongSupplier nanoTime) {
+        return new FastPathFilter(new Blocking(fastPath), engineName, listener, replayTtl, nanoTime);
+    }
+
+    /** The clock's reading when the store is asked, for {@link #after}. */
+    public long start() {
+        return nanoTime.getAsLong();
+    }
+
+    /**
+     * The answer the fast path gives without the store, or empty when the store must decide; the
+     * listener hears the answers given here. Never fails.
+     */
+    public CompletionStage<Optional<Outcome<StoredResponse>>> early(IdempotencyKey key, Fingerprint fingerprint,
+            OperationPolicy policy) {
+        return lookup(key, fingerprint, policy).thenCompose(cached -> {
+            if (cached.isPresent()) {
+                return done(answer(key, early(cached.get(), policy)));
+            }
+            return guard("markInFlight", key, () -> fastPath.markInFlight(key, fingerprint), true)
+                    .thenCompose(marked -> marked ? CompletableFuture.<Optional<Outcome<StoredResponse>>>completedFuture(
+                            Optional.empty())
+                            // Not set: the key holds something. A marker means a request in flight, but it may be the
+                            // committed response, which the lookup missed (it timed out, or it was published since).
+                            : lookup(key, fingerprint, policy).thenApply(now -> Optional.of(answer(key,
+                                    now.isPresent() ? early(now.get(), policy)
+                                            : new Outcome.InProgress<>(policy.retryAfter())))));
+        }).exceptionally(failure -> {
+            Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+                    ? failure.getCause() : failure;
+            if (cause instanceof StoredResponseUnreadableException) {
+                // The cached copy does not open (its key id is no longer configured, or it was altered): the store
+                // decides, and a replay it answers replaces the cached copy.
+                LOG.log(Level.WARNING, () -> "[" + engineName + "] cached response of key " + key.digest()
+                        + " cannot be opened; asking the store: " + cause.getMessage());
+            } else {
+                LOG.log(Level.WARNING, () -> "[" + engineName + "] fast path " + fastPath.name() + " failed on key "
+                        + key.digest() + "; asking the store", cause);
+            }
+            return Optional.empty();
+        });
+    }
+
+    /**
+     * Tells the fast path what the store decided, once it is durable ({@code outcome} null when the store
+     * or the operation failed): a stored result or a replay is published, anything else clears the marker.
+     * Never fails.
+     *
+     * @param start what {@link #start} read before the store was asked
+     */
+    public CompletionStage<Void> after(IdempotencyKey key, Fingerprint fingerprint, OperationPolicy policy,
+            Outcome<StoredResponse> outcome, long start) {
+        if (outcome instanceof Outcome.Executed<StoredResponse> executed
+                && executed.completion() == Outcome.Completion.STORED) {
+            // The record's expiry is at least start + retention (it completed after start).
+            Duration left = policy.retention().minusNanos(nanoTime.getAsLong() - start);
+            return publish(key, fingerprint, policy, executed.value(), left.compareTo(replayTtl) < 0 ? left : replayTtl);
+        } else if (outcome instanceof Outcome.Replayed<StoredResponse> replayed) {
+            Duration retention = policy.retention();
+            return publish(key, fingerprint, policy, replayed.value(),
+                    retention.compareTo(replayTtl) < 0 ? retention : replayTtl);
+        }
+        return guard("clear", key, () -> fastPath.clear(key), null);
+    }
+
+    private static Outcome<StoredResponse> early(Cached cached, OperationPolicy policy) {
+        if (cached instanceof Cached.Replay replay) {
+            return new Outcome.Replayed<>(replay.response());
+        } else if (cached instanceof Cached.Mismatch) {
+            return new Outcome.FingerprintMismatch<>();
+        }
+        return new Outcome.InProgress<>(policy.retryAfter());
+    }
+
+    private Outcome<StoredResponse> answer(IdempotencyKey key, Outcome<StoredResponse> outcome) {
+        try {
+            listener.onOutcome(key, outcome);
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, () -> "[" + engineName + "] listener " + listener.getClass().getName()
+                    + ".onOutcome threw; ignored", e);
+        }
+        return outcome;
+    }
+
+    private static CompletionStage<Optional<Outcome<StoredResponse>>> done(Outcome<StoredResponse> outcome) {
+        return CompletableFuture.completedFuture(Optional.of(outcome));
+    }
+
+    /**
+     * A cached response, opened with the policy's protection; the stage fails with
+     * {@link StoredResponseUnreadableException} if it does not open.
+     */
+    private CompletionStage<Optional<Cached>> lookup(IdempotencyKey key, Fingerprint fingerprint,
+            OperationPolicy policy) {
+        return guard("lookup", key, () -> fastPath.lookup(key, fingerprint), Optional.<Cached>empty())
+                .thenApply(cached -> {
+                    if (cached != null && cached.isPresent() && cached.get() instanceof Cached.Replay replay) {
+                        return Optional.of(new Cached.Replay(policy.protection().open(key, replay.response())));
+                    }
+                    return cached == null ? Optional.empty() : cached;
+                });
+    }
+
+    /** Cached as the store holds it: sealed by the policy's protection (encrypted, redacted), never in the clear. */
+    private CompletionStage<Void> publish(IdempotencyKey key, Fingerprint fingerprint, OperationPolicy policy,
+            StoredResponse response, Duration ttl) {
+        if (ttl.isNegative() || ttl.isZero()) {
+            return guard("clear", key, () -> fastPath.clear(key), null);
+        }
+        return guard("publish", key, () -> fastPath.publish(key, fingerprint, policy.protection().seal(key, response),
+                ttl), null);
+    }
+
+    /** A call that can neither throw nor fail its stage: either is logged, and is {@code otherwise}. */
+    private <T> CompletionStage<T> guard(String operation, IdempotencyKey key, Supplier<CompletionStage<T>> call,
+            T otherwise) {
+        CompletionStage<T> stage;
+        try {
+            stage = call.get();
+        } catch (RuntimeException e) {
+            warn(operation, key, e);
+            return CompletableFuture.completedFuture(otherwise);
+        }
+        if (stage == null) {
+            return CompletableFuture.completedFuture(otherwise);
+        }
+        return stage.exceptionally(e -> {
+            warn(operation, key, e);
+            return otherwise;
+        });
+    }
+
+    private void warn(String operation, IdempotencyKey key, Throwable e) {
+        LOG.log(Level.WARNING, () -> "[" + engineName + "] fast path " + fastPath.name() + " threw on " + operation
+                + " of key " + key.digest() + "; going on without it", e);
+    }
+
+    /**
+     * What the fast-filter executors' builders share: the replay TTL and the clock, each settable once, and
+     * the executor's own checks of its delegate.
+     *
+     * @param <B> the executor's builder
+     */
+    public abstract static class Builder<B extends Builder<B>> {
+        private Duration replayTtl;
+        private LongSupplier nanoTime;
+
+        /**
+         * @param delegate the executor that decides
+         * @param alreadyFiltered whether {@code delegate} is already a fast-filter executor of this kind
+         */
+        protected Builder(Object delegate, boolean alreadyFiltered, Object fastPath, Object engine) {
+            Require.notNull(delegate, "delegate");
+            Require.notNull(fastPath, "fastPath");
+            Require.notNull(engine, "engine");
+            if (alreadyFiltered) {
+                throw new IllegalArgumentException("delegate must be the executor that decides, but was already a "
+                        + delegate.getClass().getSimpleName());
+            }
+        }
+
+        @SuppressWarnings("unchecked")
+        private B self() {
+            return (B) this;
+        }
+
+        /**
+         * The longest a published response lives in the fast path (1 h by default); shorter when less
+         * of the retention is left. Bounds the fast path's memory to the responses of this window.
+         */
+        public B replayTtl(Duration replayTtl) {
+            Require.unset(this.replayTtl, "replayTtl");
+            this.replayTtl = Require.atLeastOneMilli(replayTtl, "replayTtl");
+            return self();
+        }
+
+        /** The clock that measures how much of the retention is left ({@code System::nanoTime} by default). */
+        public B nanoTime(LongSupplier nanoTime) {
+            Require.unset(this.nanoTime, "nanoTime");
+            this.nanoTime = Require.notNull(nanoTime, "nanoTime");
+            return self();
+        }
+
+        /** The replay TTL set, or the default. */
+        protected final Duration replayTtl() {
+            return replayTtl == null ? DEFAULT_REPLAY_TTL : replayTtl;
+        }
+
+        /** The clock set, or {@code System::nanoTime}. */
+        protected final LongSupplier nanoTime() {
+            return nanoTime == null ? System::nanoTime : nanoTime;
+        }
+    }
+
+    /** A blocking fast path's answers as complete stages; what it throws fails the call, and is guarded. */
+    private record Blocking(FastPath fastPath) implements AsyncFastPath {
+        @Override
+        public CompletionStage<Optional<Cached>> lookup(IdempotencyKey key, Fingerprint fingerprint) {
+            return CompletableFuture.completedFuture(fastPath.lookup(key, fingerprint));
+        }
+
+        @Override
+        public CompletionStage<Boolean> markInFlight(IdempotencyKey key, Fingerprint fingerprint) {
+            return CompletableFuture.completedFuture(fastPath.markInFlight(key, fingerprint));
+        }
+
+        @Override
+        public CompletionStage<Void> publish(IdempotencyKey key, Fingerprint fingerprint, StoredResponse response,
+                Duration ttl) {
+            fastPath.publish(key, fingerprint, response, ttl);
+            return CompletableFuture.completedFuture(null);
+        }
+
+        @Override
+        public CompletionStage<Void> clear(IdempotencyKey key) {
+            fastPath.clear(key);
+            return CompletableFuture.completedFuture(null);
+        }
+
+        @Override
+        public String name() {
+            return fastPath.name();
+        }
+    }
+}
