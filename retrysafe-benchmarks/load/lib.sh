@@ -275,10 +275,10 @@ values() {
 }
 # spread KEY FIELD: "median (min–max)" of that field over the rounds of KEY
 spread() { values "$1" "$2" | range %.2f; }
-# range FORMAT: "median (min–max)" of the numbers on stdin
+# range FORMAT: "median (min–max)" of the numbers on stdin (a NaN, a run with no answer, left out)
 range() {
     local sorted
-    sorted=$(sort -g)
+    sorted=$({ grep -vix 'nan' || true; } | sort -g)
     [[ -n "$sorted" ]] || { echo n/a; return 0; }
     # shellcheck disable=SC2059 # FORMAT is the caller's
     printf "%s ($1–$1)" "$(median "$1" <<<"$sorted")" "$(head -n 1 <<<"$sorted")" "$(tail -n 1 <<<"$sorted")"
