@@ -1,24 +1,18 @@
 package io.retrysafe.servlet;
 
-import static org.assertj.core.api.Assertions.assertThat;
 
 import io.retrysafe.RetrySafe;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.testservices.ChildJvm;
+import io.retrysafe.testservices.LargeResponses;
 import io.retrysafe.testservices.TestDatabases;
 import jakarta.servlet.ServletOutputStream;
 import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.net.URI;
 import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpRequest.BodyPublishers;
-import java.net.http.HttpResponse;
-import java.net.http.HttpResponse.BodyHandlers;
 import java.nio.file.Files;
 import java.sql.Connection;
 import java.sql.Statement;
@@ -87,32 +81,8 @@ class LargeResponseIT {
     @Test
     void aResponseLargerThanTheHeapIsServedWholeAndItsRetryDoesNotRunTheHandlerAgain() throws Exception {
         try (ChildJvm server = ChildJvm.start(App.class, "READY", RECORDS, Long.toString(BODY_BYTES))) {
-            URI large = URI.create(server.awaitLine(Duration.ofSeconds(60)));
-            String key = UUID.randomUUID().toString();
-
-            HttpResponse<InputStream> first = http.send(post(large, key), BodyHandlers.ofInputStream());
-            long received;
-            try (InputStream body = first.body()) {
-                received = body.transferTo(OutputStream.nullOutputStream());
-            }
-            HttpResponse<byte[]> retry = http.send(post(large, key), BodyHandlers.ofByteArray());
-            HttpResponse<String> runs = http.send(HttpRequest.newBuilder(large).timeout(Duration.ofSeconds(30)).build(),
-                    BodyHandlers.ofString());
-
-            assertThat(first.statusCode()).isEqualTo(200);
-            assertThat(received).as("every byte reached the client").isEqualTo(BODY_BYTES);
-            assertThat(runs.statusCode()).as("the server survived").isEqualTo(200);
-            assertThat(runs.body()).as("the handler ran once").isEqualTo("1");
-            assertThat(retry.statusCode()).isEqualTo(200);
-            assertThat(retry.headers().firstValue(RetrySafeFilter.REPLAYED_HEADER)).hasValue("true");
-            assertThat(retry.headers().firstValue(CapturingResponse.BODY_OMITTED_HEADER))
-                    .hasValue(Long.toString(BODY_BYTES));
-            assertThat(retry.body()).isEmpty();
+            LargeResponses.assertServedWholeOnceThenReplayedWithoutBody(http,
+                    URI.create(server.awaitLine(Duration.ofSeconds(60))), BODY_BYTES);
         }
-    }
-
-    private static HttpRequest post(URI uri, String key) {
-        return HttpRequest.newBuilder(uri).timeout(Duration.ofMinutes(2)).header(HttpIdempotency.HEADER, key)
-                .header("X-User", "alice").POST(BodyPublishers.noBody()).build();
     }
 }
