@@ -207,8 +207,9 @@ public class RetrySafeReactiveAutoConfiguration {
                     protection).build();
         }
 
+        /** Backs off for the application's own, also when it is declared as a plain {@code WebFilter} of that name. */
         @Bean
-        @ConditionalOnMissingBean
+        @ConditionalOnMissingBean(value = RetrySafeWebFilter.class, name = "retrySafeWebFilter")
         @Order(FILTER_ORDER)
         RetrySafeWebFilter retrySafeWebFilter(WebFluxIdempotency config, ReactiveIdempotentExecutor executor,
                 AsyncRetrySafe engine) {

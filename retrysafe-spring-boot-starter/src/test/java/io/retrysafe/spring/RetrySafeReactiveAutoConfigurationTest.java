@@ -41,6 +41,7 @@ import org.springframework.test.web.reactive.server.WebTestClient;
 import org.springframework.web.reactive.function.server.RouterFunction;
 import org.springframework.web.reactive.function.server.RouterFunctions;
 import org.springframework.web.reactive.function.server.ServerResponse;
+import org.springframework.web.server.WebFilter;
 
 /**
  * What the starter puts into a reactive (WebFlux) application: the non-blocking store the properties
@@ -135,6 +136,17 @@ class RetrySafeReactiveAutoConfigurationTest {
                         assertThat(context.getBean(AsyncRetrySafe.class).store()).isSameAs(own.async());
                         assertThat(context.getBean(WebFluxIdempotency.class).scope())
                                 .isSameAs(context.getBean(ReactiveScopeResolver.class));
+                    });
+        }
+
+        @Test
+        void aFilterWiredByHandAsAPlainWebFilterIsTheOnlyOne() {
+            runner.withBean("retrySafeWebFilter", WebFilter.class,
+                    () -> new RetrySafeWebFilter(WebFluxIdempotency.custom().scope(ReactiveScopeResolver.global("own"))
+                            .build(), AsyncRetrySafe.builder(new InMemoryIdempotencyStore().async()).build()))
+                    .run(context -> {
+                        assertThat(context).hasNotFailed();
+                        assertThat(context.getBeansOfType(WebFilter.class)).containsOnlyKeys("retrySafeWebFilter");
                     });
         }
 
