@@ -1,6 +1,7 @@
 package io.retrysafe.examples.paymentsreactive;
 
 import io.retrysafe.examples.paymentstesting.TestHold;
+import io.retrysafe.spring.RetrySafeReactiveAutoConfiguration;
 import java.time.Duration;
 import org.springframework.boot.test.context.TestConfiguration;
 import org.springframework.context.annotation.Bean;
@@ -33,7 +34,7 @@ final class HoldingWebFilter implements WebFilter {
     @TestConfiguration(proxyBeanMethods = false)
     static class Config {
         @Bean
-        @Order(RetrySafeWiring.FILTER_ORDER + 1)
+        @Order(RetrySafeReactiveAutoConfiguration.FILTER_ORDER + 1)
         HoldingWebFilter holdingWebFilter() {
             return new HoldingWebFilter();
         }
