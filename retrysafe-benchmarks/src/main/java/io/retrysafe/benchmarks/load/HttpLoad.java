@@ -33,7 +33,9 @@ import org.HdrHistogram.Histogram;
  * <p>Closed loop (the default): each of {@code --threads} threads sends a request, waits for the
  * answer, and sends the next one. The latency of every request <em>started</em> after the warmup and
  * before the end is recorded. A closed loop slows down with the service, so its percentiles hide the
- * queueing a real client would see (coordinated omission): use it for throughput.
+ * queueing a real client would see (coordinated omission): use it for throughput. A thread that waited
+ * the whole window for the answer to a request sent before it sent nothing in it; the log says how many
+ * did, since their wait is in no percentile.
  *
  * <p>Open loop ({@code --rate R}): requests are due at a fixed rate of {@code R} per second in all,
  * spread evenly over the threads (thread {@code t} of {@code n} is due at {@code t/R}, then every
@@ -339,6 +341,8 @@ public final class HttpLoad {
         long answeredInWindow;
         /** Nanoseconds from the end of the window until this thread's last measured request finished. */
         long overrun;
+        /** Requests this thread sent (or, open loop, had due) in the measured window. */
+        long sentInWindow;
         final Map<String, Long> errorKinds = new TreeMap<>();
         /** The first body of each status other than 2xx, to show why. */
         final Map<Integer, String> samples = new TreeMap<>();
@@ -580,6 +584,9 @@ public final class HttpLoad {
                 }
             }
             boolean measured = t0 - measureFrom >= 0;
+            if (measured) {
+                recorder.sentInWindow++;
+            }
             try {
                 HttpResponse<byte[]> response = client.send(request, HttpResponse.BodyHandlers.ofByteArray());
                 long done = System.nanoTime();
@@ -650,6 +657,7 @@ public final class HttpLoad {
         long unsent = 0;
         long answeredInWindow = 0;
         long overrun = 0;
+        int silentThreads = 0;
         long[] statuses = new long[600];
         Map<String, Long> errorKinds = new TreeMap<>();
         Map<Integer, String> samples = new TreeMap<>();
@@ -661,6 +669,9 @@ public final class HttpLoad {
             unsent += r.unsent;
             answeredInWindow += r.answeredInWindow;
             overrun = Math.max(overrun, r.overrun);
+            if (r.sentInWindow == 0) {
+                silentThreads++;
+            }
             for (int s = 0; s < statuses.length; s++) {
                 statuses[s] += r.statuses[s];
             }
@@ -678,6 +689,12 @@ public final class HttpLoad {
         double seconds = options.duration().toNanos() / 1e9;
         double achieved = answeredInWindow / seconds;
         double overrunSeconds = overrun / 1e9;
+        if (!options.isOpenLoop() && silentThreads > 0) {
+            log.println("HttpLoad: " + silentThreads + " of " + recorders.length + " thread(s) sent no request during"
+                    + " the measured window: each waited all of it for the answer to a request sent before it, so the"
+                    + " service answered nothing in time for them, and their wait is in no percentile (a closed loop"
+                    + " measures only what it sends; the open loop counts the wait)");
+        }
         if (options.isOpenLoop() && (late > 0 || unsent > 0 || achieved < KEEPING_UP * options.rate())) {
             log.println(String.format(Locale.ROOT, "HttpLoad: the service did not keep up with %.1f requests per"
                     + " second: it answered %.1f per second during the measured window; %d request(s) were sent more"

@@ -3,13 +3,14 @@ package io.retrysafe.benchmarks.load;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -18,45 +19,30 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** The load generator against a local JDK HTTP server that stalls once, as a service's pause would. */
+/** The load generator against a local JDK HTTP server that stalls, as a service's pause would, or is slow on purpose. */
 class HttpLoadTest {
 
     private static final int STALLED_REQUEST = 5;
+    /** How long a stalled request is held, at least. */
+    private static final long STALL_MILLIS = 1000;
     /** How long {@code /slow} holds every request, at least. */
     private static final long SLOW_MILLIS = 50;
 
     private HttpServer server;
     private final AtomicInteger requests = new AtomicInteger();
-    private final CountDownLatch released = new CountDownLatch(1);
 
     @BeforeEach
     void start() throws Exception {
         server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
-        server.createContext("/payments", exchange -> {
-            if (requests.incrementAndGet() == STALLED_REQUEST) {
-                try {
-                    // The stall under measurement: one request held for a second.
-                    released.await(1, TimeUnit.SECONDS);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-            byte[] body = "{}".getBytes(StandardCharsets.UTF_8);
-            exchange.sendResponseHeaders(201, body.length);
-            exchange.getResponseBody().write(body);
-            exchange.close();
-        });
-        server.createContext("/slow", exchange -> {
-            // A service slower than the rate asked of it: every answer takes at least SLOW_MILLIS.
-            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(SLOW_MILLIS);
-            while (deadline - System.nanoTime() > 0) {
-                LockSupport.parkNanos(deadline - System.nanoTime());
-            }
-            byte[] body = "{}".getBytes(StandardCharsets.UTF_8);
-            exchange.sendResponseHeaders(201, body.length);
-            exchange.getResponseBody().write(body);
-            exchange.close();
-        });
+        // The stall under measurement: one request held for a second.
+        server.createContext("/payments", exchange ->
+                answer(exchange, requests.incrementAndGet() == STALLED_REQUEST ? STALL_MILLIS : 0));
+        // The first request held for longer than the warmup and the window of the test that uses it.
+        AtomicInteger firstStalls = new AtomicInteger();
+        server.createContext("/first-stalls", exchange ->
+                answer(exchange, firstStalls.incrementAndGet() == 1 ? 3 * STALL_MILLIS : 0));
+        // A service slower than the rate asked of it: every answer takes at least SLOW_MILLIS.
+        server.createContext("/slow", exchange -> answer(exchange, SLOW_MILLIS));
         server.setExecutor(Executors.newCachedThreadPool());
         server.start();
     }
@@ -64,6 +50,18 @@ class HttpLoadTest {
     @AfterEach
     void stop() {
         server.stop(0);
+    }
+
+    /** Holds the request for at least {@code millis}, then answers 201. */
+    private static void answer(HttpExchange exchange, long millis) throws IOException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+        while (deadline - System.nanoTime() > 0 && !Thread.currentThread().isInterrupted()) {
+            LockSupport.parkNanos(deadline - System.nanoTime());
+        }
+        byte[] body = "{}".getBytes(StandardCharsets.UTF_8);
+        exchange.sendResponseHeaders(201, body.length);
+        exchange.getResponseBody().write(body);
+        exchange.close();
     }
 
     @Test
@@ -121,6 +119,22 @@ class HttpLoadTest {
         assertThat(result.late()).isZero();
         assertThat(result.unsent()).isZero();
         assertThat(result.targetRps()).isZero();
+    }
+
+    @Test
+    void closedLoopSaysWhenAThreadWaitedTheWholeWindow() throws Exception {
+        // The 1st request is sent at the start of the 2 s warmup and held for 3 s, past the window's end.
+        ByteArrayOutputStream log = new ByteArrayOutputStream();
+        HttpLoad.Options options = HttpLoad.Options.parse(new String[] {
+            "--url", url("/first-stalls"), "--mode", "no-key", "--threads", "1", "--warmup", "2s",
+            "--duration", "500ms"});
+
+        HttpLoad.Result result = HttpLoad.run(options, new PrintStream(log, true, StandardCharsets.UTF_8));
+
+        assertThat(result.requests()).isZero();
+        assertThat(result.errors()).isZero();
+        assertThat(log.toString(StandardCharsets.UTF_8))
+                .contains("1 of 1 thread(s) sent no request during the measured window");
     }
 
     @Test
