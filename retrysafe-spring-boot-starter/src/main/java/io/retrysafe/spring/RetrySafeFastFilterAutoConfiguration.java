@@ -3,35 +3,67 @@ package io.retrysafe.spring;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.cluster.RedisClusterClient;
+import io.retrysafe.AsyncRetrySafe;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.redis.RedisFastFilter;
 import io.retrysafe.servlet.FastFilterExecutor;
 import io.retrysafe.servlet.IdempotentExecutor;
+import io.retrysafe.spi.AsyncFastPath;
 import io.retrysafe.spi.FastPath;
 import io.retrysafe.spi.RetrySafeListener;
+import io.retrysafe.webflux.ReactiveFastFilterExecutor;
+import io.retrysafe.webflux.ReactiveIdempotentExecutor;
+import java.util.function.UnaryOperator;
 import org.springframework.beans.BeansException;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.AnyNestedCondition;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
 
 /**
  * Redis as a fast filter in front of the store, with {@code retrysafe.fast-filter.enabled=true}: a
  * {@link RedisFastFilter} on {@code retrysafe.fast-filter.redis-uri} (or the application's Lettuce
- * client bean), and every {@link IdempotentExecutor} bean wrapped in a {@link FastFilterExecutor}.
+ * client bean), and every {@link IdempotentExecutor} bean wrapped in a {@link FastFilterExecutor}; in a
+ * reactive application every {@code ReactiveIdempotentExecutor} bean in a {@code ReactiveFastFilterExecutor}
+ * on the filter's asynchronous view, with the same decisions.
  * The store stays the source of truth; with Redis down, requests go to it.
  */
-@AutoConfiguration(after = {RetrySafeAutoConfiguration.class, RetrySafeWebAutoConfiguration.class})
+@AutoConfiguration(after = {RetrySafeAutoConfiguration.class, RetrySafeWebAutoConfiguration.class,
+        RetrySafeReactiveAutoConfiguration.class})
 @ConditionalOnProperty(prefix = "retrysafe.fast-filter", name = "enabled", havingValue = "true")
-@ConditionalOnBean(RetrySafe.class)
+@Conditional(RetrySafeFastFilterAutoConfiguration.AnEngine.class)
 public class RetrySafeFastFilterAutoConfiguration {
+
+    /** The blocking engine, or the non-blocking one of a reactive application (or both). */
+    static final class AnEngine extends AnyNestedCondition {
+        AnEngine() {
+            super(ConfigurationPhase.REGISTER_BEAN);
+        }
+
+        @ConditionalOnBean(RetrySafe.class)
+        static final class Blocking {
+        }
+
+        @ConditionalOnBean(AsyncRetrySafe.class)
+        static final class NonBlocking {
+        }
+    }
+
+    /** The listener of whichever engine there is: both are built with every listener bean. */
+    private static RetrySafeListener engineListener(ObjectProvider<RetrySafe> retrySafe,
+            ObjectProvider<AsyncRetrySafe> asyncRetrySafe) {
+        RetrySafe blocking = retrySafe.getIfUnique();
+        return blocking != null ? blocking.listener() : asyncRetrySafe.getObject().listener();
+    }
 
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(name = {"io.retrysafe.redis.RedisFastFilter", "io.lettuce.core.RedisClient"})
@@ -54,9 +86,10 @@ public class RetrySafeFastFilterAutoConfiguration {
 
         @Bean(destroyMethod = "close")
         RedisFastFilter retrySafeFastFilter(RetrySafeProperties properties,
-                @Qualifier("retrySafeFastFilterRedisClient") RetrySafeRedisClient client, RetrySafe retrySafe) {
+                @Qualifier("retrySafeFastFilterRedisClient") RetrySafeRedisClient client,
+                ObjectProvider<RetrySafe> retrySafe, ObjectProvider<AsyncRetrySafe> asyncRetrySafe) {
             RetrySafeProperties.FastFilter f = properties.fastFilter();
-            RetrySafeListener engineListener = retrySafe.listener();
+            RetrySafeListener engineListener = engineListener(retrySafe, asyncRetrySafe);
             RedisFastFilter.Builder b = client.fastFilter().keyPrefix(f.keyPrefix()).timeout(f.timeout())
                     .markerTtl(f.markerTtl() == null ? properties.policy().leaseTtl() : f.markerTtl())
                     .failureThreshold(f.failureThreshold()).openBackoff(f.openBackoff())
@@ -70,6 +103,13 @@ public class RetrySafeFastFilterAutoConfiguration {
                 }
             });
             return b.build();
+        }
+
+        /** The same filter on Lettuce's asynchronous commands, for the WebFlux filter. */
+        @Bean
+        @ConditionalOnMissingBean(AsyncFastPath.class)
+        AsyncFastPath retrySafeAsyncFastFilter(RedisFastFilter fastFilter) {
+            return fastFilter.async();
         }
     }
 
@@ -86,18 +126,35 @@ public class RetrySafeFastFilterAutoConfiguration {
         }
     }
 
+    /** A reactive application: wraps every executor of the WebFlux filter, as below for the servlet filter. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "io.retrysafe.webflux.ReactiveFastFilterExecutor")
+    static class ReactiveExecutorConfiguration {
+
+        @Bean
+        static BeanPostProcessor retrySafeReactiveFastFilterExecutorWrapper(ObjectProvider<AsyncFastPath> fastPath,
+                ObjectProvider<AsyncRetrySafe> engine, ObjectProvider<RetrySafeProperties> properties) {
+            return wrapping(ReactiveIdempotentExecutor.class, ReactiveFastFilterExecutor.class,
+                    executor -> ReactiveFastFilterExecutor.builder(executor, fastPath.getObject(), engine.getObject())
+                            .replayTtl(properties.getObject().fastFilter().replayTtl()).build());
+        }
+    }
+
     /** Wraps every executor of the filter: the fast path answers first, the executor decides. */
     @Bean
     static BeanPostProcessor retrySafeFastFilterExecutorWrapper(ObjectProvider<FastPath> fastPath,
             ObjectProvider<RetrySafe> retrySafe, ObjectProvider<RetrySafeProperties> properties) {
+        return wrapping(IdempotentExecutor.class, FastFilterExecutor.class,
+                executor -> FastFilterExecutor.builder(executor, fastPath.getObject(), retrySafe.getObject())
+                        .replayTtl(properties.getObject().fastFilter().replayTtl()).build());
+    }
+
+    /** Wraps every bean of {@code type}, but one that is already a {@code wrapper}, in what {@code wrap} makes. */
+    private static <T> BeanPostProcessor wrapping(Class<T> type, Class<? extends T> wrapper, UnaryOperator<T> wrap) {
         return new BeanPostProcessor() {
             @Override
             public Object postProcessAfterInitialization(Object bean, String beanName) throws BeansException {
-                if (bean instanceof IdempotentExecutor executor && !(bean instanceof FastFilterExecutor)) {
-                    return FastFilterExecutor.builder(executor, fastPath.getObject(), retrySafe.getObject())
-                            .replayTtl(properties.getObject().fastFilter().replayTtl()).build();
-                }
-                return bean;
+                return type.isInstance(bean) && !wrapper.isInstance(bean) ? wrap.apply(type.cast(bean)) : bean;
             }
         };
     }

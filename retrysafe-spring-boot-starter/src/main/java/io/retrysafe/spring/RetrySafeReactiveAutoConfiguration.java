@@ -163,10 +163,6 @@ public class RetrySafeReactiveAutoConfiguration {
     @ConditionalOnMissingBean
     AsyncRetrySafe asyncRetrySafe(RetrySafeProperties properties, AsyncIdempotencyStore store,
             ObjectProvider<RetrySafeListener> listeners, StoredResponseProtection protection) {
-        if (properties.fastFilter().enabled()) {
-            throw new IllegalStateException("retrysafe.fast-filter.enabled=true: the WebFlux filter has no fast filter "
-                    + "yet, only the servlet filter has; remove the setting (every request then goes to the store)");
-        }
         return EngineSettings.configure(AsyncRetrySafe.builder(store), properties, protection, listeners).build();
     }
 

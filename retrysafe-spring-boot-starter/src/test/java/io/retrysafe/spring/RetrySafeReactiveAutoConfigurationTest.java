@@ -2,6 +2,7 @@ package io.retrysafe.spring;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.lettuce.core.RedisClient;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.retrysafe.AsyncRetrySafe;
@@ -10,6 +11,7 @@ import io.retrysafe.RetrySafe;
 import io.retrysafe.http.HttpRoute;
 import io.retrysafe.micrometer.MicrometerRetrySafeListener;
 import io.retrysafe.r2dbc.R2dbcIdempotencyStore;
+import io.retrysafe.redis.RedisFastFilter;
 import io.retrysafe.redis.RedisIdempotencyStore;
 import io.retrysafe.servlet.HttpIdempotency;
 import io.retrysafe.servlet.ScopeResolver;
@@ -18,6 +20,7 @@ import io.retrysafe.spi.IdempotencyStore;
 import io.retrysafe.testservices.TestDatabases;
 import io.retrysafe.testservices.TestRedis;
 import io.retrysafe.webflux.R2dbcTransactionalExecutor;
+import io.retrysafe.webflux.ReactiveFastFilterExecutor;
 import io.retrysafe.webflux.ReactiveIdempotentExecutor;
 import io.retrysafe.webflux.ReactiveScopeResolver;
 import io.retrysafe.webflux.RetrySafeWebFilter;
@@ -386,11 +389,32 @@ class RetrySafeReactiveAutoConfigurationTest {
         }
 
         @Test
-        void fastFilterIsRefusedRatherThanIgnored() {
-            runner.withPropertyValues("retrysafe.fast-filter.enabled=true").run(context -> {
-                failure(context)
-                        .hasMessageContaining("retrysafe.fast-filter.enabled=true: the WebFlux filter has no fast filter");
-            });
+        void fastFilterWrapsTheWebFluxFiltersExecutorOnRedisAsynchronousCommands() {
+            String prefix = "rs-reactive-ff-" + UUID.randomUUID() + ":";
+            runner.withConfiguration(AutoConfigurations.of(RetrySafeFastFilterAutoConfiguration.class))
+                    .withPropertyValues("retrysafe.fast-filter.enabled=true",
+                            "retrysafe.fast-filter.redis-uri=" + TestRedis.standaloneUri().toURI(),
+                            "retrysafe.fast-filter.key-prefix=" + prefix).run(context -> {
+                        assertThat(context).hasNotFailed();
+                        ReactiveIdempotentExecutor executor = context.getBean(ReactiveIdempotentExecutor.class);
+                        assertThat(executor).isInstanceOf(ReactiveFastFilterExecutor.class);
+                        assertThat(((ReactiveFastFilterExecutor) executor).fastPath())
+                                .isSameAs(context.getBean(RedisFastFilter.class).async());
+                        AtomicInteger runs = new AtomicInteger();
+                        WebTestClient client = client(context, runs);
+                        String key = UUID.randomUUID().toString();
+                        post(client, key, "{}").expectStatus().isCreated();
+                        // The stored answer was published to Redis, under the fast filter's prefix.
+                        RedisClient redis = RedisClient.create(TestRedis.standaloneUri());
+                        try (var connection = redis.connect()) {
+                            assertThat(connection.sync().keys(prefix + "*")).isNotEmpty();
+                        } finally {
+                            redis.shutdown();
+                        }
+                        post(client, key, "{}").expectStatus().isCreated()
+                                .expectHeader().valueEquals("Idempotent-Replayed", "true");
+                        assertThat(runs).hasValue(1);
+                    });
         }
     }
 
