@@ -6,6 +6,7 @@ import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.FencedWrite;
 import io.retrysafe.spi.RetrySafeListener;
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Function;
@@ -33,10 +34,12 @@ import java.util.function.Supplier;
 public final class AsyncRetrySafe {
     private final EngineCore core;
     private final AsyncIdempotencyStore store;
+    private final InFlightKeys inFlight;
 
-    AsyncRetrySafe(EngineCore core, AsyncIdempotencyStore store) {
+    AsyncRetrySafe(EngineCore core, AsyncIdempotencyStore store, InFlightKeys inFlight) {
         this.core = core;
         this.store = store;
+        this.inFlight = inFlight;
     }
 
     public static Builder builder(AsyncIdempotencyStore store) {
@@ -45,18 +48,18 @@ public final class AsyncRetrySafe {
 
     /** The same engine with another policy, for an operation that needs its own retention or outcome policy. */
     public AsyncRetrySafe with(OperationPolicy policy) {
-        return new AsyncRetrySafe(core.with(Require.notNull(policy, "policy")), store);
+        return new AsyncRetrySafe(core.with(Require.notNull(policy, "policy")), store, inFlight);
     }
 
     /** The same engine on another store; a transactional mode binds one per transaction. */
     public AsyncRetrySafe withStore(AsyncIdempotencyStore store) {
         Require.notNull(store, "store");
-        return new AsyncRetrySafe(core.withStore(store.name()), store);
+        return new AsyncRetrySafe(core.withStore(store.name()), store, inFlight);
     }
 
     /** The same engine reporting to {@code listener} instead (guarded as the builder guards it). */
     public AsyncRetrySafe withListener(RetrySafeListener listener) {
-        return new AsyncRetrySafe(core.withListener(Require.notNull(listener, "listener")), store);
+        return new AsyncRetrySafe(core.withListener(Require.notNull(listener, "listener")), store, inFlight);
     }
 
     public String name() {
@@ -78,6 +81,58 @@ public final class AsyncRetrySafe {
     /** The engine's listener, guarded. */
     public RetrySafeListener listener() {
         return core.listener;
+    }
+
+    /**
+     * The keys in flight on this instance: one registry, shared by every copy of this engine (and, for an
+     * engine made by {@link RetrySafe#withAsyncStore}, with the blocking engine that made it).
+     */
+    public InFlightKeys inFlight() {
+        return inFlight;
+    }
+
+    /**
+     * {@link RetrySafe#oncePerInstance} without blocking: runs {@code work} (this engine's
+     * {@link #execute}, or a transactional mode's, with the connection it takes) as the only request of
+     * {@code key} in flight on this instance. A duplicate with the same fingerprint chains on the end of
+     * the request in flight, without a connection or a store call, for up to {@code wait}, then goes on
+     * to the store (which replays), or is answered in progress; another request of the key goes on to
+     * the store, which decides. The key is freed when {@code work}'s stage completes, however it does;
+     * cancelling the returned stage does not end the work, and a duplicate whose stage is cancelled while
+     * it waits stops waiting and never runs {@code work}.
+     */
+    public <T> CompletionStage<Outcome<T>> oncePerInstance(IdempotencyKey key, Fingerprint fingerprint, Duration wait,
+            Supplier<? extends CompletionStage<Outcome<T>>> work) {
+        Require.notNull(work, "work");
+        CompletableFuture<Outcome<T>> result = new CompletableFuture<>();
+        CompletableFuture<InFlightKeys.Admission> admitted = inFlight.admitAsync(key, fingerprint, wait);
+        result.whenComplete((outcome, failure) -> admitted.cancel(false));
+        admitted.thenAccept(admission -> {
+            if (result.isDone()) {
+                admission.close();
+            } else if (admission instanceof InFlightKeys.Admission.Busy) {
+                Outcome<T> busy = core.inProgress();
+                result.complete(core.finished(key, busy));
+            } else {
+                CompletableFuture<Outcome<T>> stage;
+                try {
+                    stage = Require.notNull(work.get(), "the work's stage").toCompletableFuture();
+                } catch (Throwable t) {
+                    admission.close();
+                    result.completeExceptionally(t);
+                    return;
+                }
+                stage.whenComplete((outcome, failure) -> {
+                    admission.close();
+                    if (failure != null) {
+                        result.completeExceptionally(EngineCore.unwrap(failure));
+                    } else {
+                        result.complete(outcome);
+                    }
+                });
+            }
+        });
+        return result;
     }
 
     /**
@@ -226,7 +281,7 @@ public final class AsyncRetrySafe {
         }
 
         public AsyncRetrySafe build() {
-            return new AsyncRetrySafe(core(store.name()), store);
+            return new AsyncRetrySafe(core(store.name()), store, new InFlightKeys());
         }
     }
 }

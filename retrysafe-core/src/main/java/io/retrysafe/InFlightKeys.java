@@ -4,8 +4,10 @@ import io.retrysafe.internal.Require;
 import java.time.Duration;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
-import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -22,7 +24,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * as a mismatch, and the other one be a retry of what the record holds), so it goes on to the store.
  *
  * <p>Across instances the store stays the only shared state. One registry per engine, shared by its
- * {@link RetrySafe#with} copies; thread-safe.
+ * {@link RetrySafe#with} copies and by the asynchronous engine it makes ({@link RetrySafe#withAsyncStore}),
+ * which admits without blocking ({@link #admitAsync}); thread-safe.
  */
 public final class InFlightKeys {
     private final ConcurrentMap<IdempotencyKey, Holder> holders = new ConcurrentHashMap<>();
@@ -50,13 +53,9 @@ public final class InFlightKeys {
         Require.notNull(wait, "wait");
         long deadline = System.nanoTime() + wait.toNanos();
         while (true) {
-            Holder mine = new Holder(fingerprint);
-            Holder current = holders.putIfAbsent(key, mine);
-            if (current == null) {
-                return new Admission.Entered(this, key, mine);
-            }
-            if (!current.fingerprint.matches(fingerprint)) {
-                return Admission.UNGUARDED;
+            Turn turn = turn(key, fingerprint);
+            if (turn.decided() != null) {
+                return turn.decided();
             }
             long remaining = deadline - System.nanoTime();
             if (remaining <= 0) {
@@ -64,26 +63,99 @@ public final class InFlightKeys {
             }
             waiting.incrementAndGet();
             try {
-                if (!current.done.await(remaining, TimeUnit.NANOSECONDS)) {
-                    return Admission.BUSY;
-                }
+                turn.holder().done.get(remaining, TimeUnit.NANOSECONDS);
+            } catch (TimeoutException e) {
+                return Admission.BUSY;
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return Admission.BUSY;
+            } catch (ExecutionException e) {
+                throw new IllegalStateException("a holder's end never fails", e);
             } finally {
                 waiting.decrementAndGet();
             }
         }
     }
 
+    /**
+     * {@link #admit} without blocking: the returned stage completes with the admission. A duplicate
+     * waits by chaining on the end of the request holding the key, and goes on on the thread that ends
+     * it; its bound is scheduled on the engine's timer. A caller that gives up cancels (or completes)
+     * the returned stage: its wait ends then, and a key it would have entered afterwards is freed at once.
+     */
+    public CompletableFuture<Admission> admitAsync(IdempotencyKey key, Fingerprint fingerprint, Duration wait) {
+        Require.notNull(key, "key");
+        Require.notNull(fingerprint, "fingerprint");
+        Require.notNull(wait, "wait");
+        CompletableFuture<Admission> admission = new CompletableFuture<>();
+        admitInto(admission, key, fingerprint, System.nanoTime() + wait.toNanos(), false);
+        return admission;
+    }
+
+    private void admitInto(CompletableFuture<Admission> admission, IdempotencyKey key, Fingerprint fingerprint,
+            long deadline, boolean bounded) {
+        if (admission.isDone()) {
+            return;
+        }
+        Turn turn = turn(key, fingerprint);
+        if (turn.decided() != null) {
+            if (!admission.complete(turn.decided())) {
+                turn.decided().close();
+            }
+            return;
+        }
+        long remaining = deadline - System.nanoTime();
+        if (remaining <= 0) {
+            admission.complete(Admission.BUSY);
+            return;
+        }
+        if (!bounded) {
+            // One bound for every wait of this admission. It is never cancelled, and fires as a no-op
+            // once the admission is decided: a cancel from the thread ending a holder (a driver's event
+            // loop) would take the timer queue's lock there.
+            EngineCore.TIMER.schedule(() -> admission.complete(Admission.BUSY), remaining, TimeUnit.NANOSECONDS);
+        }
+        waiting.incrementAndGet();
+        // This wait ends once: the holder ended, or the admission was decided (the bound passed, the caller gave up).
+        AtomicBoolean over = new AtomicBoolean();
+        admission.whenComplete((decided, failure) -> {
+            if (over.compareAndSet(false, true)) {
+                waiting.decrementAndGet();
+            }
+        });
+        turn.holder().done.thenRun(() -> {
+            if (over.compareAndSet(false, true)) {
+                waiting.decrementAndGet();
+                admitInto(admission, key, fingerprint, deadline, true);
+            }
+        });
+    }
+
+    /** One try at the key: an admission decided now, or the holder of the same fingerprint to wait for. */
+    private Turn turn(IdempotencyKey key, Fingerprint fingerprint) {
+        Holder mine = new Holder(fingerprint);
+        Holder current = holders.putIfAbsent(key, mine);
+        if (current == null) {
+            return new Turn(new Admission.Entered(this, key, mine), null);
+        }
+        if (!current.fingerprint.matches(fingerprint)) {
+            return new Turn(Admission.UNGUARDED, null);
+        }
+        return new Turn(null, current);
+    }
+
+    private record Turn(Admission decided, Holder holder) {
+    }
+
     private void exit(IdempotencyKey key, Holder holder) {
         holders.remove(key, holder);
-        holder.done.countDown();
+        holder.done.complete(null);
     }
 
     private static final class Holder {
         final Fingerprint fingerprint;
-        final CountDownLatch done = new CountDownLatch(1);
+        /** Completes (normally, always) once the holder has left the registry. */
+        final CompletableFuture<Void> done = new CompletableFuture<>();
 
         Holder(Fingerprint fingerprint) {
             this.fingerprint = fingerprint;

@@ -75,11 +75,12 @@ public final class RetrySafe {
 
     /**
      * This engine's settings (name, policy, listener, fail-open, completion writes) on a non-blocking
-     * store: the asynchronous engine, deciding exactly as this one does.
+     * store: the asynchronous engine, deciding exactly as this one does, and sharing this engine's
+     * {@link #inFlight() keys in flight}.
      */
     public AsyncRetrySafe withAsyncStore(AsyncIdempotencyStore store) {
         Require.notNull(store, "store");
-        return new AsyncRetrySafe(core.withStore(store.name()), store);
+        return new AsyncRetrySafe(core.withStore(store.name()), store, inFlight);
     }
 
     public String name() {

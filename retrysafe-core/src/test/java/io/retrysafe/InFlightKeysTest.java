@@ -68,6 +68,37 @@ class InFlightKeysTest {
     }
 
     @Test
+    void aDuplicateAdmittedWithoutBlockingChainsOnTheHolderAndThenEnters() throws Exception {
+        Admission first = keys.admit(key, REQUEST, Duration.ZERO);
+        CompletableFuture<Admission> duplicate = keys.admitAsync(key, REQUEST, Duration.ofSeconds(30));
+        assertThat(duplicate).isNotDone();
+        assertThat(keys.waiting()).isEqualTo(1);
+
+        first.close();
+
+        try (Admission second = duplicate.get(10, TimeUnit.SECONDS)) {
+            assertThat(second).isInstanceOf(Admission.Entered.class);
+            assertThat(keys.waiting()).isZero();
+            assertThat(keys.size()).isEqualTo(1);
+        }
+        assertThat(keys.size()).isZero();
+        assertThat(keys.admitAsync(key, OTHER, Duration.ZERO).get(10, TimeUnit.SECONDS)).as("free again")
+                .isInstanceOf(Admission.Entered.class);
+    }
+
+    @Test
+    void aDuplicateThatGivesUpWaitingNeverHoldsTheKey() {
+        Admission first = keys.admit(key, REQUEST, Duration.ZERO);
+        CompletableFuture<Admission> duplicate = keys.admitAsync(key, REQUEST, Duration.ofSeconds(30));
+
+        duplicate.cancel(false);
+        first.close();
+
+        assertThat(keys.waiting()).isZero();
+        assertThat(keys.size()).isZero();
+    }
+
+    @Test
     void theEngineFreesTheKeyWhenTheWorkThrows() {
         RetrySafe engine = RetrySafe.builder(new InMemoryIdempotencyStore()).build();
         IllegalStateException failure = new IllegalStateException("handler failed");
