@@ -13,6 +13,7 @@ import java.lang.System.Logger.Level;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import reactor.core.publisher.Mono;
 
 /**
@@ -67,6 +68,16 @@ public final class TransactionalR2dbcRetrySafe {
 
     public AsyncRetrySafe engine() {
         return engine;
+    }
+
+    /**
+     * {@link AsyncRetrySafe#oncePerInstance} with this mode's wait, the lock timeout a duplicate would
+     * otherwise spend on the key in the database: call it before taking the connection, so that a
+     * duplicate of a request in flight on this instance holds none while it waits.
+     */
+    public <T> CompletionStage<Outcome<T>> oncePerInstance(IdempotencyKey key, Fingerprint fingerprint,
+            Supplier<? extends CompletionStage<Outcome<T>>> work) {
+        return engine.oncePerInstance(key, fingerprint, store.lockTimeout(), work);
     }
 
     /**
