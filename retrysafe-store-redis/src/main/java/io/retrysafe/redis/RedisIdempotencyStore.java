@@ -64,6 +64,12 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     static final int MAX_KEY_PREFIX_LENGTH = RedisKeys.MAX_PREFIX_LENGTH;
     private static final Duration RETRY_AFTER = Duration.ofSeconds(1);
     private static final System.Logger LOG = System.getLogger(RedisIdempotencyStore.class.getName());
+    /**
+     * The scripts are read from the jar when their class initialises: here, on the thread that builds the
+     * store, never by the first call of {@link #async()}, which may be made on an event loop, where
+     * reading a file blocks.
+     */
+    private static final List<Script> SCRIPTS = Script.STORE;
 
     private final String topology;
     private final String keyPrefix;
@@ -256,7 +262,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
 
     /** Readies a new connection, before any call uses it: loads the scripts (a restarted server knows none). */
     private void initialise(Link fresh) {
-        for (Script script : Script.STORE) {
+        for (Script script : SCRIPTS) {
             fresh.commands().scriptLoad(script.source());
         }
         warnIfEvicting(fresh.commands());

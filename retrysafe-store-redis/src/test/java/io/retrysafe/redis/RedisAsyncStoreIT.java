@@ -18,6 +18,8 @@ import io.retrysafe.spi.FencedWrite;
 import io.retrysafe.spi.IdempotencyRecord;
 import io.retrysafe.spi.OwnerToken;
 import io.retrysafe.spi.RecordStatus;
+import java.io.IOException;
+import java.io.InputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -145,6 +147,60 @@ class RedisAsyncStoreIT {
         try (ServerSocket socket = new ServerSocket()) {
             socket.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
             return socket.getLocalPort();
+        }
+    }
+
+    /**
+     * The scripts are read from the jar when the store is built, never by its first call: that call may
+     * be made on an event loop (here Lettuce's), where reading a file blocks. The store's classes are
+     * loaded afresh for this test, so that no earlier test of the run has read the scripts already.
+     */
+    @Test
+    void theFirstCallOfAStoreMadeOnAnEventLoopReadsNoScript() throws Exception {
+        ClassLoader fresh = new FreshRedisClasses(RedisAsyncStoreIT.class.getClassLoader());
+        Class<?> storeClass = fresh.loadClass(RedisIdempotencyStore.class.getName());
+        assertThat(storeClass).isNotSameAs(RedisIdempotencyStore.class);
+        Object builder = storeClass.getMethod("builder", RedisClient.class).invoke(null, redis.client);
+        builder.getClass().getMethod("keyPrefix", String.class).invoke(builder, redis.prefix + "fresh:");
+        try (AutoCloseable fromFreshClasses = (AutoCloseable) builder.getClass().getMethod("build").invoke(builder)) {
+            AsyncIdempotencyStore async = (AsyncIdempotencyStore) storeClass.getMethod("async").invoke(fromFreshClasses);
+            IdempotencyKey key = key("first-call-on-the-event-loop");
+
+            var claim = NonBlocking.onEventLoop(redis.client, redis.prefix + "never-pushed", () -> {
+                assertThat(Thread.currentThread().getName()).startsWith("lettuce-");
+                return async.tryClaim(request(key));
+            }).thenCompose(stage -> stage);
+
+            assertThat(await(claim)).isInstanceOf(Claimed.class);
+        }
+    }
+
+    /** Loads the Redis store's classes ({@code io.retrysafe.redis.*}) itself, everything else from its parent. */
+    private static final class FreshRedisClasses extends ClassLoader {
+        FreshRedisClasses(ClassLoader parent) {
+            super("fresh-redis-classes", parent);
+        }
+
+        @Override
+        protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
+            if (!name.startsWith("io.retrysafe.redis.")) {
+                return super.loadClass(name, resolve);
+            }
+            synchronized (getClassLoadingLock(name)) {
+                Class<?> loaded = findLoadedClass(name);
+                if (loaded == null) {
+                    try (InputStream in = getParent().getResourceAsStream(name.replace('.', '/') + ".class")) {
+                        if (in == null) {
+                            throw new ClassNotFoundException(name);
+                        }
+                        byte[] bytes = in.readAllBytes();
+                        loaded = defineClass(name, bytes, 0, bytes.length);
+                    } catch (IOException e) {
+                        throw new ClassNotFoundException(name, e);
+                    }
+                }
+                return loaded;
+            }
         }
     }
 
