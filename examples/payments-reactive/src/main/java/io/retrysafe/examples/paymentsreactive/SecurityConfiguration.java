@@ -5,10 +5,14 @@ import io.retrysafe.http.ProblemType;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.http.HttpStatusCode;
+import org.springframework.security.authentication.ReactiveAuthenticationManager;
+import org.springframework.security.authentication.UserDetailsRepositoryReactiveAuthenticationManager;
 import org.springframework.security.config.web.server.ServerHttpSecurity;
 import org.springframework.security.core.userdetails.MapReactiveUserDetailsService;
 import org.springframework.security.core.userdetails.ReactiveUserDetailsService;
 import org.springframework.security.core.userdetails.User;
+import org.springframework.security.crypto.factory.PasswordEncoderFactories;
+import org.springframework.security.crypto.password.PasswordEncoder;
 import org.springframework.security.web.server.SecurityWebFilterChain;
 import org.springframework.security.web.server.ServerAuthenticationEntryPoint;
 import org.springframework.security.web.server.context.NoOpServerSecurityContextRepository;
@@ -46,6 +50,31 @@ class SecurityConfiguration {
      * Demo users. {@code {noop}} keeps a password check cheap, so a load test measures payments, not
      * BCrypt; a real service authenticates against its identity provider.
      */
+    /**
+     * The users' check, with an encoder that never asks to upgrade a password: Spring Security's
+     * reactive check encodes the presented password with BCrypt on every login whose stored encoding
+     * could be upgraded (as {@code {noop}} can), even where nothing stores the result, and that
+     * BCrypt (about 70 ms of CPU) would be most of what a payment costs here.
+     */
+    @Bean
+    ReactiveAuthenticationManager authenticationManager(ReactiveUserDetailsService users) {
+        PasswordEncoder encoders = PasswordEncoderFactories.createDelegatingPasswordEncoder();
+        UserDetailsRepositoryReactiveAuthenticationManager manager =
+                new UserDetailsRepositoryReactiveAuthenticationManager(users);
+        manager.setPasswordEncoder(new PasswordEncoder() {
+            @Override
+            public String encode(CharSequence raw) {
+                return encoders.encode(raw);
+            }
+
+            @Override
+            public boolean matches(CharSequence raw, String encoded) {
+                return encoders.matches(raw, encoded);
+            }
+        });
+        return manager;
+    }
+
     @Bean
     ReactiveUserDetailsService users() {
         return new MapReactiveUserDetailsService(
