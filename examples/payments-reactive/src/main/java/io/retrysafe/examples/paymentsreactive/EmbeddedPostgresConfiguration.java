@@ -24,6 +24,7 @@ import org.springframework.util.StringUtils;
 @Configuration(proxyBeanMethods = false)
 @Conditional(EmbeddedPostgresConfiguration.NoR2dbcUrl.class)
 class EmbeddedPostgresConfiguration {
+
     @Bean(destroyMethod = "close")
     EmbeddedPostgres embeddedPostgres() throws IOException {
         return EmbeddedPostgresServer.start("spring.r2dbc.url (RETRYSAFE_R2DBC_URL)");

@@ -31,11 +31,7 @@ class PaymentsReactiveIT {
 
     @DynamicPropertySource
     static void database(DynamicPropertyRegistry registry) {
-        String[] arguments = ServiceDatabase.arguments();
-        for (String argument : arguments) {
-            String[] nameValue = argument.substring(2).split("=", 2);
-            registry.add(nameValue[0], () -> nameValue[1]);
-        }
+        ServiceDatabase.properties().forEach((name, value) -> registry.add(name, () -> value));
     }
 
     /** The suite every stack passes, against this service. */

@@ -1,6 +1,7 @@
 package io.retrysafe.examples.paymentsreactive;
 
 import io.retrysafe.examples.paymentstesting.PaymentsDatabase;
+import java.util.Map;
 
 /** The service pointed at the test database ({@link PaymentsDatabase}) over R2DBC. */
 final class ServiceDatabase {
@@ -10,10 +11,15 @@ final class ServiceDatabase {
     private ServiceDatabase() {
     }
 
-    /** The service's arguments (or, without the leading {@code --}, properties) that point it at the test database. */
+    /** The service's properties that point it at the test database. */
+    static Map<String, String> properties() {
+        return Map.of("spring.r2dbc.url", PaymentsDatabase.r2dbcUrl(), "spring.r2dbc.username", PaymentsDatabase.user(),
+                "spring.r2dbc.password", PaymentsDatabase.password(), "spring.r2dbc.pool.max-size",
+                Integer.toString(POOL_SIZE), "spring.r2dbc.pool.initial-size", "1");
+    }
+
+    /** The same, as the arguments of a service started as a process. */
     static String[] arguments() {
-        return new String[] {"--spring.r2dbc.url=" + PaymentsDatabase.r2dbcUrl(),
-            "--spring.r2dbc.username=" + PaymentsDatabase.user(), "--spring.r2dbc.password=" + PaymentsDatabase.password(),
-            "--spring.r2dbc.pool.max-size=" + POOL_SIZE, "--spring.r2dbc.pool.initial-size=1"};
+        return properties().entrySet().stream().map(p -> "--" + p.getKey() + "=" + p.getValue()).toArray(String[]::new);
     }
 }
