@@ -28,9 +28,14 @@ public abstract class OperatorSql {
     /** @param now the database's clock in this dialect's SQL */
     protected OperatorSql(String table, String now) {
         this.table = table;
-        inspectSql = "SELECT fingerprint, status, attempt, created_at, lease_expires_at, completed_at, expires_at,"
+        inspectSql = inspectSql(table, now, BindMarkers.QUESTION_MARKS);
+    }
+
+    /** {@link #inspect}'s statement, which the R2DBC store sends too ({@link PostgresSqlText#inspect()}). */
+    static String inspectSql(String table, String now, BindMarkers markers) {
+        return "SELECT fingerprint, status, attempt, created_at, lease_expires_at, completed_at, expires_at,"
                 + " response_status, response_headers, response_body FROM " + table
-                + " WHERE scope = ? AND idem_key = ? AND expires_at > " + now;
+                + " WHERE scope = " + markers.at(1) + " AND idem_key = " + markers.at(2) + " AND expires_at > " + now;
     }
 
     /** A timestamp column as an instant. */

@@ -43,10 +43,9 @@ public final class PostgresPartitionedLayout implements PostgresLayout {
         this.partitions = new PostgresPartitionSql(table);
         // As in the standard layout, the bound applies to the claim alone (SET LOCAL, restored after);
         // here it bounds the wait for the key's advisory lock. Three statements, one round trip.
-        claimSql = "SELECT set_config('retrysafe.saved_lock_timeout', current_setting('lock_timeout'), true),"
-                + " set_config('lock_timeout', ?, true);"
+        claimSql = new PostgresSqlText(table, BindMarkers.QUESTION_MARKS).setLockTimeout() + ";"
                 + "SELECT * FROM " + table + "_claim(?::varchar, ?::varchar, ?::bytea, ?::uuid, ?::bigint, ?::bigint);"
-                + "SELECT set_config('lock_timeout', current_setting('retrysafe.saved_lock_timeout'), true)";
+                + PostgresSqlText.RESTORE_LOCK_TIMEOUT;
         completeSql = "SELECT " + table + "_complete(?::varchar, ?::varchar, ?::uuid, ?::bigint, ?::smallint, ?::text,"
                 + " ?::bytea, ?::boolean)";
         releaseSql = "SELECT " + table + "_release(?::varchar, ?::varchar, ?::uuid)";

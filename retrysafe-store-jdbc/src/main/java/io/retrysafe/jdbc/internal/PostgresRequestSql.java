@@ -33,11 +33,9 @@ public final class PostgresRequestSql extends RequestSql {
 
     public PostgresRequestSql(String table, PostgresLayout layout) {
         this.layout = layout;
-        selectSql = "SELECT fingerprint, status, response_status, response_headers, response_body,"
-                + " CEIL(EXTRACT(EPOCH FROM (lease_expires_at - " + T + ")) * 1000)::bigint,"
-                + " expires_at <= " + T + " FROM " + table + " WHERE scope = ? AND idem_key = ?";
-        renewSql = "UPDATE " + table + " SET lease_expires_at = " + T + " + ? * interval '1 millisecond'"
-                + " WHERE scope = ? AND idem_key = ? AND owner_token = ? AND status = 'IN_PROGRESS' AND expires_at > " + T;
+        PostgresSqlText text = new PostgresSqlText(table, BindMarkers.QUESTION_MARKS);
+        selectSql = text.select();
+        renewSql = text.renewLease();
         // Key last: a plain INSERT, so that a key another attempt committed is an error (23505) that
         // aborts this transaction before its COMMIT runs; ON CONFLICT DO NOTHING would commit the
         // loser's writes. The lock bound applies to the insert alone, as to the claim: it is
@@ -46,9 +44,7 @@ public final class PostgresRequestSql extends RequestSql {
                 + " created_at, lease_expires_at, completed_at, expires_at, response_status, response_headers,"
                 + " response_body) VALUES (?, ?, ?, 'COMPLETED', ?, 1, " + T + ", " + T + ", " + T + ", " + T
                 + " + ? * interval '1 millisecond', ?, ?, ?)";
-        insertCompletedSql = "SELECT set_config('retrysafe.saved_lock_timeout', current_setting('lock_timeout'), true),"
-                + " set_config('lock_timeout', ?, true);" + insert + ";"
-                + "SELECT set_config('lock_timeout', current_setting('retrysafe.saved_lock_timeout'), true)";
+        insertCompletedSql = text.setLockTimeout() + ";" + insert + ";" + PostgresSqlText.RESTORE_LOCK_TIMEOUT;
         insertCompletedAndCommitSql = insertCompletedSql + ";COMMIT";
     }
 

@@ -30,39 +30,17 @@ public final class PostgresStandardLayout implements PostgresLayout {
 
     public PostgresStandardLayout(String table) {
         this.table = table;
-        // The bound applies to the claim alone: set_config(…, true) is SET LOCAL, the previous value
-        // is saved first and put back right after the insert, so neither the rest of the application's
-        // transaction nor its later use of the connection waits under it. Three statements, one round trip.
-        // The WHERE is ClaimDecision's takeover in SQL: the takeover must be this statement's, atomic with
-        // the insert. When it changes nothing, the caller reads the record and ClaimDecision answers.
-        claimSql = "SELECT set_config('retrysafe.saved_lock_timeout', current_setting('lock_timeout'), true),"
-                + " set_config('lock_timeout', ?, true);"
-                + "INSERT INTO " + table + " AS r (scope, idem_key, fingerprint, status, owner_token, attempt, created_at,"
-                + " lease_expires_at, expires_at) VALUES (?, ?, ?, 'IN_PROGRESS', ?, 1, " + T + ", " + T
-                + " + ? * interval '1 millisecond', " + T + " + ? * interval '1 millisecond')"
-                + " ON CONFLICT (scope, idem_key) DO UPDATE SET"
-                + " fingerprint = EXCLUDED.fingerprint, status = 'IN_PROGRESS', owner_token = EXCLUDED.owner_token,"
-                + " attempt = CASE WHEN r.expires_at <= " + T + " THEN 1 ELSE r.attempt + 1 END,"
-                + " created_at = CASE WHEN r.expires_at <= " + T + " THEN " + T + " ELSE r.created_at END,"
-                + " lease_expires_at = EXCLUDED.lease_expires_at, completed_at = NULL, expires_at = EXCLUDED.expires_at,"
-                + " response_status = NULL, response_headers = NULL, response_body = NULL"
-                + " WHERE r.expires_at <= " + T
-                + " OR (r.fingerprint = EXCLUDED.fingerprint AND (r.status = 'FAILED'"
-                + " OR (r.status = 'IN_PROGRESS' AND r.lease_expires_at <= " + T + ")))"
-                + " RETURNING attempt;"
-                + "SELECT set_config('lock_timeout', current_setting('retrysafe.saved_lock_timeout'), true)";
-        String complete = "UPDATE " + table + " SET status = 'COMPLETED', completed_at = " + T + ", expires_at = " + T
-                + " + ? * interval '1 millisecond', response_status = ?, response_headers = ?, response_body = ?"
-                + " WHERE scope = ? AND idem_key = ? AND owner_token = ?";
-        completeSql = complete + " AND status = 'IN_PROGRESS' AND expires_at > " + T;
+        // The statements the R2DBC store sends too are written once, in PostgresSqlText.
+        PostgresSqlText text = new PostgresSqlText(table, BindMarkers.QUESTION_MARKS);
+        // The bound applies to the claim alone, and the claim is one round trip (see PostgresSqlText).
+        claimSql = text.claimStatements();
+        completeSql = text.complete(true);
         // In the claim's own transaction the row is locked since the claim, so the token alone fences
         // it. One round trip for the response and the commit: the mode's whole overhead over the bare
         // transaction is then the claim.
-        completeAndCommitSql = complete + ";COMMIT";
-        releaseSql = "UPDATE " + table + " SET status = 'FAILED'"
-                + " WHERE scope = ? AND idem_key = ? AND owner_token = ? AND status = 'IN_PROGRESS' AND expires_at > " + T;
-        purgeSql = "DELETE FROM " + table + " WHERE (scope, idem_key) IN (SELECT scope, idem_key FROM " + table
-                + " WHERE expires_at <= " + T + " ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED)";
+        completeAndCommitSql = text.complete(false) + ";COMMIT";
+        releaseSql = text.release();
+        purgeSql = text.purge();
     }
 
     @Override

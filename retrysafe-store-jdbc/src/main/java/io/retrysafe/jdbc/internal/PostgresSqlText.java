@@ -1,0 +1,167 @@
+package io.retrysafe.jdbc.internal;
+
+import static io.retrysafe.jdbc.internal.Postgres.T;
+
+import java.time.Duration;
+
+/**
+ * The text of the PostgreSQL statements on one table that more than one store sends: the JDBC store
+ * (through {@link PostgresStandardLayout}, {@link PostgresRequestSql} and {@link PostgresOperatorSql})
+ * and the R2DBC store, which share the table and must keep one semantics (a record written by one is
+ * replayed by the other). Each statement is written here once; only its bind markers
+ * ({@link BindMarkers}) follow the store that sends it. The parameters are numbered as each method
+ * says, the same for both stores.
+ *
+ * <p>The claim is the one statement that two stores cannot send the same way: JDBC sends the lock
+ * bound, the insert and the bound's restore as three statements in one round trip
+ * ({@link #claimStatements()}); R2DBC runs one statement at a time, so its claim reads the insert's
+ * row from a sub-select that sets the bound first ({@link #claimStatement()}). Both are put together
+ * here from the same pieces: the same bound, the same row, the same takeover.
+ */
+public final class PostgresSqlText {
+    /** SQLState: a lock was not granted within {@code lock_timeout}. */
+    public static final String LOCK_NOT_AVAILABLE = Postgres.LOCK_NOT_AVAILABLE;
+
+    /** Puts back the {@code lock_timeout} that {@link #setLockTimeout()} saved, for the rest of the transaction. */
+    public static final String RESTORE_LOCK_TIMEOUT =
+            "SELECT set_config('lock_timeout', current_setting('retrysafe.saved_lock_timeout'), true)";
+
+    private final String table;
+    private final BindMarkers markers;
+
+    public PostgresSqlText(String table, BindMarkers markers) {
+        this.table = table;
+        this.markers = markers;
+    }
+
+    /** The value of {@link #setLockTimeout()}'s parameter: milliseconds, at least one (0 is no bound). */
+    public static String lockTimeout(Duration lockTimeout) {
+        return Postgres.lockTimeout(lockTimeout);
+    }
+
+    private String p(int n) {
+        return markers.at(n);
+    }
+
+    /**
+     * Saves the session's {@code lock_timeout} and sets it to parameter 1 (milliseconds, as text):
+     * {@code set_config(…, true)} is {@code SET LOCAL}, so it ends with the transaction (standalone,
+     * with the statement), and {@link #RESTORE_LOCK_TIMEOUT} puts the saved value back sooner, so
+     * that neither the rest of the application's transaction nor its later use of the connection
+     * waits under it.
+     */
+    public String setLockTimeout() {
+        return "SELECT set_config('retrysafe.saved_lock_timeout', current_setting('lock_timeout'), true),"
+                + " set_config('lock_timeout', " + p(1) + ", true)";
+    }
+
+    // ---------------------------------------------------------------- claim (standard layout)
+
+    /**
+     * The standard layout's claim as JDBC sends it, three statements in one round trip: the lock
+     * bound ({@link #setLockTimeout()}), the insert or takeover returning the attempt, the bound's
+     * restore. Parameters: 1 the lock bound, 2 scope, 3 key, 4 fingerprint, 5 token, 6 lease and
+     * 7 retention in milliseconds.
+     */
+    public String claimStatements() {
+        return setLockTimeout() + ";" + claimInsert() + " VALUES (" + claimRow() + ")" + claimTakeover() + ";"
+                + RESTORE_LOCK_TIMEOUT;
+    }
+
+    /**
+     * The standard layout's claim as one statement, for a driver that runs one at a time: the insert
+     * reads its row from a sub-select of {@link #setLockTimeout()}, so that the bound is in force before
+     * the insert can wait on the key. In a transaction, {@link #RESTORE_LOCK_TIMEOUT} must follow it.
+     * The parameters of {@link #claimStatements()}.
+     */
+    public String claimStatement() {
+        return claimInsert() + " SELECT " + claimRow() + " FROM (" + setLockTimeout() + ") AS bound" + claimTakeover();
+    }
+
+    private String claimInsert() {
+        return "INSERT INTO " + table + " AS r (scope, idem_key, fingerprint, status, owner_token, attempt, created_at,"
+                + " lease_expires_at, expires_at)";
+    }
+
+    private String claimRow() {
+        return p(2) + ", " + p(3) + ", " + p(4) + ", 'IN_PROGRESS', " + p(5) + ", 1, " + T + ", " + T
+                + " + " + p(6) + " * interval '1 millisecond', " + T + " + " + p(7) + " * interval '1 millisecond'";
+    }
+
+    /**
+     * The WHERE is ClaimDecision's takeover in SQL: the takeover must be the claim's own statement,
+     * atomic with the insert. When it changes nothing, the caller reads the record ({@link #select()})
+     * and ClaimDecision answers.
+     */
+    private String claimTakeover() {
+        return " ON CONFLICT (scope, idem_key) DO UPDATE SET"
+                + " fingerprint = EXCLUDED.fingerprint, status = 'IN_PROGRESS', owner_token = EXCLUDED.owner_token,"
+                + " attempt = CASE WHEN r.expires_at <= " + T + " THEN 1 ELSE r.attempt + 1 END,"
+                + " created_at = CASE WHEN r.expires_at <= " + T + " THEN " + T + " ELSE r.created_at END,"
+                + " lease_expires_at = EXCLUDED.lease_expires_at, completed_at = NULL, expires_at = EXCLUDED.expires_at,"
+                + " response_status = NULL, response_headers = NULL, response_body = NULL"
+                + " WHERE r.expires_at <= " + T
+                + " OR (r.fingerprint = EXCLUDED.fingerprint AND (r.status = 'FAILED'"
+                + " OR (r.status = 'IN_PROGRESS' AND r.lease_expires_at <= " + T + ")))"
+                + " RETURNING attempt";
+    }
+
+    // ---------------------------------------------------------------- request path
+
+    /**
+     * The record as committed, read without waiting, in any layout: fingerprint, status, response
+     * status, headers and body, the lease left in milliseconds (by the database's clock), and whether
+     * it expired. Parameters: 1 scope, 2 key.
+     */
+    public String select() {
+        return "SELECT fingerprint, status, response_status, response_headers, response_body,"
+                + " CEIL(EXTRACT(EPOCH FROM (lease_expires_at - " + T + ")) * 1000)::bigint,"
+                + " expires_at <= " + T + " FROM " + table + " WHERE scope = " + p(1) + " AND idem_key = " + p(2);
+    }
+
+    /**
+     * The standard layout's completion. With {@code fenced}, only while the token's attempt is in
+     * progress and not expired; without, by the token alone, for the claim's own transaction, where the
+     * row is locked since the claim. Parameters: 1 retention in milliseconds, 2 response status,
+     * 3 headers, 4 body, 5 scope, 6 key, 7 token.
+     */
+    public String complete(boolean fenced) {
+        String complete = "UPDATE " + table + " SET status = 'COMPLETED', completed_at = " + T + ", expires_at = " + T
+                + " + " + p(1) + " * interval '1 millisecond', response_status = " + p(2) + ", response_headers = "
+                + p(3) + ", response_body = " + p(4) + " WHERE scope = " + p(5) + " AND idem_key = " + p(6)
+                + " AND owner_token = " + p(7);
+        return fenced ? complete + " AND status = 'IN_PROGRESS' AND expires_at > " + T : complete;
+    }
+
+    /**
+     * Sets the lease to parameter 1 milliseconds from now, in any layout, if the token holds the key,
+     * in progress and not expired. Parameters: 1 lease, 2 scope, 3 key, 4 token.
+     */
+    public String renewLease() {
+        return "UPDATE " + table + " SET lease_expires_at = " + T + " + " + p(1) + " * interval '1 millisecond'"
+                + " WHERE scope = " + p(2) + " AND idem_key = " + p(3) + " AND owner_token = " + p(4)
+                + " AND status = 'IN_PROGRESS' AND expires_at > " + T;
+    }
+
+    /** The standard layout's release: FAILED if the token holds the key. Parameters: 1 scope, 2 key, 3 token. */
+    public String release() {
+        return "UPDATE " + table + " SET status = 'FAILED' WHERE scope = " + p(1) + " AND idem_key = " + p(2)
+                + " AND owner_token = " + p(3) + " AND status = 'IN_PROGRESS' AND expires_at > " + T;
+    }
+
+    // ---------------------------------------------------------------- operators and maintenance
+
+    /** The live record, {@link OperatorSql#inspect}'s columns. Parameters: 1 scope, 2 key. */
+    public String inspect() {
+        return OperatorSql.inspectSql(table, T, markers);
+    }
+
+    /**
+     * The standard layout's purge batch: at most parameter 1 expired records, oldest first, skipping
+     * rows locked by others.
+     */
+    public String purge() {
+        return "DELETE FROM " + table + " WHERE (scope, idem_key) IN (SELECT scope, idem_key FROM " + table
+                + " WHERE expires_at <= " + T + " ORDER BY expires_at LIMIT " + p(1) + " FOR UPDATE SKIP LOCKED)";
+    }
+}

@@ -1,0 +1,81 @@
+package io.retrysafe.jdbc.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The statements the JDBC and the R2DBC store both send are one text: the two marker styles differ in
+ * their markers alone, and a statement sent with JDBC's {@code ?} places its parameters in the order of
+ * their numbers, as JDBC binds them.
+ */
+class PostgresSqlTextTest {
+    private static final Pattern NUMBERED = Pattern.compile("\\$(\\d+)");
+
+    private static final Map<String, Function<PostgresSqlText, String>> STATEMENTS = Map.of(
+            "claimStatements", PostgresSqlText::claimStatements,
+            "claimStatement", PostgresSqlText::claimStatement,
+            "select", PostgresSqlText::select,
+            "complete fenced", t -> t.complete(true),
+            "complete held", t -> t.complete(false),
+            "renewLease", PostgresSqlText::renewLease,
+            "release", PostgresSqlText::release,
+            "inspect", PostgresSqlText::inspect,
+            "purge", PostgresSqlText::purge);
+
+    private final PostgresSqlText jdbc = new PostgresSqlText("app.records", BindMarkers.QUESTION_MARKS);
+    private final PostgresSqlText r2dbc = new PostgresSqlText("app.records", BindMarkers.NUMBERED);
+
+    @Test
+    void theStylesDifferInTheirMarkersAlone() {
+        STATEMENTS.forEach((name, statement) -> {
+            String numbered = statement.apply(r2dbc);
+            assertThat(numbered).as(name).doesNotContain("?").contains("$1");
+            assertThat(NUMBERED.matcher(numbered).replaceAll("?")).as(name).isEqualTo(statement.apply(jdbc));
+        });
+    }
+
+    @Test
+    void everyStatementButTheOneStatementClaimPlacesItsParametersInTheirOrder() {
+        STATEMENTS.forEach((name, statement) -> {
+            List<Integer> numbers = numbers(statement.apply(r2dbc));
+            if (name.equals("claimStatement")) {
+                // The lock bound's sub-select follows the row that reads from it: R2DBC binds by number.
+                assertThat(numbers).as(name).containsExactly(2, 3, 4, 5, 6, 7, 1);
+            } else {
+                for (int i = 0; i < numbers.size(); i++) {
+                    assertThat(numbers.get(i)).as(name + ", parameter at place " + (i + 1)).isEqualTo(i + 1);
+                }
+            }
+        });
+    }
+
+    @Test
+    void bothClaimsAreMadeOfTheSameBoundRowAndTakeover() {
+        String[] three = r2dbc.claimStatements().split(";");
+        String one = r2dbc.claimStatement();
+
+        assertThat(three).hasSize(3);
+        assertThat(three[0]).isEqualTo(r2dbc.setLockTimeout());
+        assertThat(three[2]).isEqualTo(PostgresSqlText.RESTORE_LOCK_TIMEOUT);
+        assertThat(one).doesNotContain(";").contains(" FROM (" + r2dbc.setLockTimeout() + ") AS bound ON CONFLICT");
+        String row = three[1].substring(three[1].indexOf(" VALUES (") + 9, three[1].indexOf(") ON CONFLICT"));
+        assertThat(one).contains(" SELECT " + row + " FROM (");
+        assertThat(one.substring(one.indexOf(" ON CONFLICT"))).isEqualTo(three[1].substring(three[1].indexOf(" ON CONFLICT")));
+    }
+
+    private static List<Integer> numbers(String sql) {
+        List<Integer> numbers = new ArrayList<>();
+        Matcher m = NUMBERED.matcher(sql);
+        while (m.find()) {
+            numbers.add(Integer.parseInt(m.group(1)));
+        }
+        return numbers;
+    }
+}
