@@ -9,8 +9,12 @@ import io.retrysafe.Fingerprint;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.internal.HeaderCodec;
+import io.retrysafe.jdbc.internal.BindMarkers;
+import io.retrysafe.jdbc.internal.PostgresSqlText;
+import io.retrysafe.spi.ClaimDecision;
 import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
+import io.retrysafe.spi.FoundRecord;
 import io.retrysafe.spi.IdempotencyRecord;
 import io.retrysafe.spi.OwnerToken;
 import io.retrysafe.spi.RecordStatus;
@@ -27,19 +31,20 @@ import reactor.core.publisher.Mono;
  * clock ({@code statement_timestamp()}), the same purge. Each method is one atomic step and leaves
  * transaction control to its caller.
  *
- * <p>The texts follow the JDBC store's PostgreSQL dialect, with two differences that R2DBC needs:
- * {@code $n} bind markers, and a claim that is one statement (an extended-protocol statement cannot
- * hold three), whose lock bound is set by a sub-select the insert reads its row from, so that it is
- * in force before the insert can wait on the key.
+ * <p>The texts are the JDBC store's, written once in {@link PostgresSqlText}, with R2DBC's numbered
+ * bind markers ({@code $1, $2, …}). R2DBC runs one statement at a time, so the claim is
+ * {@link PostgresSqlText#claimStatement()}: the lock bound is set by a sub-select the insert reads its
+ * row from, so that it is in force before the insert can wait on the key; in a transaction, the
+ * bound is put back by a statement of its own right after it.
  */
 final class PostgresStatements {
-    static final String LOCK_NOT_AVAILABLE = "55P03";
     /** A claim that finds the record changing under it (purged, expired, released) tries again this often. */
     private static final int CLAIM_ROUNDS = 3;
-    private static final String T = "statement_timestamp()";
+    /** The columns of {@link PostgresSqlText#select()} read by place (from 0): they have no name of their own. */
+    private static final int LEASE_MILLIS = 5;
+    private static final int EXPIRED = 6;
 
     private final String claimSql;
-    private final String restoreLockTimeoutSql;
     private final String selectSql;
     private final String completeSql;
     private final String completeHeldSql;
@@ -49,54 +54,26 @@ final class PostgresStatements {
     private final String purgeSql;
 
     PostgresStatements(String table) {
+        PostgresSqlText text = new PostgresSqlText(table, BindMarkers.NUMBERED);
         // set_config(…, true) is SET LOCAL: in a statement of its own (standalone) it ends with it; in
-        // a transaction, restoreLockTimeoutSql puts the saved value back right after the claim.
-        claimSql = "INSERT INTO " + table + " AS r (scope, idem_key, fingerprint, status, owner_token, attempt,"
-                + " created_at, lease_expires_at, expires_at)"
-                + " SELECT $2::varchar, $3::varchar, $4::bytea, 'IN_PROGRESS', $5::uuid, 1, " + T + ", " + T
-                + " + $6::bigint * interval '1 millisecond', " + T + " + $7::bigint * interval '1 millisecond'"
-                + " FROM (SELECT set_config('retrysafe.saved_lock_timeout', current_setting('lock_timeout'), true),"
-                + " set_config('lock_timeout', $1::text, true)) AS bound"
-                + " ON CONFLICT (scope, idem_key) DO UPDATE SET"
-                + " fingerprint = EXCLUDED.fingerprint, status = 'IN_PROGRESS', owner_token = EXCLUDED.owner_token,"
-                + " attempt = CASE WHEN r.expires_at <= " + T + " THEN 1 ELSE r.attempt + 1 END,"
-                + " created_at = CASE WHEN r.expires_at <= " + T + " THEN " + T + " ELSE r.created_at END,"
-                + " lease_expires_at = EXCLUDED.lease_expires_at, completed_at = NULL, expires_at = EXCLUDED.expires_at,"
-                + " response_status = NULL, response_headers = NULL, response_body = NULL"
-                + " WHERE r.expires_at <= " + T
-                + " OR (r.fingerprint = EXCLUDED.fingerprint AND (r.status = 'FAILED'"
-                + " OR (r.status = 'IN_PROGRESS' AND r.lease_expires_at <= " + T + ")))"
-                + " RETURNING attempt";
-        restoreLockTimeoutSql = "SELECT set_config('lock_timeout', current_setting('retrysafe.saved_lock_timeout'),"
-                + " true)";
-        selectSql = "SELECT fingerprint, status, response_status, response_headers, response_body,"
-                + " CEIL(EXTRACT(EPOCH FROM (lease_expires_at - " + T + ")) * 1000)::bigint AS lease_millis,"
-                + " expires_at <= " + T + " AS expired FROM " + table + " WHERE scope = $1 AND idem_key = $2";
-        String complete = "UPDATE " + table + " SET status = 'COMPLETED', completed_at = " + T + ", expires_at = " + T
-                + " + $1::bigint * interval '1 millisecond', response_status = $2::smallint,"
-                + " response_headers = $3::text, response_body = $4::bytea"
-                + " WHERE scope = $5 AND idem_key = $6 AND owner_token = $7::uuid";
-        completeSql = complete + " AND status = 'IN_PROGRESS' AND expires_at > " + T;
+        // a transaction, RESTORE_LOCK_TIMEOUT puts the saved value back right after the claim.
+        claimSql = text.claimStatement();
+        selectSql = text.select();
+        completeSql = text.complete(true);
         // In the claim's own transaction the row is locked since the claim, so the token alone fences it.
-        completeHeldSql = complete;
-        renewSql = "UPDATE " + table + " SET lease_expires_at = " + T + " + $1::bigint * interval '1 millisecond'"
-                + " WHERE scope = $2 AND idem_key = $3 AND owner_token = $4::uuid AND status = 'IN_PROGRESS'"
-                + " AND expires_at > " + T;
-        releaseSql = "UPDATE " + table + " SET status = 'FAILED'"
-                + " WHERE scope = $1 AND idem_key = $2 AND owner_token = $3::uuid AND status = 'IN_PROGRESS'"
-                + " AND expires_at > " + T;
-        inspectSql = "SELECT fingerprint, status, attempt, created_at, lease_expires_at, completed_at, expires_at,"
-                + " response_status, response_headers, response_body FROM " + table
-                + " WHERE scope = $1 AND idem_key = $2 AND expires_at > " + T;
-        purgeSql = "DELETE FROM " + table + " WHERE (scope, idem_key) IN (SELECT scope, idem_key FROM " + table
-                + " WHERE expires_at <= " + T + " ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)";
+        completeHeldSql = text.complete(false);
+        renewSql = text.renewLease();
+        releaseSql = text.release();
+        inspectSql = text.inspect();
+        purgeSql = text.purge();
     }
 
     /**
      * The atomic insert-if-absent or takeover, then, if it did not claim, the decision from the
      * record as committed. Waits at most {@code lockTimeout} for a transaction holding the key; past
-     * it, fails with SQLState {@link #LOCK_NOT_AVAILABLE} (the caller answers in progress, and undoes
-     * what the database aborted). With {@code inTransaction}, the lock bound is put back after a claim.
+     * it, fails with SQLState {@link PostgresSqlText#LOCK_NOT_AVAILABLE} (the caller answers in
+     * progress, and undoes what the database aborted). With {@code inTransaction}, the lock bound is
+     * put back after a claim.
      */
     Mono<ClaimResult> tryClaim(Connection c, ClaimRequest request, Duration lockTimeout, boolean inTransaction) {
         return claimRound(c, request, lockTimeout, inTransaction, 0);
@@ -108,7 +85,7 @@ final class PostgresStatements {
             return Mono.just(new ClaimResult.InProgress(Duration.ZERO));
         }
         Statement insert = c.createStatement(claimSql)
-                .bind("$1", Long.toString(Math.max(1, lockTimeout.toMillis())))
+                .bind("$1", PostgresSqlText.lockTimeout(lockTimeout))
                 .bind("$2", request.key().scope())
                 .bind("$3", request.key().value())
                 .bind("$4", request.fingerprint().bytes())
@@ -120,7 +97,8 @@ final class PostgresStatements {
                 .next()
                 .map(attempt -> (ClaimResult) new ClaimResult.Claimed(request.token(), attempt));
         if (inTransaction) {
-            claimed = claimed.flatMap(result -> Flux.from(c.createStatement(restoreLockTimeoutSql).execute())
+            claimed = claimed.flatMap(result -> Flux.from(
+                    c.createStatement(PostgresSqlText.RESTORE_LOCK_TIMEOUT).execute())
                     .concatMap(Result::getRowsUpdated).then(Mono.just(result)));
         }
         return claimed.switchIfEmpty(Mono.defer(() -> decide(c, request))
@@ -138,23 +116,19 @@ final class PostgresStatements {
                 .flatMap(Mono::justOrEmpty);
     }
 
+    /**
+     * The answer of {@link ClaimDecision}, the one decision of every store, from the record read; null
+     * when it would take the record over, which the claim did not do because the record changed since
+     * it looked (expired, released, its lease ran out): claim again.
+     */
     private static ClaimResult decision(Readable row, ClaimRequest request) {
-        if (Boolean.TRUE.equals(row.get("expired", Boolean.class))) {
-            return null;
-        }
-        if (!Fingerprint.of(bytes(row, "fingerprint")).matches(request.fingerprint())) {
-            return new ClaimResult.FingerprintMismatch();
-        }
-        RecordStatus status = RecordStatus.valueOf(row.get("status", String.class));
-        if (status == RecordStatus.COMPLETED) {
-            return new ClaimResult.Replay(response(row).orElseThrow());
-        }
-        Long leaseMillis = row.get("lease_millis", Long.class);
-        if (status == RecordStatus.IN_PROGRESS && leaseMillis != null && leaseMillis > 0) {
-            return new ClaimResult.InProgress(Duration.ofMillis(leaseMillis));
-        }
-        // Released or its lease ran out since the insert looked: claim again.
-        return null;
+        Long leaseMillis = row.get(LEASE_MILLIS, Long.class);
+        FoundRecord found = new FoundRecord(Fingerprint.of(bytes(row, "fingerprint")),
+                RecordStatus.valueOf(row.get("status", String.class)),
+                Boolean.TRUE.equals(row.get(EXPIRED, Boolean.class)),
+                Duration.ofMillis(leaseMillis == null ? 0 : leaseMillis), response(row).orElse(null));
+        return ClaimDecision.of(request.fingerprint(), found) instanceof ClaimDecision.Answer answer ? answer.result()
+                : null;
     }
 
     /** Stores the response if {@code token} holds the key; with {@code held}, the claim's row lock fences it already. */
@@ -244,6 +218,6 @@ final class PostgresStatements {
 
     /** Whether {@code e} is the database's answer that a lock was not granted within {@code lock_timeout}. */
     static boolean isLockTimeout(Throwable e) {
-        return e instanceof R2dbcException r && LOCK_NOT_AVAILABLE.equals(r.getSqlState());
+        return e instanceof R2dbcException r && PostgresSqlText.LOCK_NOT_AVAILABLE.equals(r.getSqlState());
     }
 }
