@@ -6,6 +6,7 @@ import io.retrysafe.StoredResponse;
 import io.retrysafe.internal.Require;
 import io.retrysafe.jdbc.internal.SqlDialect;
 import io.retrysafe.jdbc.internal.TableNames;
+import io.retrysafe.jdbc.internal.TableStoreOptions;
 import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.FencedWrite;
@@ -33,8 +34,8 @@ import javax.sql.DataSource;
  * }</pre>
  */
 public final class JdbcIdempotencyStore implements IdempotencyStore {
-    public static final String DEFAULT_TABLE = "retrysafe_record";
-    public static final Duration DEFAULT_LOCK_TIMEOUT = Duration.ofSeconds(5);
+    public static final String DEFAULT_TABLE = TableStoreOptions.DEFAULT_TABLE;
+    public static final Duration DEFAULT_LOCK_TIMEOUT = TableStoreOptions.DEFAULT_LOCK_TIMEOUT;
     /** No bound: every claim may wait up to the lock timeout. */
     public static final int DEFAULT_MAX_WAITING_CLAIMS = Integer.MAX_VALUE;
     /** The wait of a claim past {@link #maxWaitingClaims()}: as good as none (MariaDB rounds it up to one second). */
@@ -54,12 +55,12 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
 
     private JdbcIdempotencyStore(Builder b) {
         this.dataSource = b.dataSource;
-        this.table = b.table == null ? DEFAULT_TABLE : b.table;
-        this.lockTimeout = b.lockTimeout == null ? DEFAULT_LOCK_TIMEOUT : b.lockTimeout;
+        this.table = b.options.table();
+        this.lockTimeout = b.options.lockTimeout();
         this.layout = b.layout == null ? JdbcLayout.STANDARD : b.layout;
         this.dialect = b.dialect;
         this.sql = b.dialect == null ? null : b.dialect.forTable(table, layout);
-        this.name = b.name;
+        this.name = b.options.nameOr("jdbc");
         this.maxWaitingClaims = b.maxWaitingClaims == null ? DEFAULT_MAX_WAITING_CLAIMS : b.maxWaitingClaims;
         this.waitingClaims = new Semaphore(maxWaitingClaims);
     }
@@ -121,7 +122,7 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
 
     @Override
     public String name() {
-        return name != null ? name : "jdbc:" + table;
+        return name;
     }
 
     /**
@@ -316,12 +317,10 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
     /** Builds a {@link JdbcIdempotencyStore}; each value may be set once. */
     public static final class Builder {
         private final DataSource dataSource;
+        private final TableStoreOptions options = new TableStoreOptions();
         private JdbcDialect dialect;
-        private String table;
-        private Duration lockTimeout;
         private Integer maxWaitingClaims;
         private JdbcLayout layout;
-        private String name;
 
         private Builder(DataSource dataSource) {
             this.dataSource = Require.notNull(dataSource, "dataSource");
@@ -336,8 +335,7 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
 
         /** The table, optionally schema-qualified: letters, digits and underscores only, as it is put into SQL. */
         public Builder table(String table) {
-            Require.unset(this.table, "table");
-            this.table = TableNames.checked(table);
+            options.table(table);
             return this;
         }
 
@@ -347,8 +345,7 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
          * PostgreSQL counts milliseconds; MariaDB whole seconds, rounded up.
          */
         public Builder lockTimeout(Duration lockTimeout) {
-            Require.unset(this.lockTimeout, "lockTimeout");
-            this.lockTimeout = Require.atLeastOneMilli(lockTimeout, "lockTimeout");
+            options.lockTimeout(lockTimeout);
             return this;
         }
 
@@ -375,9 +372,9 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
             return this;
         }
 
+        /** The store's name in logs, metrics and errors; not blank; {@code "jdbc:" + table} by default. */
         public Builder name(String name) {
-            Require.unset(this.name, "name");
-            this.name = Require.notNull(name, "name");
+            options.name(name);
             return this;
         }
 
@@ -390,7 +387,7 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
                     throw new IllegalArgumentException("layout " + layout + " needs PostgreSQL, but the dialect is "
                             + dialect);
                 }
-                String t = table == null ? DEFAULT_TABLE : table;
+                String t = options.table();
                 String simple = t.substring(t.indexOf('.') + 1);
                 if (simple.length() > MAX_PARTITIONED_NAME) {
                     throw new IllegalArgumentException("with layout " + layout + " the table name must be at most "

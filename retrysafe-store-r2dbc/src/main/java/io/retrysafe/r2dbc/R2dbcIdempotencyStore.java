@@ -15,6 +15,7 @@ import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.internal.PostgresStandardLayout;
 import io.retrysafe.jdbc.internal.SqlDialect;
 import io.retrysafe.jdbc.internal.TableNames;
+import io.retrysafe.jdbc.internal.TableStoreOptions;
 import io.retrysafe.spi.AsyncIdempotencyStore;
 import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
@@ -57,9 +58,9 @@ public final class R2dbcIdempotencyStore implements AsyncIdempotencyStore {
 
     private R2dbcIdempotencyStore(Builder b) {
         this.connections = b.connections;
-        this.table = b.table == null ? JdbcIdempotencyStore.DEFAULT_TABLE : b.table;
-        this.lockTimeout = b.lockTimeout == null ? JdbcIdempotencyStore.DEFAULT_LOCK_TIMEOUT : b.lockTimeout;
-        this.name = b.name != null ? b.name : "r2dbc:" + table;
+        this.table = b.options.table();
+        this.lockTimeout = b.options.lockTimeout();
+        this.name = b.options.nameOr("r2dbc");
         this.sql = new PostgresStatements(table);
     }
 
@@ -192,9 +193,7 @@ public final class R2dbcIdempotencyStore implements AsyncIdempotencyStore {
     /** Builds an {@link R2dbcIdempotencyStore}; each value may be set once. */
     public static final class Builder {
         private final ConnectionFactory connections;
-        private String table;
-        private Duration lockTimeout;
-        private String name;
+        private final TableStoreOptions options = new TableStoreOptions();
 
         private Builder(ConnectionFactory connections) {
             this.connections = Require.notNull(connections, "connections");
@@ -202,22 +201,19 @@ public final class R2dbcIdempotencyStore implements AsyncIdempotencyStore {
 
         /** The table, optionally schema-qualified: letters, digits and underscores only, as it is put into SQL. */
         public Builder table(String table) {
-            Require.unset(this.table, "table");
-            this.table = TableNames.checked(table);
+            options.table(table);
             return this;
         }
 
         /** How long a claim waits for a transaction holding its key before it answers in progress; at least 1 ms. */
         public Builder lockTimeout(Duration lockTimeout) {
-            Require.unset(this.lockTimeout, "lockTimeout");
-            this.lockTimeout = Require.atLeastOneMilli(lockTimeout, "lockTimeout");
+            options.lockTimeout(lockTimeout);
             return this;
         }
 
         /** The store's name in logs, metrics and errors; {@code "r2dbc:" + table} by default. */
         public Builder name(String name) {
-            Require.unset(this.name, "name");
-            this.name = Require.notBlank(name, "name");
+            options.name(name);
             return this;
         }
 

@@ -9,7 +9,11 @@ import io.retrysafe.AsyncRetrySafe;
 import io.retrysafe.InMemoryIdempotencyStore;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
+import org.postgresql.ds.PGSimpleDataSource;
 
 /** What the store and the transactional mode accept before they reach a database (nothing here connects). */
 class R2dbcIdempotencyStoreTest {
@@ -41,6 +45,58 @@ class R2dbcIdempotencyStoreTest {
                 .isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> R2dbcIdempotencyStore.builder(connections).table("a").table("b"))
                 .isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
+    void bothStoresOnTheTableRefuseTheSameSettingsWithTheSameMessage() {
+        JdbcIdempotencyStore.Builder jdbc = JdbcIdempotencyStore.builder(new PGSimpleDataSource());
+        R2dbcIdempotencyStore.Builder r2dbc = R2dbcIdempotencyStore.builder(connections);
+        Map<String, Consumer<Object>> refused = new LinkedHashMap<>();
+        for (String table : new String[] {"records; DROP TABLE users", "1records", "a.b.c", "\"Records\"", "x".repeat(64)}) {
+            refused.put("table " + table, b -> table(b, table));
+        }
+        refused.put("null table", b -> table(b, null));
+        for (Duration timeout : new Duration[] {Duration.ZERO, Duration.ofNanos(999_999), Duration.ofSeconds(-1)}) {
+            refused.put("lockTimeout " + timeout, b -> lockTimeout(b, timeout));
+        }
+        refused.put("blank name", b -> name(b, " "));
+
+        refused.forEach((what, setting) -> assertThat(failure(() -> setting.accept(r2dbc))).as(what).isNotNull()
+                .isEqualTo(failure(() -> setting.accept(jdbc))));
+    }
+
+    private static void table(Object builder, String table) {
+        if (builder instanceof JdbcIdempotencyStore.Builder b) {
+            b.table(table);
+        } else {
+            ((R2dbcIdempotencyStore.Builder) builder).table(table);
+        }
+    }
+
+    private static void lockTimeout(Object builder, Duration lockTimeout) {
+        if (builder instanceof JdbcIdempotencyStore.Builder b) {
+            b.lockTimeout(lockTimeout);
+        } else {
+            ((R2dbcIdempotencyStore.Builder) builder).lockTimeout(lockTimeout);
+        }
+    }
+
+    private static void name(Object builder, String name) {
+        if (builder instanceof JdbcIdempotencyStore.Builder b) {
+            b.name(name);
+        } else {
+            ((R2dbcIdempotencyStore.Builder) builder).name(name);
+        }
+    }
+
+    /** The class and message of what {@code setting} threw; null if it threw nothing. */
+    private static String failure(Runnable setting) {
+        try {
+            setting.run();
+            return null;
+        } catch (RuntimeException e) {
+            return e.getClass().getSimpleName() + ": " + e.getMessage();
+        }
     }
 
     @Test
