@@ -32,7 +32,7 @@ import reactor.core.publisher.Mono;
  * transaction control to its caller.
  *
  * <p>The texts are the JDBC store's, written once in {@link PostgresSqlText}, with R2DBC's numbered
- * bind markers ({@code $1, $2, …}). R2DBC runs one statement at a time, so the claim is
+ * bind markers, each cast to its parameter's type ({@code $1::text, $2::varchar, …}). R2DBC runs one statement at a time, so the claim is
  * {@link PostgresSqlText#claimStatement()}: the lock bound is set by a sub-select the insert reads its
  * row from, so that it is in force before the insert can wait on the key; in a transaction, the
  * bound is put back by a statement of its own right after it.

@@ -10,11 +10,15 @@ public enum BindMarkers {
      * way must place its markers in the order of their numbers.
      */
     QUESTION_MARKS,
-    /** PostgreSQL's own {@code $1, $2, …}, which R2DBC's driver takes: a marker may stand anywhere. */
+    /**
+     * PostgreSQL's own {@code $1, $2, …}, which R2DBC's driver takes: a marker may stand anywhere. Each
+     * is cast to its parameter's SQL type ({@code $4::bytea}), as the R2DBC store's statements always
+     * were: its claim reads its row from a {@code SELECT} list, where no column gives a parameter its type.
+     */
     NUMBERED;
 
-    /** The marker of parameter {@code n} (from 1). */
-    public String at(int n) {
-        return this == QUESTION_MARKS ? "?" : "$" + n;
+    /** The marker of parameter {@code n} (from 1), whose SQL type is {@code type}. */
+    public String at(int n, String type) {
+        return this == QUESTION_MARKS ? "?" : "$" + n + "::" + type;
     }
 }

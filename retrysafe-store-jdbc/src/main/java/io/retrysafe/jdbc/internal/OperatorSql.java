@@ -35,7 +35,8 @@ public abstract class OperatorSql {
     static String inspectSql(String table, String now, BindMarkers markers) {
         return "SELECT fingerprint, status, attempt, created_at, lease_expires_at, completed_at, expires_at,"
                 + " response_status, response_headers, response_body FROM " + table
-                + " WHERE scope = " + markers.at(1) + " AND idem_key = " + markers.at(2) + " AND expires_at > " + now;
+                + " WHERE scope = " + markers.at(1, "varchar") + " AND idem_key = " + markers.at(2, "varchar")
+                + " AND expires_at > " + now;
     }
 
     /** A timestamp column as an instant. */

@@ -9,8 +9,8 @@ import java.time.Duration;
  * (through {@link PostgresStandardLayout}, {@link PostgresRequestSql} and {@link PostgresOperatorSql})
  * and the R2DBC store, which share the table and must keep one semantics (a record written by one is
  * replayed by the other). Each statement is written here once; only its bind markers
- * ({@link BindMarkers}) follow the store that sends it. The parameters are numbered as each method
- * says, the same for both stores.
+ * ({@link BindMarkers}: JDBC's {@code ?}, or {@code $n} cast to the parameter's type) follow the
+ * store that sends it. The parameters are numbered as each method says, the same for both stores.
  *
  * <p>The claim is the one statement that two stores cannot send the same way: JDBC sends the lock
  * bound, the insert and the bound's restore as three statements in one round trip
@@ -39,8 +39,8 @@ public final class PostgresSqlText {
         return Postgres.lockTimeout(lockTimeout);
     }
 
-    private String p(int n) {
-        return markers.at(n);
+    private String p(int n, String type) {
+        return markers.at(n, type);
     }
 
     /**
@@ -52,7 +52,7 @@ public final class PostgresSqlText {
      */
     public String setLockTimeout() {
         return "SELECT set_config('retrysafe.saved_lock_timeout', current_setting('lock_timeout'), true),"
-                + " set_config('lock_timeout', " + p(1) + ", true)";
+                + " set_config('lock_timeout', " + p(1, "text") + ", true)";
     }
 
     // ---------------------------------------------------------------- claim (standard layout)
@@ -84,8 +84,9 @@ public final class PostgresSqlText {
     }
 
     private String claimRow() {
-        return p(2) + ", " + p(3) + ", " + p(4) + ", 'IN_PROGRESS', " + p(5) + ", 1, " + T + ", " + T
-                + " + " + p(6) + " * interval '1 millisecond', " + T + " + " + p(7) + " * interval '1 millisecond'";
+        return p(2, "varchar") + ", " + p(3, "varchar") + ", " + p(4, "bytea") + ", 'IN_PROGRESS', " + p(5, "uuid")
+                + ", 1, " + T + ", " + T + " + " + p(6, "bigint") + " * interval '1 millisecond', " + T + " + "
+                + p(7, "bigint") + " * interval '1 millisecond'";
     }
 
     /**
@@ -116,7 +117,8 @@ public final class PostgresSqlText {
     public String select() {
         return "SELECT fingerprint, status, response_status, response_headers, response_body,"
                 + " CEIL(EXTRACT(EPOCH FROM (lease_expires_at - " + T + ")) * 1000)::bigint,"
-                + " expires_at <= " + T + " FROM " + table + " WHERE scope = " + p(1) + " AND idem_key = " + p(2);
+                + " expires_at <= " + T + " FROM " + table + " WHERE scope = " + p(1, "varchar") + " AND idem_key = "
+                + p(2, "varchar");
     }
 
     /**
@@ -127,9 +129,9 @@ public final class PostgresSqlText {
      */
     public String complete(boolean fenced) {
         String complete = "UPDATE " + table + " SET status = 'COMPLETED', completed_at = " + T + ", expires_at = " + T
-                + " + " + p(1) + " * interval '1 millisecond', response_status = " + p(2) + ", response_headers = "
-                + p(3) + ", response_body = " + p(4) + " WHERE scope = " + p(5) + " AND idem_key = " + p(6)
-                + " AND owner_token = " + p(7);
+                + " + " + p(1, "bigint") + " * interval '1 millisecond', response_status = " + p(2, "smallint")
+                + ", response_headers = " + p(3, "text") + ", response_body = " + p(4, "bytea") + " WHERE scope = "
+                + p(5, "varchar") + " AND idem_key = " + p(6, "varchar") + " AND owner_token = " + p(7, "uuid");
         return fenced ? complete + " AND status = 'IN_PROGRESS' AND expires_at > " + T : complete;
     }
 
@@ -138,15 +140,18 @@ public final class PostgresSqlText {
      * in progress and not expired. Parameters: 1 lease, 2 scope, 3 key, 4 token.
      */
     public String renewLease() {
-        return "UPDATE " + table + " SET lease_expires_at = " + T + " + " + p(1) + " * interval '1 millisecond'"
-                + " WHERE scope = " + p(2) + " AND idem_key = " + p(3) + " AND owner_token = " + p(4)
-                + " AND status = 'IN_PROGRESS' AND expires_at > " + T;
+        return "UPDATE " + table + " SET lease_expires_at = " + T + " + " + p(1, "bigint")
+                + " * interval '1 millisecond' WHERE scope = " + p(2, "varchar") + " AND idem_key = " + p(3, "varchar")
+                + " AND owner_token = " + p(4, "uuid") + " AND status = 'IN_PROGRESS' AND expires_at > " + T;
     }
 
-    /** The standard layout's release: FAILED if the token holds the key. Parameters: 1 scope, 2 key, 3 token. */
+    /**
+     * The standard layout's release: FAILED if the token holds the key. Parameters: 1 scope, 2 key,
+     * 3 token.
+     */
     public String release() {
-        return "UPDATE " + table + " SET status = 'FAILED' WHERE scope = " + p(1) + " AND idem_key = " + p(2)
-                + " AND owner_token = " + p(3) + " AND status = 'IN_PROGRESS' AND expires_at > " + T;
+        return "UPDATE " + table + " SET status = 'FAILED' WHERE scope = " + p(1, "varchar") + " AND idem_key = "
+                + p(2, "varchar") + " AND owner_token = " + p(3, "uuid") + " AND status = 'IN_PROGRESS' AND expires_at > " + T;
     }
 
     // ---------------------------------------------------------------- operators and maintenance
@@ -162,6 +167,7 @@ public final class PostgresSqlText {
      */
     public String purge() {
         return "DELETE FROM " + table + " WHERE (scope, idem_key) IN (SELECT scope, idem_key FROM " + table
-                + " WHERE expires_at <= " + T + " ORDER BY expires_at LIMIT " + p(1) + " FOR UPDATE SKIP LOCKED)";
+                + " WHERE expires_at <= " + T + " ORDER BY expires_at LIMIT " + p(1, "integer")
+                + " FOR UPDATE SKIP LOCKED)";
     }
 }

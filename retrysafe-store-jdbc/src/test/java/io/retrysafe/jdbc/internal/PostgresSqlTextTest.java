@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Test;
  * their numbers, as JDBC binds them.
  */
 class PostgresSqlTextTest {
-    private static final Pattern NUMBERED = Pattern.compile("\\$(\\d+)");
+    private static final Pattern NUMBERED = Pattern.compile("\\$(\\d+)::[a-z]+");
 
     private static final Map<String, Function<PostgresSqlText, String>> STATEMENTS = Map.of(
             "claimStatements", PostgresSqlText::claimStatements,
