@@ -4,9 +4,9 @@ import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.pool.ConnectionPoolConfiguration;
 import io.r2dbc.postgresql.PostgresqlConnectionConfiguration;
 import io.r2dbc.postgresql.PostgresqlConnectionFactory;
+import io.retrysafe.testservices.NonBlockingCheck;
 import io.retrysafe.testservices.TestDatabases;
 import java.net.URI;
-import reactor.blockhound.BlockHound;
 
 /**
  * The test PostgreSQL database (the one {@link TestDatabases} points the JDBC tests at) through
@@ -40,11 +40,7 @@ final class R2dbcDatabase {
                 .initialSize(0)
                 .maxSize(poolSize())
                 .build());
-        BlockHound.install(builder -> builder
-                // Stopping a lease's heartbeat cancels its task on the engine's timer, which takes the
-                // timer queue's lock for a few instructions; Reactor's own integration allows the same
-                // cancel of its schedulers' tasks (SchedulerTask.dispose).
-                .allowBlockingCallsInside("io.retrysafe.LeaseRenewal", "close"));
+        NonBlockingCheck.install();
     }
 
     private R2dbcDatabase() {

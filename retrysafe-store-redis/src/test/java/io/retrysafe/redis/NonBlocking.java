@@ -4,7 +4,7 @@ import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
-import reactor.blockhound.BlockHound;
+import io.retrysafe.testservices.NonBlockingCheck;
 
 /**
  * Installs BlockHound, once per test JVM, when a non-blocking test class loads it: from then on a
@@ -15,11 +15,7 @@ import reactor.blockhound.BlockHound;
  */
 final class NonBlocking {
     static {
-        BlockHound.install(builder -> builder
-                // Stopping a lease's heartbeat cancels its task on the engine's timer, which takes the
-                // timer queue's lock for a few instructions; Reactor's own integration allows the same
-                // cancel of its schedulers' tasks.
-                .allowBlockingCallsInside("io.retrysafe.LeaseRenewal", "close"));
+        NonBlockingCheck.install();
     }
 
     private NonBlocking() {

@@ -4,9 +4,9 @@ import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.pool.ConnectionPoolConfiguration;
 import io.r2dbc.spi.ConnectionFactories;
 import io.r2dbc.spi.ConnectionFactoryOptions;
+import io.retrysafe.testservices.NonBlockingCheck;
 import io.retrysafe.testservices.TestDatabases;
 import java.util.Optional;
-import reactor.blockhound.BlockHound;
 
 /**
  * The test PostgreSQL database (the one {@link TestDatabases} points the JDBC tests at) over R2DBC,
@@ -19,13 +19,7 @@ final class TestDatabase {
     private static final ConnectionPool POOL;
 
     static {
-        BlockHound.install(builder -> builder
-                // Stopping a lease's heartbeat cancels its task on the engine's timer: a lock held for a few
-                // instructions, as Reactor allows for its own schedulers' tasks.
-                .allowBlockingCallsInside("io.retrysafe.LeaseRenewal", "close")
-                // The standalone tests' handler names payments with random UUIDs: SecureRandom now and then
-                // refills its buffer from /dev/urandom, a read that never waits.
-                .allowBlockingCallsInside("java.util.UUID", "randomUUID"));
+        NonBlockingCheck.install();
         ConnectionFactoryOptions options = ConnectionFactoryOptions.parse(
                 "r2dbc:" + TestDatabases.postgresJdbcUrl().substring("jdbc:".length())).mutate()
                 .option(ConnectionFactoryOptions.USER, TestDatabases.postgresUser())

@@ -7,8 +7,10 @@ import io.retrysafe.conformance.ConformanceTarget;
 import io.retrysafe.conformance.HttpConformance;
 import io.retrysafe.conformance.PaymentsClient;
 import io.retrysafe.examples.paymentstesting.PaymentsDatabase;
+import io.retrysafe.testservices.NonBlockingCheck;
 import java.net.http.HttpResponse;
 import java.util.UUID;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -20,11 +22,21 @@ import org.springframework.test.context.DynamicPropertySource;
 /**
  * The reactive service on Netty, on a random port over the test PostgreSQL, seen by a client over real
  * HTTP: the shared conformance suite, with the servlet example's expectations ({@link Conformance}),
- * and what only this service has: its ledger and {@code GET /payments/{id}}.
+ * and what only this service has: its ledger and {@code GET /payments/{id}}. BlockHound watches the
+ * service's threads from the first test on: a call that blocks on Netty's event loop or a Reactor
+ * thread fails its request with a 500, and so the test that sent it.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 @Import(HoldingWebFilter.Config.class)
 class PaymentsReactiveIT {
+    /**
+     * After the service has started: Spring Boot's R2DBC schema initializer reads {@code schema.sql}
+     * from its jar on a Reactor thread while the service starts, before any request.
+     */
+    @BeforeEach
+    void watchTheEventLoops() {
+        NonBlockingCheck.install();
+    }
 
     @LocalServerPort
     int port;
