@@ -47,6 +47,8 @@ class GatewayPostgresIT {
     @TempDir
     static Path dir;
     private static TestUpstream upstream;
+    /** Listening, accepting nothing until a test opens it: its full accept queue makes connect timeouts. */
+    private static TestUpstream backlogged;
     private static Gateway gateway;
     private static JdbcIdempotencyStore records;
     private static int closedPort;
@@ -57,6 +59,7 @@ class GatewayPostgresIT {
     @BeforeAll
     static void start() throws Exception {
         upstream = TestUpstream.start();
+        backlogged = TestUpstream.bound(1);
         try (ServerSocket s = new ServerSocket(0)) {
             closedPort = s.getLocalPort(); // nothing listens there once closed
         }
@@ -100,7 +103,11 @@ class GatewayPostgresIT {
                   - method: POST
                     path: /hanging
                     response-timeout: 2s
-                """.formatted(upstream.url(), TestStores.postgres(TABLE).indent(2).strip(), closedPort);
+                  - method: POST
+                    path: /backlogged
+                    upstream: %s
+                """.formatted(upstream.url(), TestStores.postgres(TABLE).indent(2).strip(), closedPort,
+                backlogged.url());
         Map<String, String> env = TestStores.postgresEnv();
         gateway = Gateway.start(ConfigLoader.parse("gateway.yaml", yaml, env, dir), env);
         client = new GatewayHttp(gateway.port());
@@ -114,6 +121,9 @@ class GatewayPostgresIT {
         }
         if (upstream != null) {
             upstream.close();
+        }
+        if (backlogged != null) {
+            backlogged.close();
         }
     }
 
@@ -265,6 +275,31 @@ class GatewayPostgresIT {
     }
 
     @Test
+    void upstreamConnectTimeoutIs503WithRetryAfterAndTheKeyIsReleased() throws Exception {
+        // Nothing accepts, and the accept queue is full: the gateway's connect hangs until its connect-timeout (10s).
+        List<Socket> queued = backlogged.fillAcceptQueue();
+        HttpResponse<String> r;
+        try {
+            r = client.send(client.post("/backlogged", ALICE, key, "{}"));
+        } finally {
+            for (Socket s : queued) {
+                s.close();
+            }
+        }
+
+        assertProblem(r, 503, "/problems/upstream-unavailable");
+        assertThat(r.headers().firstValue("Retry-After")).hasValue("1");
+        assertThat(status("POST /backlogged", key)).isEqualTo(RecordStatus.FAILED);
+        // The upstream is back. Released, the key is sent again with the retry, as the next attempt, and only then.
+        backlogged.open();
+        HttpResponse<String> retry = client.send(client.post("/backlogged", ALICE, key, "{}"));
+        assertThat(retry.statusCode()).as(retry.body()).isEqualTo(201);
+        assertThat(retry.body()).contains("\"attempt\":\"2\"");
+        assertThat(backlogged.calls(key)).isEqualTo(1);
+        assertThat(status("POST /backlogged", key)).isEqualTo(RecordStatus.COMPLETED);
+    }
+
+    @Test
     void upstream5xxIsPassedThroughAndTheRetryIsSentAgain() throws Exception {
         // The same request twice (the query is in the fingerprint); the upstream fails the first only.
         HttpResponse<String> first = client.send(client.post("/payments?fail-once=" + key, ALICE, key, "{\"amount\":1}"));
@@ -318,6 +353,31 @@ class GatewayPostgresIT {
             }
             assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(30));
         }
+    }
+
+    @Test
+    void aClientThatStopsSendingItsBodyIs400IncompleteBodyAndNothingIsSentOrKept() throws Exception {
+        String answer;
+        try (Socket slow = new Socket("127.0.0.1", gateway.port())) {
+            slow.setSoTimeout(30_000);
+            OutputStream out = slow.getOutputStream();
+            out.write(("POST /payments HTTP/1.1\r\nHost: x\r\nAuthorization: " + ALICE
+                    + "\r\nIdempotency-Key: " + key + "\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: 100\r\n\r\n{\"amount\":").getBytes(UTF_8));
+            out.flush();
+            // The body stops there. After idle-timeout (2s) without a byte, the gateway answers and closes.
+            answer = new String(slow.getInputStream().readAllBytes(), UTF_8);
+        }
+
+        assertThat(answer).startsWith("HTTP/1.1 400 ").contains("\r\nContent-Type: application/problem+json\r\n")
+                .contains("\"type\":\"/problems/incomplete-body\"").contains("(Content-Length: 100)");
+        assertThat(upstream.calls(key)).isZero();
+        assertThat(records.inspect(IdempotencyKey.of("user:alice|POST /payments", key))).as("never claimed").isEmpty();
+        // The key is free: with its whole body, the request is a first one.
+        HttpResponse<String> whole = client.send(client.post("/payments", ALICE, key, "{\"amount\":100}"));
+        assertThat(whole.statusCode()).as(whole.body()).isEqualTo(201);
+        assertThat(whole.body()).contains("\"attempt\":\"1\"");
+        assertThat(upstream.calls(key)).isEqualTo(1);
     }
 
     // ------------------------------------------------------------------ operations

@@ -8,7 +8,11 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
@@ -54,12 +58,55 @@ final class TestUpstream implements AutoCloseable {
     }
 
     static TestUpstream start() throws IOException {
-        HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 256);
+        TestUpstream upstream = bound(256);
+        upstream.open();
+        return upstream;
+    }
+
+    /**
+     * Listening with an accept queue of {@code backlog} connections, and accepting none until {@link #open()}: with
+     * its queue {@link #fillAcceptQueue() filled}, a connection attempt hangs in its handshake until the client's
+     * connect timeout.
+     */
+    static TestUpstream bound(int backlog) throws IOException {
+        HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), backlog);
         TestUpstream upstream = new TestUpstream(server);
         server.createContext("/", upstream::handle);
         server.setExecutor(Executors.newCachedThreadPool());
-        server.start();
         return upstream;
+    }
+
+    /** Starts accepting connections, those already queued first. */
+    void open() {
+        server.start();
+    }
+
+    /**
+     * Connects until a connection attempt times out, on an upstream that accepts none yet ({@link #bound}), and
+     * returns the connections that got in (the caller closes them). Linux queues {@code backlog + 1} connections and
+     * then drops every further SYN, so a client's connect hangs, its SYN sent again and dropped again, until its own
+     * timeout: a connect timeout on loopback, without a firewall rule or an unroutable address. A connect on loopback
+     * that is not dropped completes within milliseconds (the kernel answers the handshake), far within the 2 s that
+     * each attempt is given, so the first attempt that times out says the queue is full; it stays full while nothing
+     * accepts.
+     */
+    List<Socket> fillAcceptQueue() throws IOException {
+        List<Socket> queued = new ArrayList<>();
+        for (int i = 0; i < 64; i++) {
+            Socket socket = new Socket();
+            try {
+                socket.connect(server.getAddress(), 2_000);
+            } catch (SocketTimeoutException e) {
+                socket.close();
+                return queued;
+            }
+            queued.add(socket);
+        }
+        for (Socket socket : queued) {
+            socket.close();
+        }
+        throw new AssertionError("the accept queue took " + queued.size() + " connections and still took more: "
+                + "this kernel does not drop connection attempts when a listener's accept queue is full");
     }
 
     String url() {
