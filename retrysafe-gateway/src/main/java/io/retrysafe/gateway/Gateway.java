@@ -20,11 +20,16 @@ import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.eclipse.jetty.client.HttpClient;
 import org.eclipse.jetty.ee10.servlet.FilterHolder;
 import org.eclipse.jetty.ee10.servlet.ServletContextHandler;
@@ -34,12 +39,14 @@ import org.eclipse.jetty.server.HttpConnectionFactory;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
 import org.eclipse.jetty.server.handler.GracefulHandler;
+import org.eclipse.jetty.util.component.Graceful;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 
 /**
  * The running gateway: Jetty with, in front of the forwarding servlet, each route's {@link RetrySafeFilter} on the
  * configured store. {@link #close()} stops taking requests, lets those in flight finish (up to the drain timeout,
- * so their records are completed or released), then closes the store.
+ * so their records are completed or released), gives up those still waiting for the upstream's answer past it (their
+ * outcome is unknown: answered so, their keys kept in progress until their leases end), then closes the store.
  */
 public final class Gateway implements AutoCloseable {
     /** The engine's name: the {@code name} tag of every metric. */
@@ -47,17 +54,22 @@ public final class Gateway implements AutoCloseable {
     /** The realm of the challenge a {@code 401} carries. */
     private static final String REALM = "retrysafe-gateway";
     private static final System.Logger LOG = System.getLogger(Gateway.class.getName());
+    /** Past the drain timeout, how long the requests given up on may take to write their answers. */
+    private static final Duration GIVEN_UP_ANSWER_BOUND = Duration.ofSeconds(5);
 
     private final Server server;
     private final HttpClient client;
     private final Stores.Opened store;
     private final ServerConnector connector;
+    private final Duration drainTimeout;
 
-    private Gateway(Server server, ServerConnector connector, HttpClient client, Stores.Opened store) {
+    private Gateway(Server server, ServerConnector connector, HttpClient client, Stores.Opened store,
+            Duration drainTimeout) {
         this.server = server;
         this.connector = connector;
         this.client = client;
         this.store = store;
+        this.drainTimeout = drainTimeout;
     }
 
     /** Opens the store, starts the client and the server; on any failure, closes what it had opened. */
@@ -130,7 +142,7 @@ public final class Gateway implements AutoCloseable {
             server.setHandler(new GracefulHandler(context));
             server.setStopTimeout(config.listen().drainTimeout().toMillis());
             server.start();
-            return new Gateway(server, connector, client, store);
+            return new Gateway(server, connector, client, store, config.listen().drainTimeout());
         } catch (Exception | Error e) {
             if (server != null) {
                 stopQuietly(server);
@@ -141,7 +153,7 @@ public final class Gateway implements AutoCloseable {
         }
     }
 
-    private static OperationPolicy policy(java.time.Duration lease, java.time.Duration retention,
+    private static OperationPolicy policy(Duration lease, Duration retention,
             GatewayConfig.Idempotency defaults) {
         return OperationPolicy.custom().retention(retention).leaseTtl(lease).waitForResult(defaults.waitForResult())
                 .build();
@@ -174,6 +186,7 @@ public final class Gateway implements AutoCloseable {
     @Override
     public void close() {
         // Graceful: no new requests; those in flight finish (up to the drain timeout) and settle their records.
+        drain();
         stopQuietly(server);
         stopQuietly(client);
         try {
@@ -181,6 +194,34 @@ public final class Gateway implements AutoCloseable {
         } catch (Exception e) {
             LOG.log(Level.WARNING, () -> "closing the store failed: " + e);
         }
+    }
+
+    /**
+     * Stops taking connections and waits, up to the drain timeout, for the requests in flight. Past it, the exchanges
+     * with the upstream still waiting for its answer are given up by stopping the client, while the clients'
+     * connections are still open: each of those requests was sent, so its outcome is unknown, and it answers
+     * {@code 503 /problems/outcome-unknown} with its key kept in progress until its lease ends (one not sent yet, still
+     * connecting, answers {@code 503 /problems/upstream-unavailable} and its key is released). The server's stop then
+     * waits for those answers, up to {@link #GIVEN_UP_ANSWER_BOUND}, before it closes the connections. Stopping the
+     * server alone would close them first: the client would get no answer, and the request threads would be
+     * interrupted later.
+     */
+    private void drain() {
+        CompletableFuture<Void> drained = Graceful.shutdown(server);
+        try {
+            drained.get(drainTimeout.toMillis(), TimeUnit.MILLISECONDS);
+            return;
+        } catch (TimeoutException e) {
+            LOG.log(Level.WARNING, () -> "requests still in flight after the drain timeout of " + drainTimeout
+                    + ": those waiting for the upstream's answer are given up; their keys stay in progress until "
+                    + "their leases end");
+        } catch (ExecutionException e) {
+            LOG.log(Level.WARNING, () -> "draining the requests in flight failed: " + e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        stopQuietly(client);
+        server.setStopTimeout(GIVEN_UP_ANSWER_BOUND.toMillis());
     }
 
     private static void stopQuietly(org.eclipse.jetty.util.component.LifeCycle lifeCycle) {

@@ -9,6 +9,7 @@ import io.retrysafe.testservices.ChildJvm;
 import io.retrysafe.testservices.TestDatabases;
 import java.io.IOException;
 import java.net.ServerSocket;
+import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -24,6 +25,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -31,7 +33,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The gateway as a process of its own ({@link GatewayMain}, as the runnable jar starts it), on PostgreSQL: killed
- * with SIGKILL under load and started again, and stopped with SIGTERM while a request is in flight.
+ * with SIGKILL under load and started again, and stopped with SIGTERM while a request is in flight, answered within the
+ * drain timeout or not.
  */
 class GatewayProcessIT {
     private static final Duration START = Duration.ofSeconds(60);
@@ -167,15 +170,7 @@ class GatewayProcessIT {
         ChildJvm gateway = startGateway();
         GatewayHttp client = new GatewayHttp(port);
         String key = UUID.randomUUID().toString();
-        CompletableFuture<HttpResponse<String>> inFlight = CompletableFuture.supplyAsync(() -> {
-            try {
-                return client.send(client.post("/payments?block=" + key, null, key, "{\"amount\":1}")
-                        .header("X-Tenant", TENANT));
-            } catch (IOException | InterruptedException e) {
-                throw new IllegalStateException(e);
-            }
-        });
-        awaitCondition(() -> upstream.calls(key) == 1, Duration.ofSeconds(30), "the request at the upstream");
+        CompletableFuture<HttpResponse<String>> inFlight = heldAtTheUpstream(client, key);
 
         CompletableFuture<Integer> exit = CompletableFuture.supplyAsync(() -> {
             try {
@@ -193,6 +188,49 @@ class GatewayProcessIT {
         JdbcIdempotencyStore records = JdbcIdempotencyStore.builder(TestDatabases.postgres()).table(table).build();
         assertThat(records.inspect(IdempotencyKey.of("header:X-Tenant:" + TENANT + "|POST /payments", key))
                 .orElseThrow().status()).isEqualTo(RecordStatus.COMPLETED);
+    }
+
+    @Test
+    void sigtermWithARequestUnansweredPastTheDrainTimeoutAnswersOutcomeUnknownAndKeepsItsKeyInProgress()
+            throws Exception {
+        Files.writeString(config, Files.readString(config).replace("drain-timeout: 20s", "drain-timeout: 1s"));
+        ChildJvm gateway = startGateway();
+        GatewayHttp client = new GatewayHttp(port);
+        String key = UUID.randomUUID().toString();
+        CompletableFuture<HttpResponse<String>> inFlight = heldAtTheUpstream(client, key);
+
+        // The upstream holds its answer past the drain timeout (1s).
+        assertThat(gateway.terminate()).as("exit status after SIGTERM").isEqualTo(143);
+
+        // The request was sent: it may have taken effect, so its key is not released, and the client is told so.
+        HttpResponse<String> answer = inFlight.get(30, TimeUnit.SECONDS);
+        GatewayHttp.assertProblem(answer, 503, "/problems/outcome-unknown");
+        assertThat(answer.headers().firstValue("Retry-After")).as("the lease").hasValue("2");
+        JdbcIdempotencyStore records = JdbcIdempotencyStore.builder(TestDatabases.postgres()).table(table).build();
+        IdempotencyKey id = IdempotencyKey.of("header:X-Tenant:" + TENANT + "|POST /payments", key);
+        assertThat(records.inspect(id).orElseThrow().status()).isEqualTo(RecordStatus.IN_PROGRESS);
+
+        // Once its lease has ended (no longer renewed), a retry is sent again, as the next attempt.
+        upstream.release(key);
+        startGateway();
+        AtomicReference<HttpResponse<String>> retried = new AtomicReference<>();
+        org.awaitility.Awaitility.await("the retry once the lease ended").atMost(Duration.ofSeconds(30))
+                .pollInterval(Duration.ofMillis(200)).until(() -> {
+                    HttpResponse<String> r;
+                    try {
+                        r = client.send(payment(client, key));
+                    } catch (IOException e) {
+                        return false; // a connection to the stopped gateway, kept by the client: try again
+                    }
+                    if (r.statusCode() != 201) {
+                        GatewayHttp.assertProblem(r, 409, "/problems/request-in-progress");
+                        return false;
+                    }
+                    retried.set(r);
+                    return true;
+                });
+        assertThat(retried.get().body()).contains("\"attempt\":\"2\"");
+        assertThat(upstream.calls(key)).isEqualTo(2);
     }
 
     @Test
@@ -215,6 +253,23 @@ class GatewayProcessIT {
                 .header("X-Tenant", TENANT));
         assertThat(replay.headers().firstValue("Idempotent-Replay-Body-Omitted")).hasValue(Long.toString(size));
         assertThat(upstream.calls(key)).isEqualTo(1);
+    }
+
+    /** Sends, on another thread, a payment the upstream holds until the key is released; returns once it is held. */
+    private CompletableFuture<HttpResponse<String>> heldAtTheUpstream(GatewayHttp client, String key) {
+        CompletableFuture<HttpResponse<String>> answer = CompletableFuture.supplyAsync(() -> {
+            try {
+                return client.send(payment(client, key));
+            } catch (IOException | InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        awaitCondition(() -> upstream.calls(key) == 1, Duration.ofSeconds(30), "the request at the upstream");
+        return answer;
+    }
+
+    private static HttpRequest.Builder payment(GatewayHttp client, String key) {
+        return client.post("/payments?block=" + key, null, key, "{\"amount\":1}").header("X-Tenant", TENANT);
     }
 
     private int inFlight() {
