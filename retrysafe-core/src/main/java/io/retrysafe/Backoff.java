@@ -12,7 +12,7 @@ import java.util.concurrent.ThreadLocalRandom;
  * delay or a test can rely on.
  *
  * <p>Every place in RetrySafe that backs off uses this one type: the retrying client, the message
- * inbox, the Redis circuit breaker, the engine's wait for a key in flight.
+ * inbox, the NATS publisher, the Redis circuit breaker, the engine's wait for a key in flight.
  *
  * @param initial    the wait before the first retry; positive
  * @param max        no wait is longer; at least {@code initial}

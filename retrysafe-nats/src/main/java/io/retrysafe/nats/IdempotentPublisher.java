@@ -5,6 +5,7 @@ import io.nats.client.JetStreamApiException;
 import io.nats.client.PublishOptions;
 import io.nats.client.api.PublishAck;
 import io.nats.client.impl.Headers;
+import io.retrysafe.Backoff;
 import io.retrysafe.IdempotencyKeys;
 import io.retrysafe.KeyRules;
 import io.retrysafe.internal.Require;
@@ -37,24 +38,27 @@ import java.time.Duration;
  * <p>Immutable and thread-safe.
  */
 public final class IdempotentPublisher {
-    public static final int DEFAULT_ATTEMPTS = 3;
-    public static final Duration DEFAULT_RETRY_DELAY = Duration.ofMillis(200);
+    public static final int DEFAULT_MAX_ATTEMPTS = 3;
+    /** 200 ms before each retry, no jitter: the attempts stay well inside the default duplicate window. */
+    public static final Backoff DEFAULT_BACKOFF = Backoff.fixed(Duration.ofMillis(200));
 
     private static final System.Logger LOG = System.getLogger(IdempotentPublisher.class.getName());
 
     private final JetStream jetStream;
-    private final int attempts;
-    private final Duration retryDelay;
+    private final int maxAttempts;
+    private final Backoff backoff;
+    private final Pause pause;
     private final String expectedStream;
 
     private IdempotentPublisher(Builder b) {
         this.jetStream = b.jetStream;
-        this.attempts = b.attempts == null ? DEFAULT_ATTEMPTS : b.attempts;
-        this.retryDelay = b.retryDelay == null ? DEFAULT_RETRY_DELAY : b.retryDelay;
+        this.maxAttempts = b.maxAttempts == null ? DEFAULT_MAX_ATTEMPTS : b.maxAttempts;
+        this.backoff = b.backoff == null ? DEFAULT_BACKOFF : b.backoff;
+        this.pause = b.pause == null ? Pause.THREAD_SLEEP : b.pause;
         this.expectedStream = b.expectedStream;
     }
 
-    /** A publisher with the defaults: {@value #DEFAULT_ATTEMPTS} attempts, 200 ms apart. */
+    /** A publisher with the defaults: {@value #DEFAULT_MAX_ATTEMPTS} attempts, 200 ms apart. */
     public static IdempotentPublisher of(JetStream jetStream) {
         return builder(jetStream).build();
     }
@@ -71,8 +75,8 @@ public final class IdempotentPublisher {
     /**
      * Publishes {@code payload} with {@code Nats-Msg-Id: key} and waits for the stream's
      * acknowledgement. A failure to get one ({@link IOException}: a time-out, no stream answering, a
-     * connection lost) is retried with the same key up to the configured number of attempts; an
-     * answer of the server ({@link JetStreamApiException}: a wrong expected stream, a full stream) is
+     * connection lost) is retried with the same key up to {@code maxAttempts} times in all, after the
+     * back-off's delay; an answer of the server ({@link JetStreamApiException}: a wrong expected stream, a full stream) is
      * not retried.
      *
      * @param key a valid key ({@link KeyRules#DEFAULT}: 1 to 255 printable ASCII characters), the same
@@ -95,7 +99,7 @@ public final class IdempotentPublisher {
         }
         PublishOptions publishOptions = options.build();
         IOException failure = null;
-        for (int attempt = 1; attempt <= attempts; attempt++) {
+        for (int attempt = 1; attempt <= maxAttempts; attempt++) {
             try {
                 PublishAck ack = jetStream.publish(subject, headers, payload, publishOptions);
                 if (attempt > 1 || ack.isDuplicate()) {
@@ -110,65 +114,82 @@ public final class IdempotentPublisher {
                 } else {
                     failure.addSuppressed(e);
                 }
-                if (attempt < attempts) {
+                if (attempt < maxAttempts) {
                     int n = attempt;
-                    LOG.log(Level.WARNING, () -> "publish to " + subject + " failed on attempt " + n + " of " + attempts
-                            + "; retrying with the same Nats-Msg-Id in " + retryDelay + ": " + e);
-                    pause();
+                    Duration delay = backoff.delay(attempt);
+                    LOG.log(Level.WARNING, () -> "publish to " + subject + " failed on attempt " + n + " of "
+                            + maxAttempts + "; retrying with the same Nats-Msg-Id in " + delay + ": " + e);
+                    pause(delay);
                 }
             }
         }
         throw failure;
     }
 
-    private void pause() throws InterruptedIOException {
+    private void pause(Duration delay) throws InterruptedIOException {
         try {
-            Thread.sleep(retryDelay.toMillis());
+            pause.sleep(delay);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new InterruptedIOException("interrupted between publish attempts");
         }
     }
 
-    public int attempts() {
-        return attempts;
+    public int maxAttempts() {
+        return maxAttempts;
     }
 
-    public Duration retryDelay() {
-        return retryDelay;
+    public Backoff backoff() {
+        return backoff;
     }
 
     @Override
     public String toString() {
-        return "IdempotentPublisher[attempts=" + attempts + ", retryDelay=" + retryDelay + ", expectedStream="
+        return "IdempotentPublisher[maxAttempts=" + maxAttempts + ", backoff=" + backoff + ", expectedStream="
                 + expectedStream + "]";
+    }
+
+    /** How the publisher waits between attempts; a test gives one that records the waits and returns at once. */
+    @FunctionalInterface
+    interface Pause {
+        Pause THREAD_SLEEP = delay -> Thread.sleep(delay.toMillis(), delay.toNanosPart() % 1_000_000);
+
+        void sleep(Duration delay) throws InterruptedException;
     }
 
     /** Builds an {@link IdempotentPublisher}; each value may be set once. */
     public static final class Builder {
         private final JetStream jetStream;
-        private Integer attempts;
-        private Duration retryDelay;
+        private Integer maxAttempts;
+        private Backoff backoff;
+        private Pause pause;
         private String expectedStream;
 
         private Builder(JetStream jetStream) {
             this.jetStream = Require.notNull(jetStream, "jetStream");
         }
 
-        /** Publishes per call, the first included; 1 disables retrying. Default {@value IdempotentPublisher#DEFAULT_ATTEMPTS}. */
-        public Builder attempts(int attempts) {
-            Require.unset(this.attempts, "attempts");
-            this.attempts = Require.between(attempts, 1, 100, "attempts");
+        /** Publishes per call, the first included; 1 disables retrying. Default {@value IdempotentPublisher#DEFAULT_MAX_ATTEMPTS}. */
+        public Builder maxAttempts(int maxAttempts) {
+            Require.unset(this.maxAttempts, "maxAttempts");
+            this.maxAttempts = Require.between(maxAttempts, 1, 100, "maxAttempts");
             return this;
         }
 
         /**
-         * The pause between attempts; default 200 ms. Attempts must all fall inside the stream's
-         * duplicate window for the server to drop the copies.
+         * The wait before each retry; by default {@link IdempotentPublisher#DEFAULT_BACKOFF} (200 ms).
+         * Attempts must all fall inside the stream's duplicate window for the server to drop the copies.
          */
-        public Builder retryDelay(Duration retryDelay) {
-            Require.unset(this.retryDelay, "retryDelay");
-            this.retryDelay = Require.notNegative(retryDelay, "retryDelay");
+        public Builder backoff(Backoff backoff) {
+            Require.unset(this.backoff, "backoff");
+            this.backoff = Require.notNull(backoff, "backoff");
+            return this;
+        }
+
+        /** For tests: how the publisher waits; by default {@link Thread#sleep}. */
+        Builder pause(Pause pause) {
+            Require.unset(this.pause, "pause");
+            this.pause = Require.notNull(pause, "pause");
             return this;
         }
 

@@ -175,7 +175,7 @@ class NatsProcessingIT {
             RetrySafeJetStreamConsumer push = RetrySafeJetStreamConsumer.push(nats, processor(b -> b))
                     .stream(shortWindow).durable(durable).closeTimeout(Duration.ofSeconds(10)).start();
             toClose.add(push);
-            IdempotentPublisher publisher = IdempotentPublisher.builder(js).attempts(1).build();
+            IdempotentPublisher publisher = IdempotentPublisher.builder(js).maxAttempts(1).build();
             String key = IdempotencyKeys.uuidV7();
             byte[] payload = "refund 9".getBytes(UTF_8);
 
