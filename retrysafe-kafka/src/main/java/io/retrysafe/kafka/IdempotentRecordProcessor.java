@@ -94,7 +94,7 @@ public final class IdempotentRecordProcessor<K, V> {
         String position = record.topic() + "-" + record.partition() + "@" + record.offset();
         String messageId;
         try {
-            messageId = messageIds.messageId(record);
+            messageId = messageIds.idOf(record);
         } catch (InvalidKeyException e) {
             return inbox.refuse(Delivery.of(scope, null, null, position), e, deadLetter -> publish(record, deadLetter));
         }

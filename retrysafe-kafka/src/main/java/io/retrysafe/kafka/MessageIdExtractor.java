@@ -37,7 +37,7 @@ public interface MessageIdExtractor {
      * @throws InvalidKeyException if the record carries an id that cannot be one (dead-lettered as
      *     {@link io.retrysafe.inbox.DeadLetterReason#INVALID_MESSAGE_ID})
      */
-    String messageId(ConsumerRecord<?, ?> record);
+    String idOf(ConsumerRecord<?, ?> record);
 
     /** The {@value #DEFAULT_HEADER} header. */
     static MessageIdExtractor defaultHeader() {
@@ -53,7 +53,7 @@ public interface MessageIdExtractor {
         Require.notBlank(name, "name");
         return new MessageIdExtractor() {
             @Override
-            public String messageId(ConsumerRecord<?, ?> record) {
+            public String idOf(ConsumerRecord<?, ?> record) {
                 List<byte[]> values = new ArrayList<>(1);
                 for (Header header : record.headers().headers(name)) {
                     if (header.value() != null) {
@@ -101,7 +101,7 @@ public interface MessageIdExtractor {
     static MessageIdExtractor topicPartitionOffset() {
         return new MessageIdExtractor() {
             @Override
-            public String messageId(ConsumerRecord<?, ?> record) {
+            public String idOf(ConsumerRecord<?, ?> record) {
                 return record.partition() + "@" + record.offset();
             }
 

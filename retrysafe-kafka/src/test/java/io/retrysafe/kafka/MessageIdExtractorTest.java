@@ -12,28 +12,28 @@ class MessageIdExtractorTest {
 
     @Test
     void theDefaultHeaderIsIdempotencyKey() {
-        assertThat(MessageIdExtractor.defaultHeader().messageId(TestRecords.record("orders", 1, "msg-1", "v")))
+        assertThat(MessageIdExtractor.defaultHeader().idOf(TestRecords.record("orders", 1, "msg-1", "v")))
                 .isEqualTo("msg-1");
         assertThat(MessageIdExtractor.defaultHeader()).hasToString("header(idempotency-key)");
     }
 
     @Test
     void aRecordWithoutTheHeaderHasNoId() {
-        assertThat(MessageIdExtractor.defaultHeader().messageId(TestRecords.record("orders", 1, null, "v"))).isNull();
+        assertThat(MessageIdExtractor.defaultHeader().idOf(TestRecords.record("orders", 1, null, "v"))).isNull();
     }
 
     @Test
     void aHeaderWithoutValueIsNoId() {
         ConsumerRecord<String, String> record = TestRecords.record("orders", 1, null, "v");
         record.headers().add(MessageIdExtractor.DEFAULT_HEADER, null);
-        assertThat(MessageIdExtractor.defaultHeader().messageId(record)).isNull();
+        assertThat(MessageIdExtractor.defaultHeader().idOf(record)).isNull();
     }
 
     @Test
     void theHeaderTwiceIsRefused() {
         ConsumerRecord<String, String> record = TestRecords.record("orders", 1, "msg-1", "v");
         record.headers().add(MessageIdExtractor.DEFAULT_HEADER, "msg-2".getBytes(StandardCharsets.UTF_8));
-        assertThatThrownBy(() -> MessageIdExtractor.defaultHeader().messageId(record))
+        assertThatThrownBy(() -> MessageIdExtractor.defaultHeader().idOf(record))
                 .isInstanceOfSatisfying(InvalidKeyException.class,
                         e -> assertThat(e.rule()).isEqualTo(InvalidKeyException.Rule.MULTIPLE_VALUES))
                 .hasMessage("header idempotency-key must have one value, but had 2");
@@ -43,7 +43,7 @@ class MessageIdExtractorTest {
     void bytesThatAreNotUtf8AreRefused() {
         ConsumerRecord<String, String> record = TestRecords.record("orders", 1, null, "v");
         record.headers().add("id", new byte[] {'a', (byte) 0xff});
-        assertThatThrownBy(() -> MessageIdExtractor.header("id").messageId(record))
+        assertThatThrownBy(() -> MessageIdExtractor.header("id").idOf(record))
                 .isInstanceOfSatisfying(InvalidKeyException.class,
                         e -> assertThat(e.rule()).isEqualTo(InvalidKeyException.Rule.MALFORMED))
                 .hasMessage("header id is not UTF-8");
@@ -53,12 +53,12 @@ class MessageIdExtractorTest {
     void cloudEventsIdIsTheCeIdHeader() {
         ConsumerRecord<String, String> record = TestRecords.record("orders", 1, "not this one", "v");
         record.headers().add("ce_id", "A234-1234-1234".getBytes(StandardCharsets.UTF_8));
-        assertThat(MessageIdExtractor.cloudEventsId().messageId(record)).isEqualTo("A234-1234-1234");
+        assertThat(MessageIdExtractor.cloudEventsId().idOf(record)).isEqualTo("A234-1234-1234");
     }
 
     @Test
     void topicPartitionOffsetIsThePositionWithinTheTopic() {
-        assertThat(MessageIdExtractor.topicPartitionOffset().messageId(TestRecords.record("orders", 42, null, "v")))
+        assertThat(MessageIdExtractor.topicPartitionOffset().idOf(TestRecords.record("orders", 42, null, "v")))
                 .isEqualTo("0@42");
     }
 

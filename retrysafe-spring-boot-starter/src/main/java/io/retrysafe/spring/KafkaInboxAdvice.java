@@ -120,7 +120,7 @@ final class KafkaInboxAdvice implements MethodInterceptor {
             String messageId = null;
             InvalidKeyException unreadableId = null;
             try {
-                messageId = in.messageIds().messageId(record);
+                messageId = in.messageIds().idOf(record);
             } catch (InvalidKeyException e) {
                 unreadableId = e; // several ids, or one that is not text: the inbox refuses it
             }
@@ -159,7 +159,7 @@ final class KafkaInboxAdvice implements MethodInterceptor {
     /** The record's message id as the inbox sees it (unchecked), or null; for telling copies in a batch apart. */
     String messageId(Inboxes in, ConsumerRecord<?, ?> record) {
         try {
-            return in.messageIds().messageId(record);
+            return in.messageIds().idOf(record);
         } catch (InvalidKeyException e) {
             return null;
         }
