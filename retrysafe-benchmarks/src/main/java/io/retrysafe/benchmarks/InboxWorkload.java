@@ -188,18 +188,21 @@ final class InboxWorkload implements AutoCloseable {
 
         JdbcIdempotencyStore store = JdbcIdempotencyStore.builder(dataSource).table(RECORD_TABLE).build();
         store.createSchema();
-        TransactionalRetrySafe inbox = TransactionalRetrySafe.of(RetrySafe.builder(store).name("bench-inbox").build());
-        this.processor = IdempotentRecordProcessor.<String, String>builder(inbox, GROUP, this::handle)
+        // InboxDuplicates injects one failure per message: no in-process retry hides it.
+        Inbox inbox = Inbox.builder(TransactionalRetrySafe.of(RetrySafe.builder(store).name("bench-inbox").build()))
+                .maxAttempts(1).build();
+        this.processor = IdempotentRecordProcessor.<String, String>builder(inbox, this::handle)
+                .consumerGroup(GROUP)
                 .messageIds(MessageIdExtractor.defaultHeader())
-                .maxAttempts(1) // InboxDuplicates injects one failure per message: no in-process retry hides it
                 .deadLetters(deadLetter -> { }) // only InboxDuplicates' injected failures end here
                 .build();
 
-        this.rabbit = RabbitInbox.builder(Inbox.builder(inbox).maxAttempts(1).build(), GROUP,
+        this.rabbit = RabbitInbox.builder(inbox,
                         (delivery, connection, attempt) -> book(connection,
                                 parse(attempt.key().value(), new String(delivery.getBody(), StandardCharsets.UTF_8)),
                                 delivery.getProperties().getHeaders() != null
                                         && delivery.getProperties().getHeaders().containsKey(FAIL_HEADER)))
+                .consumerName(GROUP)
                 // No broker here: an injected failure's dead letter is not confirmed, and the result is "retry later".
                 .deadLetters(ConfirmedPublisher.of(() -> {
                     throw new IllegalStateException("the benchmark has no broker for dead letters");

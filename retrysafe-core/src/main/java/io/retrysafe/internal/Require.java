@@ -52,6 +52,13 @@ public final class Require {
         return value;
     }
 
+    /** A builder value without a default: {@code build()} refuses to go on without it, and says why it is needed. */
+    public static void set(Object value, String name, String why) {
+        if (value == null) {
+            throw new IllegalStateException(name + " must be set: " + why);
+        }
+    }
+
     /** A builder value may be set once: setting it twice is almost always a configuration mistake. */
     public static void unset(Object current, String name) {
         if (current != null) {

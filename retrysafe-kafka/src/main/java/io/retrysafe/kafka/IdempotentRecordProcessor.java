@@ -1,21 +1,16 @@
 package io.retrysafe.kafka;
 
-import io.retrysafe.Backoff;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.InvalidKeyException;
-import io.retrysafe.KeyRules;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.inbox.DeadLetterHeaders;
 import io.retrysafe.inbox.Delivery;
 import io.retrysafe.inbox.Inbox;
-import io.retrysafe.inbox.InboxListener;
 import io.retrysafe.inbox.InboxResult;
-import io.retrysafe.inbox.PayloadBytes;
+import io.retrysafe.inbox.RetryStyle;
 import io.retrysafe.internal.Require;
-import io.retrysafe.jdbc.TransactionalRetrySafe;
 import java.nio.charset.StandardCharsets;
 import java.util.function.UnaryOperator;
-import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.Headers;
@@ -31,9 +26,10 @@ import org.apache.kafka.common.utils.Bytes;
  *
  * <pre>{@code
  * JdbcIdempotencyStore store = JdbcIdempotencyStore.builder(dataSource).build();
- * TransactionalRetrySafe transactional = TransactionalRetrySafe.of(RetrySafe.builder(store).name("orders").build());
+ * Inbox inbox = Inbox.builder(TransactionalRetrySafe.of(RetrySafe.builder(store).name("orders").build())).build();
  * IdempotentRecordProcessor<String, String> processor = IdempotentRecordProcessor
- *         .<String, String>builder(transactional, "shipping", (record, connection, attempt) -> ship(connection, record.value()))
+ *         .<String, String>builder(inbox, (record, connection, attempt) -> ship(connection, record.value()))
+ *         .consumerGroup("shipping")
  *         .deadLetters(DeadLetterPublisher.of(producer))
  *         .build();
  * InboxResult result = processor.process(record);   // from a poll loop, or a Spring listener
@@ -45,8 +41,8 @@ import org.apache.kafka.common.utils.Bytes;
  * ({@link Bytes} read as its bytes); a dead letter is a copy of the record (key, value, headers)
  * with the inbox's {@link DeadLetterHeaders} as UTF-8 headers, sent to the dead-letter topic and
  * acknowledged before the result is returned. Everything else (results, retries with back-off on the
- * caller's thread, reasons, headers) is the inbox's: keep {@code maxAttempts} and the back-off well
- * inside the consumer's {@code max.poll.interval.ms}. Thread-safe.
+ * caller's thread, reasons, headers, the payload rule) is the inbox's: keep its {@code maxAttempts} and
+ * back-off well inside the consumer's {@code max.poll.interval.ms}. Thread-safe.
  */
 public final class IdempotentRecordProcessor<K, V> {
     public static final String DEFAULT_DEAD_LETTER_SUFFIX = ".DLT";
@@ -61,7 +57,7 @@ public final class IdempotentRecordProcessor<K, V> {
     private final UnaryOperator<String> deadLetterTopic;
 
     private IdempotentRecordProcessor(Builder<K, V> b) {
-        this.inbox = b.inbox.build();
+        this.inbox = b.inbox;
         this.consumerGroup = b.consumerGroup;
         this.handler = b.handler;
         this.messageIds = b.messageIds != null ? b.messageIds : MessageIdExtractor.defaultHeader();
@@ -70,15 +66,14 @@ public final class IdempotentRecordProcessor<K, V> {
     }
 
     /**
-     * @param transactional the engine in transactional mode on the database the handler writes to; its
-     *     policy's retention is how long a message id is remembered, and must outlast every
-     *     redelivery and producer retry (the default 24 h)
-     * @param consumerGroup the consumer's {@code group.id}: each group processes a message once
+     * @param inbox   the inbox on the database the handler writes to, {@link RetryStyle#IN_PROCESS} (a
+     *                record has no delivery count); its engine's retention is how long a message id is
+     *                remembered, and must outlast every redelivery and producer retry (the default 24 h)
      * @param handler the work for one record
+     * @throws IllegalArgumentException if the inbox retries by broker redelivery
      */
-    public static <K, V> Builder<K, V> builder(TransactionalRetrySafe transactional, String consumerGroup,
-            RecordHandler<K, V> handler) {
-        return new Builder<>(transactional, consumerGroup, handler);
+    public static <K, V> Builder<K, V> builder(Inbox inbox, RecordHandler<K, V> handler) {
+        return new Builder<>(inbox, handler);
     }
 
     /**
@@ -163,24 +158,29 @@ public final class IdempotentRecordProcessor<K, V> {
                 + inbox + "]";
     }
 
-    /** Builds an {@link IdempotentRecordProcessor}; each value may be set once. The inbox's options are the {@link Inbox.Builder}'s. */
+    /** Builds an {@link IdempotentRecordProcessor}; each value may be set once. Retries, back-off and payload rule are the {@link Inbox}'s. */
     public static final class Builder<K, V> {
-        private final Inbox.Builder inbox;
-        private final String consumerGroup;
+        private final Inbox inbox;
         private final RecordHandler<K, V> handler;
+        private String consumerGroup;
         private MessageIdExtractor messageIds;
         private DeadLetterPublisher<K, V> deadLetters;
         private UnaryOperator<String> deadLetterTopic;
 
-        private Builder(TransactionalRetrySafe transactional, String consumerGroup, RecordHandler<K, V> handler) {
-            this.inbox = Inbox.builder(transactional);
-            this.consumerGroup = Require.notBlank(consumerGroup, "consumerGroup");
+        private Builder(Inbox inbox, RecordHandler<K, V> handler) {
+            this.inbox = Require.notNull(inbox, "inbox");
             this.handler = Require.notNull(handler, "handler");
+            if (inbox.retryStyle() != RetryStyle.IN_PROCESS) {
+                throw new IllegalArgumentException("Kafka retries a failed handler in the consumer's thread (a record "
+                        + "has no delivery count to number redeliveries by): the inbox's retry style must be IN_PROCESS, "
+                        + "but was " + inbox.retryStyle());
+            }
         }
 
-        /** Where connections come from; by default the store's data source. It must be the store's database. */
-        public Builder<K, V> dataSource(DataSource dataSource) {
-            inbox.dataSource(dataSource);
+        /** The consumer's {@code group.id}: each group processes a message once. Required. */
+        public Builder<K, V> consumerGroup(String consumerGroup) {
+            Require.unset(this.consumerGroup, "consumerGroup");
+            this.consumerGroup = Require.notBlank(consumerGroup, "consumerGroup");
             return this;
         }
 
@@ -188,12 +188,6 @@ public final class IdempotentRecordProcessor<K, V> {
         public Builder<K, V> messageIds(MessageIdExtractor messageIds) {
             Require.unset(this.messageIds, "messageIds");
             this.messageIds = Require.notNull(messageIds, "messageIds");
-            return this;
-        }
-
-        /** What a message id must look like; by default {@link KeyRules#DEFAULT}. */
-        public Builder<K, V> keyRules(KeyRules keyRules) {
-            inbox.keyRules(keyRules);
             return this;
         }
 
@@ -211,39 +205,11 @@ public final class IdempotentRecordProcessor<K, V> {
             return this;
         }
 
-        /** How many times the handler runs for one record before it is dead-lettered; by default {@value Inbox#DEFAULT_MAX_ATTEMPTS}. */
-        public Builder<K, V> maxAttempts(int maxAttempts) {
-            inbox.maxAttempts(maxAttempts);
-            return this;
-        }
-
-        /** The wait before each retry, on the consumer's thread; by default {@link Inbox#DEFAULT_BACKOFF}. */
-        public Builder<K, V> backoff(Backoff backoff) {
-            inbox.backoff(backoff);
-            return this;
-        }
-
-        /**
-         * The bytes of a record's value that its fingerprint is computed over; needed for values other
-         * than {@code byte[]}, {@code String}, {@code ByteBuffer} and {@code Bytes}, for example
-         * {@code value -> serializer.serialize(topic, (Order) value)}. Must give the same bytes for the
-         * same message every time; a value it cannot turn into bytes (it throws) is dead-lettered.
-         */
-        public Builder<K, V> payloadBytes(PayloadBytes payloadBytes) {
-            inbox.payloadBytes(payloadBytes);
-            return this;
-        }
-
-        public Builder<K, V> listener(InboxListener listener) {
-            inbox.listener(listener);
-            return this;
-        }
-
+        /** @throws IllegalStateException if the consumer group or the dead letters are not set */
         public IdempotentRecordProcessor<K, V> build() {
-            if (deadLetters == null) {
-                throw new IllegalStateException("deadLetters must be set: a record that cannot be processed must go "
-                        + "somewhere, or its partition stops behind it");
-            }
+            Require.set(consumerGroup, "consumerGroup", "it is part of the scope kafka:<consumer group>:<topic>");
+            Require.set(deadLetters, "deadLetters", "a message given up must go somewhere, or its partition stops "
+                    + "behind it");
             String scopeWithoutTopic = SCOPE_PREFIX + consumerGroup + ":";
             if (scopeWithoutTopic.length() >= IdempotencyKey.MAX_SCOPE_LENGTH) {
                 throw new IllegalStateException("consumerGroup leaves no room for a topic in the scope kafka:<group>:"

@@ -13,6 +13,7 @@ import io.retrysafe.RetrySafe;
 import io.retrysafe.inbox.DeadLetterHeaders;
 import io.retrysafe.inbox.DeadLetterReason;
 import io.retrysafe.inbox.Delivery;
+import io.retrysafe.inbox.Inbox;
 import io.retrysafe.inbox.InboxListener;
 import io.retrysafe.inbox.InboxResult;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
@@ -338,27 +339,29 @@ class IdempotentConsumerLoopIT {
     }
 
     private RunningLoop start(String name, GroupProtocol protocol, int maxPollRecords,
-            UnaryOperator<IdempotentRecordProcessor.Builder<String, String>> options) {
+            UnaryOperator<Inbox.Builder> inboxOptions) {
         return start(name, protocol, maxPollRecords, (record, connection, attempt) -> Ledger.insert(connection, record,
-                name), options);
+                name), inboxOptions);
     }
 
     private RunningLoop start(String name, GroupProtocol protocol, int maxPollRecords,
             RecordHandler<String, String> handler,
-            UnaryOperator<IdempotentRecordProcessor.Builder<String, String>> options) {
+            UnaryOperator<Inbox.Builder> inboxOptions) {
         MicrometerRetrySafeListener metrics = MicrometerRetrySafeListener.builder(registry, ENGINE_NAME)
                 .source("kafka").build();
-        TransactionalRetrySafe inbox = TransactionalRetrySafe.of(
+        TransactionalRetrySafe transactional = TransactionalRetrySafe.of(
                 RetrySafe.builder(store).name(ENGINE_NAME).listener(metrics).build());
-        IdempotentRecordProcessor<String, String> processor = options.apply(IdempotentRecordProcessor
-                .builder(inbox, group, handler)
-                .deadLetters(DeadLetterPublisher.of(producer))
+        Inbox inbox = inboxOptions.apply(Inbox.builder(transactional)
                 .listener(new InboxListener() {
                     @Override
                     public void onResult(Delivery delivery, InboxResult result) {
                         seen.add(new Seen(name, delivery.messageId(), delivery.position(), result));
                     }
                 })).build();
+        IdempotentRecordProcessor<String, String> processor = IdempotentRecordProcessor.builder(inbox, handler)
+                .consumerGroup(group)
+                .deadLetters(DeadLetterPublisher.of(producer))
+                .build();
         IdempotentConsumerLoop<String, String> loop = IdempotentConsumerLoop
                 .builder(KAFKA.consumer(name, group, protocol, maxPollRecords), processor)
                 .topics(topic).pollTimeout(POLL_TIMEOUT).build();

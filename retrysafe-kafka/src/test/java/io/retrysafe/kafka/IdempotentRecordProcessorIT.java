@@ -9,6 +9,7 @@ import io.retrysafe.RetrySafe;
 import io.retrysafe.inbox.DeadLetterHeaders;
 import io.retrysafe.inbox.DeadLetterReason;
 import io.retrysafe.inbox.Delivery;
+import io.retrysafe.inbox.Inbox;
 import io.retrysafe.inbox.InboxListener;
 import io.retrysafe.inbox.InboxResult;
 import io.retrysafe.inbox.RetryReason;
@@ -45,7 +46,7 @@ class IdempotentRecordProcessorIT {
     private static final Duration LOCK_TIMEOUT = Duration.ofMillis(300);
 
     private static DataSource ds;
-    private static TransactionalRetrySafe inbox;
+    private static TransactionalRetrySafe transactional;
 
     private final List<ProducerRecord<String, String>> deadLetters = Collections.synchronizedList(new ArrayList<>());
     private final List<Integer> attempts = Collections.synchronizedList(new ArrayList<>());
@@ -58,7 +59,7 @@ class IdempotentRecordProcessorIT {
                 .build();
         store.createSchema();
         Ledger.createTable(ds);
-        inbox = TransactionalRetrySafe.of(RetrySafe.builder(store).name("kafka-processor-it").build());
+        transactional = TransactionalRetrySafe.of(RetrySafe.builder(store).name("kafka-processor-it").build());
     }
 
     @BeforeEach
@@ -66,18 +67,23 @@ class IdempotentRecordProcessorIT {
         topic = "orders-" + UUID.randomUUID().toString().substring(0, 8);
     }
 
-    private IdempotentRecordProcessor<String, String> processor(
+    private IdempotentRecordProcessor<String, String> processor(UnaryOperator<Inbox.Builder> inboxOptions) {
+        return processor(inboxOptions, UnaryOperator.identity());
+    }
+
+    private IdempotentRecordProcessor<String, String> processor(UnaryOperator<Inbox.Builder> inboxOptions,
             UnaryOperator<IdempotentRecordProcessor.Builder<String, String>> options) {
-        return options.apply(IdempotentRecordProcessor.<String, String>builder(inbox, "shipping",
-                        (record, connection, attempt) -> {
-                            attempts.add(attempt.number());
-                            Ledger.insert(connection, record, "p");
-                            if (record.value().startsWith("fail once") && attempt.isFirst()) {
-                                throw new IllegalStateException("transient");
-                            }
-                        })
-                .deadLetters(deadLetters::add)
-                .backoff(Backoff.fixed(Duration.ofMillis(10))))
+        Inbox inbox = inboxOptions.apply(Inbox.builder(transactional).backoff(Backoff.fixed(Duration.ofMillis(10))))
+                .build();
+        return options.apply(IdempotentRecordProcessor.<String, String>builder(inbox, (record, connection, attempt) -> {
+                    attempts.add(attempt.number());
+                    Ledger.insert(connection, record, "p");
+                    if (record.value().startsWith("fail once") && attempt.isFirst()) {
+                        throw new IllegalStateException("transient");
+                    }
+                })
+                .consumerGroup("shipping")
+                .deadLetters(deadLetters::add))
                 .build();
     }
 
@@ -89,7 +95,7 @@ class IdempotentRecordProcessorIT {
         // Another consumer of the group (a rebalance moved the partition) is inside its transaction for this id.
         try (Connection holder = ds.getConnection()) {
             holder.setAutoCommit(false);
-            TransactionalRetrySafe.Joined<String> held = inbox.join(holder, processor.key(topic, "msg-held"),
+            TransactionalRetrySafe.Joined<String> held = transactional.join(holder, processor.key(topic, "msg-held"),
                     Fingerprint.sha256("ship 1".getBytes(StandardCharsets.UTF_8)), ResponseCodec.utf8(),
                     attempt -> "elsewhere-0@0");
             assertThat(held.commit()).isTrue();
@@ -145,7 +151,7 @@ class IdempotentRecordProcessorIT {
     @Test
     void topicPartitionOffsetCatchesARedeliveryButNotAProducerDuplicate() throws SQLException {
         IdempotentRecordProcessor<String, String> processor =
-                processor(b -> b.messageIds(MessageIdExtractor.topicPartitionOffset()));
+                processor(UnaryOperator.identity(), b -> b.messageIds(MessageIdExtractor.topicPartitionOffset()));
 
         assertThat(processor.process(TestRecords.record(topic, 5, null, "ship 1")))
                 .isEqualTo(new InboxResult.Processed(1));
@@ -162,7 +168,9 @@ class IdempotentRecordProcessorIT {
     void aDeadLetterThatIsNotAcknowledgedLeavesTheRecordToBeTriedAgain() {
         AtomicInteger sends = new AtomicInteger();
         IdempotentRecordProcessor<String, String> processor = IdempotentRecordProcessor.<String, String>builder(
-                        inbox, "shipping", (record, connection, attempt) -> attempts.add(attempt.number()))
+                        Inbox.builder(transactional).build(),
+                        (record, connection, attempt) -> attempts.add(attempt.number()))
+                .consumerGroup("shipping")
                 .deadLetters(deadLetter -> {
                     if (sends.incrementAndGet() == 1) {
                         throw new IllegalStateException("no leader for partition");
@@ -216,7 +224,9 @@ class IdempotentRecordProcessorIT {
     void aValueOfATypeThatCannotBeFingerprintedIsDeadLetteredWithoutRunningTheHandler() {
         List<ProducerRecord<String, Object>> objects = new ArrayList<>();
         IdempotentRecordProcessor<String, Object> processor = IdempotentRecordProcessor.<String, Object>builder(
-                        inbox, "shipping", (record, connection, attempt) -> attempts.add(attempt.number()))
+                        Inbox.builder(transactional).build(),
+                        (record, connection, attempt) -> attempts.add(attempt.number()))
+                .consumerGroup("shipping")
                 .deadLetters(objects::add)
                 .build();
         ConsumerRecord<String, Object> record = new ConsumerRecord<>(topic, 0, 3, null, 42);
@@ -236,7 +246,9 @@ class IdempotentRecordProcessorIT {
     void aBytesValueIsFingerprintedOverItsBytesLikeTheSameText() {
         IdempotentRecordProcessor<String, String> text = processor(UnaryOperator.identity());
         IdempotentRecordProcessor<String, Bytes> bytes = IdempotentRecordProcessor.<String, Bytes>builder(
-                        inbox, "shipping", (record, connection, attempt) -> attempts.add(attempt.number()))
+                        Inbox.builder(transactional).build(),
+                        (record, connection, attempt) -> attempts.add(attempt.number()))
+                .consumerGroup("shipping")
                 .deadLetters(deadLetter -> { })
                 .build();
         assertThat(text.process(TestRecords.record(topic, 0, "msg-1", "ship 1"))).isEqualTo(new InboxResult.Processed(1));

@@ -16,15 +16,16 @@ import org.postgresql.ds.PGSimpleDataSource;
 
 /** Configuration checks of the processor and the loop; no database and no broker is reached. */
 class IdempotentRecordProcessorTest {
-    private static final TransactionalRetrySafe INBOX = TransactionalRetrySafe.of(RetrySafe.builder(
+    private static final TransactionalRetrySafe TRANSACTIONAL = TransactionalRetrySafe.of(RetrySafe.builder(
             JdbcIdempotencyStore.builder(new PGSimpleDataSource()).dialect(JdbcDialect.POSTGRESQL).build()).build());
+    private static final Inbox INBOX = Inbox.builder(TRANSACTIONAL).build();
     private static final RecordHandler<String, String> HANDLER = (record, connection, attempt) -> {
     };
     private static final DeadLetterPublisher<String, String> NOWHERE = deadLetter -> {
     };
 
     private static IdempotentRecordProcessor.Builder<String, String> builder() {
-        return IdempotentRecordProcessor.builder(INBOX, "shipping", HANDLER);
+        return IdempotentRecordProcessor.builder(INBOX, HANDLER).consumerGroup("shipping");
     }
 
     @Test
@@ -40,26 +41,30 @@ class IdempotentRecordProcessorTest {
     }
 
     @Test
-    void deadLettersAreRequired() {
+    void deadLettersAndTheConsumerGroupAreRequired() {
         assertThatThrownBy(() -> builder().build()).isInstanceOf(IllegalStateException.class)
-                .hasMessageStartingWith("deadLetters must be set");
+                .hasMessage("deadLetters must be set: a message given up must go somewhere, or its partition stops "
+                        + "behind it");
+        assertThatThrownBy(() -> IdempotentRecordProcessor.builder(INBOX, HANDLER).deadLetters(NOWHERE).build())
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessage("consumerGroup must be set: it is part of the scope kafka:<consumer group>:<topic>");
     }
 
     @Test
     void eachValueIsSetOnce() {
-        assertThatThrownBy(() -> builder().maxAttempts(3).maxAttempts(4)).isInstanceOf(IllegalStateException.class)
-                .hasMessage("maxAttempts was already set to 3");
+        assertThatThrownBy(() -> builder().consumerGroup("billing")).isInstanceOf(IllegalStateException.class)
+                .hasMessage("consumerGroup was already set to shipping");
     }
 
     @Test
     void argumentsAreChecked() {
-        assertThatThrownBy(() -> builder().maxAttempts(0)).isInstanceOf(IllegalArgumentException.class)
-                .hasMessage("maxAttempts must be between 1 and 2147483647, but was 0");
-        assertThatThrownBy(() -> builder().backoff(null)).isInstanceOf(NullPointerException.class)
-                .hasMessage("backoff must not be null");
-        assertThatThrownBy(() -> IdempotentRecordProcessor.builder(INBOX, " ", HANDLER))
+        assertThatThrownBy(() -> IdempotentRecordProcessor.builder(INBOX, HANDLER).consumerGroup(" "))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("consumerGroup must not be blank, but was \" \"");
+        Inbox redelivering = Inbox.builder(TRANSACTIONAL).retryStyle(RetryStyle.BROKER_REDELIVERY).build();
+        assertThatThrownBy(() -> IdempotentRecordProcessor.builder(redelivering, HANDLER))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageEndingWith("the inbox's retry style must be IN_PROCESS, but was BROKER_REDELIVERY");
     }
 
     @Test

@@ -1,6 +1,7 @@
 package io.retrysafe.kafka;
 
 import io.retrysafe.RetrySafe;
+import io.retrysafe.inbox.Inbox;
 import io.retrysafe.inbox.tck.ContractHandler;
 import io.retrysafe.inbox.tck.Effects;
 import io.retrysafe.jdbc.JdbcDialect;
@@ -45,11 +46,12 @@ public final class KafkaContractChild {
         JdbcIdempotencyStore store = JdbcIdempotencyStore.builder(dataSource).dialect(JdbcDialect.POSTGRESQL)
                 .table(args[7]).build();
         ContractHandler work = Effects.childHandler(args[3]);
+        Inbox inbox = Inbox.builder(TransactionalRetrySafe.of(RetrySafe.builder(store).name("kafka-contract-child")
+                .build())).listener(Effects.holdAfterCommit()).build();
         IdempotentRecordProcessor<byte[], byte[]> processor = IdempotentRecordProcessor.<byte[], byte[]>builder(
-                        TransactionalRetrySafe.of(RetrySafe.builder(store).name("kafka-contract-child").build()), group,
-                        (record, connection, attempt) -> work.handle(record.value(), connection, attempt))
+                        inbox, (record, connection, attempt) -> work.handle(record.value(), connection, attempt))
+                .consumerGroup(group)
                 .deadLetters(DeadLetterPublisher.of(KafkaInboxContractIT.producer(bootstrap)))
-                .listener(Effects.holdAfterCommit())
                 .build();
         KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(
                 KafkaBroker.consumerConfig(bootstrap, group, GroupProtocol.CLASSIC, 10),

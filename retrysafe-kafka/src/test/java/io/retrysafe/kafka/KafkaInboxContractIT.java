@@ -1,6 +1,7 @@
 package io.retrysafe.kafka;
 
 import io.retrysafe.RetrySafe;
+import io.retrysafe.inbox.Inbox;
 import io.retrysafe.inbox.tck.ConsumerSpec;
 import io.retrysafe.inbox.tck.InboxHarness;
 import io.retrysafe.inbox.tck.OrderedInboxContract;
@@ -125,14 +126,16 @@ class KafkaInboxContractIT extends OrderedInboxContract {
         public InboxHarness.RunningConsumer consume(ConsumerSpec spec) {
             TransactionalRetrySafe transactional = TransactionalRetrySafe.of(
                     RetrySafe.builder(store).name("kafka-contract").build());
-            IdempotentRecordProcessor<byte[], byte[]> processor = IdempotentRecordProcessor.<byte[], byte[]>builder(
-                            transactional, group,
-                            (record, connection, attempt) -> spec.handler().handle(record.value(), connection, attempt))
-                    .deadLetters(DeadLetterPublisher.of(deadLetterProducer))
+            Inbox inbox = Inbox.builder(transactional)
                     .maxAttempts(spec.maxAttempts())
                     .backoff(spec.backoff())
                     .payloadBytes(spec.payloadBytes())
                     .listener(spec.listener())
+                    .build();
+            IdempotentRecordProcessor<byte[], byte[]> processor = IdempotentRecordProcessor.<byte[], byte[]>builder(
+                            inbox, (record, connection, attempt) -> spec.handler().handle(record.value(), connection, attempt))
+                    .consumerGroup(group)
+                    .deadLetters(DeadLetterPublisher.of(deadLetterProducer))
                     .build();
             KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(
                     KafkaBroker.consumerConfig(KAFKA.bootstrapServers(), group, GroupProtocol.CLASSIC, 10),

@@ -15,7 +15,6 @@ import io.retrysafe.inbox.RetryStyle;
 import io.retrysafe.internal.Require;
 import java.lang.System.Logger.Level;
 import java.util.Map;
-import java.util.Optional;
 import java.util.function.Consumer;
 
 /**
@@ -31,7 +30,7 @@ import java.util.function.Consumer;
  *         .build();
  * IdempotentMessageProcessor processor = IdempotentMessageProcessor.builder(inbox,
  *                 (msg, jdbc, attempt) -> insertOrder(jdbc, msg.getData()))          // same connection
- *         .deadLetter(nats.jetStream(), "orders.dlq")
+ *         .deadLetters(nats.jetStream(), "orders.dlq")
  *         .build();
  * RetrySafeJetStreamConsumer consumer = RetrySafeJetStreamConsumer.pull(nats, processor)
  *         .stream("ORDERS").durable("billing").start();
@@ -47,7 +46,7 @@ import java.util.function.Consumer;
  * <tr><th>{@link InboxResult}</th><th>JetStream</th></tr>
  * <tr><td>{@code Processed}, {@code Replayed}</td><td>{@code ack()}</td></tr>
  * <tr><td>{@code RetryLater}</td><td>{@code nakWithDelay(delay)}</td></tr>
- * <tr><td>{@code DeadLetter}</td><td>{@code term()}, after the dead letter was stored (when a dead-letter subject is configured)</td></tr>
+ * <tr><td>{@code DeadLetter}</td><td>{@code term()}, after the dead letter was stored</td></tr>
  * </table>
  *
  * <p>A crash after the commit and before the acknowledgement leaves the message unacknowledged:
@@ -120,7 +119,7 @@ public final class IdempotentMessageProcessor {
         }
         Delivery delivery = new Delivery(scope(meta.getStream(), meta.getConsumer()), id, msg.getData(), position,
                 (int) Math.min(meta.deliveredCount(), Integer.MAX_VALUE));
-        DeadLetterSink deadLetters = deadLetter -> deadLetter(msg, meta, position, deadLetter);
+        DeadLetterSink deadLetters = deadLetter -> deadLetter(msg, meta, deadLetter);
         InboxResult result = unreadable != null ? inbox.refuse(delivery, unreadable, deadLetters)
                 : inbox.process(delivery, (connection, attempt) -> handler.handle(msg, connection, attempt), deadLetters);
         if (result instanceof InboxResult.Processed && afterCommit != null) {
@@ -154,14 +153,8 @@ public final class IdempotentMessageProcessor {
      * inbox's headers, with a {@code Nats-Msg-Id} of its own per stream message, so that the
      * dead-letter stream drops a second copy of it within its duplicate window.
      */
-    private void deadLetter(Message msg, NatsJetStreamMetaData meta, String position,
-            InboxResult.DeadLetter deadLetter) throws Exception {
-        if (deadLetterSubject == null) {
-            LOG.log(Level.ERROR, () -> "[" + name + "] message " + position + " is terminated (" + deadLetter.reason().headerValue() + "); no dead-letter subject is configured:"
-                    + " it is left in the stream at that sequence, and JetStream publishes the advisory"
-                    + " $JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED." + meta.getStream() + "." + meta.getConsumer());
-            return;
-        }
+    private void deadLetter(Message msg, NatsJetStreamMetaData meta, InboxResult.DeadLetter deadLetter)
+            throws Exception {
         deadLetterJetStream.publish(deadLetterSubject, deadLetterHeaders(msg, deadLetter.headers()),
                 msg.getData() == null ? EMPTY : msg.getData(),
                 PublishOptions.builder().messageId("retrysafe-dlq:" + meta.getStream() + ":" + meta.getConsumer()
@@ -200,8 +193,8 @@ public final class IdempotentMessageProcessor {
         return messageIds;
     }
 
-    public Optional<String> deadLetterSubject() {
-        return Optional.ofNullable(deadLetterSubject);
+    public String deadLetterSubject() {
+        return deadLetterSubject;
     }
 
     @Override
@@ -238,11 +231,10 @@ public final class IdempotentMessageProcessor {
         /**
          * Publishes every message given up to {@code subject} through {@code jetStream} before it is
          * terminated, with the inbox's {@link DeadLetterHeaders}; a stream must capture the subject
-         * (the publish waits for its acknowledgement). Without it, a message given up is only
-         * terminated and logged.
+         * (the publish waits for its acknowledgement). Required.
          */
-        public Builder deadLetter(JetStream jetStream, String subject) {
-            Require.unset(this.deadLetterSubject, "deadLetter");
+        public Builder deadLetters(JetStream jetStream, String subject) {
+            Require.unset(this.deadLetterSubject, "deadLetters");
             Require.notNull(jetStream, "jetStream");
             Require.notNull(subject, "subject");
             if (subject.isEmpty() || subject.startsWith(".") || subject.endsWith(".") || subject.contains("..")
@@ -262,7 +254,10 @@ public final class IdempotentMessageProcessor {
             return this;
         }
 
+        /** @throws IllegalStateException if the dead letters are not set */
         public IdempotentMessageProcessor build() {
+            Require.set(deadLetterSubject, "deadLetters", "a message given up must go somewhere, or it is only "
+                    + "terminated and left in the stream where no consumer sees it again");
             return new IdempotentMessageProcessor(this);
         }
     }

@@ -4,6 +4,7 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.nats.client.JetStream;
 import io.nats.client.impl.Headers;
 import io.nats.client.impl.NatsMessage;
 import io.retrysafe.RetrySafe;
@@ -13,6 +14,7 @@ import io.retrysafe.inbox.RetryStyle;
 import io.retrysafe.jdbc.JdbcDialect;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
+import java.lang.reflect.Proxy;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -23,6 +25,11 @@ import org.postgresql.ds.PGSimpleDataSource;
 class IdempotentMessageProcessorTest {
     private static final MessageHandler NOTHING = (msg, c, attempt) -> {
     };
+    /** Never called here: nothing is dead-lettered in these tests. */
+    private static final JetStream JS = (JetStream) Proxy.newProxyInstance(
+            IdempotentMessageProcessorTest.class.getClassLoader(), new Class<?>[] {JetStream.class}, (proxy, m, args) -> {
+                throw new UnsupportedOperationException(m.getName());
+            });
 
     /** A store that never connects in these tests: building the processor must not touch the database. */
     private static Inbox.Builder inbox() {
@@ -38,9 +45,16 @@ class IdempotentMessageProcessorTest {
 
     @Test
     void defaults() {
-        IdempotentMessageProcessor p = processor().build();
-        assertThat(p.deadLetterSubject()).isEmpty();
+        IdempotentMessageProcessor p = processor().deadLetters(JS, "orders.dlq").build();
+        assertThat(p.deadLetterSubject()).isEqualTo("orders.dlq");
         assertThat(p.messageIds()).hasToString("header(Nats-Msg-Id)");
+    }
+
+    @Test
+    void deadLettersAreRequired() {
+        assertThatThrownBy(() -> processor().build()).isInstanceOf(IllegalStateException.class)
+                .hasMessage("deadLetters must be set: a message given up must go somewhere, or it is only terminated "
+                        + "and left in the stream where no consumer sees it again");
     }
 
     @Test
@@ -53,7 +67,7 @@ class IdempotentMessageProcessorTest {
     @Test
     void settersCheckTheirArgumentsAndRefuseASecondValue() {
         IdempotentMessageProcessor.Builder b = processor();
-        assertThatThrownBy(() -> b.deadLetter(null, "dlq")).isInstanceOf(NullPointerException.class);
+        assertThatThrownBy(() -> b.deadLetters(null, "dlq")).isInstanceOf(NullPointerException.class);
         assertThatThrownBy(() -> b.messageIds(null)).isInstanceOf(NullPointerException.class);
         b.messageIds(MessageIds.streamSequence());
         assertThatThrownBy(() -> b.messageIds(MessageIds.natsMsgId())).isInstanceOf(IllegalStateException.class)
@@ -63,20 +77,16 @@ class IdempotentMessageProcessorTest {
     @Test
     void theDeadLetterSubjectMustBeAPlainSubject() {
         IdempotentMessageProcessor.Builder b = processor();
-        io.nats.client.JetStream js = (io.nats.client.JetStream) java.lang.reflect.Proxy.newProxyInstance(
-                getClass().getClassLoader(), new Class<?>[] {io.nats.client.JetStream.class}, (proxy, m, args) -> {
-                    throw new UnsupportedOperationException(m.getName());
-                });
         for (String bad : new String[] {"", "orders.*", "orders.>", "orders dlq", ".orders", "orders.", "a..b"}) {
-            assertThatThrownBy(() -> b.deadLetter(js, bad)).as(bad).isInstanceOf(IllegalArgumentException.class)
+            assertThatThrownBy(() -> b.deadLetters(JS, bad)).as(bad).isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("but was \"" + bad + "\"");
         }
-        assertThat(b.deadLetter(js, "orders.dlq").build().deadLetterSubject()).contains("orders.dlq");
+        assertThat(b.deadLetters(JS, "orders.dlq").build().deadLetterSubject()).isEqualTo("orders.dlq");
     }
 
     @Test
     void aMessageThatIsNotFromJetStreamIsRefused() {
-        IdempotentMessageProcessor p = processor().build();
+        IdempotentMessageProcessor p = processor().deadLetters(JS, "orders.dlq").build();
         NatsMessage core = NatsMessage.builder().subject("orders").data("x".getBytes(UTF_8)).build();
         assertThatThrownBy(() -> p.process(core)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("no JetStream ack subject");

@@ -61,11 +61,12 @@ public final class NatsCrashChild {
                 blockAfterSaying(INSIDE, msg);
             }
         });
+        Connection nats = Nats.connect(new Options.Builder().server(args[1]).connectionName("retrysafe-crash-child")
+                .connectionTimeout(Duration.ofSeconds(10)).build());
+        processor.deadLetters(nats.jetStream(), args[2] + ".dlq." + args[3]);
         if (mode.equals("after-commit")) {
             processor.afterCommit(msg -> blockAfterSaying(COMMITTED, msg));
         }
-        Connection nats = Nats.connect(new Options.Builder().server(args[1]).connectionName("retrysafe-crash-child")
-                .connectionTimeout(Duration.ofSeconds(10)).build());
         RetrySafeJetStreamConsumer.pull(nats, processor.build()).stream(args[2]).durable(args[3]).batchSize(1)
                 .start();
         NEVER.await();

@@ -173,7 +173,7 @@ class NatsCrashIT {
                 NatsProcessingIT.inbox(engine, recorder, b -> b), (msg, c, attempt) -> {
                     handled.add(attempt.key().value());
                     Effects.record(c, msg, attempt);
-                }).build();
+                }).deadLetters(nats.jetStream(), stream + ".dlq." + durable).build();
         return RetrySafeJetStreamConsumer.pull(nats, processor).stream(stream).durable(durable).batchSize(1)
                 .fetchTimeout(Duration.ofSeconds(1)).closeTimeout(Duration.ofSeconds(10)).start();
     }

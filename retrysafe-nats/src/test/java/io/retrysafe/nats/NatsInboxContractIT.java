@@ -94,7 +94,7 @@ class NatsInboxContractIT extends UnorderedInboxContract {
             ContractHandler handler) throws IOException {
         return IdempotentMessageProcessor.builder(inbox.retryStyle(RetryStyle.BROKER_REDELIVERY).build(),
                         (msg, connection, attempt) -> handler.handle(msg.getData(), connection, attempt))
-                .deadLetter(nats.jetStream(), deadLetters).build();
+                .deadLetters(nats.jetStream(), deadLetters).build();
     }
 
     /** One stream with its messages' and its dead letters' subjects, and one durable pull consumer. */

@@ -208,9 +208,9 @@ class NatsProcessingIT {
         Connection otherProcess = TestNats.connect("retrysafe-nats-processing-it-2");
         toClose.add(otherProcess);
         startPull(nats, IdempotentMessageProcessor.builder(inbox(engine, first, b -> b), recordingHandler())
-                .messageIds(MessageIds.header(ORDER_ID)).build());
+                .messageIds(MessageIds.header(ORDER_ID)).deadLetters(js, deadLetters()).build());
         startPull(otherProcess, IdempotentMessageProcessor.builder(inbox(engine, second, b -> b), recordingHandler())
-                .messageIds(MessageIds.header(ORDER_ID)).build());
+                .messageIds(MessageIds.header(ORDER_ID)).deadLetters(js, deadLetters()).build());
         // Both have a pull request waiting before anything is published, so both get messages.
         await().atMost(BOUND).pollInterval(Duration.ofMillis(10)).until(() -> consumerInfo(stream, durable)
                 .getNumWaiting() >= 2);
@@ -251,7 +251,7 @@ class NatsProcessingIT {
             if (failuresLeft.getAndDecrement() > 0) {
                 throw new IOException("the warehouse database is restarting (test)");
             }
-        }).messageIds(MessageIds.streamSequence()).build();
+        }).messageIds(MessageIds.streamSequence()).deadLetters(js, deadLetters()).build();
         PublishAck published = js.publish(subject, "ship order 5".getBytes(UTF_8)); // no id: the sequence is the id
         String id = Long.toString(published.getSeqno());
 
@@ -273,7 +273,7 @@ class NatsProcessingIT {
     @Test
     void poisonMessageIsDeadLetteredAfterMaxDeliverAndLaterMessagesAreProcessed() throws Exception {
         createPullConsumer(durable, -1);
-        String deadLetters = stream + ".dlq." + durable;
+        String deadLetters = deadLetters();
         Inbox inbox = inbox(engine, recorder, b -> b.maxAttempts(3)
                 .backoff(Backoff.exponential(Duration.ofMillis(100), Duration.ofSeconds(1))));
         IdempotentMessageProcessor processor = IdempotentMessageProcessor.builder(inbox, (msg, c, attempt) -> {
@@ -283,7 +283,7 @@ class NatsProcessingIT {
                 // A line break and a character NATS refuses in a header value: the dead letter is still published.
                 throw new IllegalStateException("cannot parse order\r\n(test) \u00e9");
             }
-        }).deadLetter(js, deadLetters).build();
+        }).deadLetters(js, deadLetters).build();
         IdempotentPublisher publisher = IdempotentPublisher.of(js);
         String poisonId = IdempotencyKeys.uuidV7();
         byte[] poison = "poison {".getBytes(UTF_8);
@@ -332,9 +332,9 @@ class NatsProcessingIT {
                 }
             }
         }).build();
-        String deadLetters = stream + ".dlq." + durable;
+        String deadLetters = deadLetters();
         IdempotentMessageProcessor processor = IdempotentMessageProcessor.builder(inbox(counting, recorder, b -> b),
-                recordingHandler()).messageIds(MessageIds.header(ORDER_ID)).deadLetter(js, deadLetters).build();
+                recordingHandler()).messageIds(MessageIds.header(ORDER_ID)).deadLetters(js, deadLetters).build();
         js.publish(subject, new Headers().put(ORDER_ID, "order-1"), "amount 100".getBytes(UTF_8));
         js.publish(subject, new Headers().put(ORDER_ID, "order-1"), "amount 999".getBytes(UTF_8));
 
@@ -360,7 +360,7 @@ class NatsProcessingIT {
                 invalidKeys.incrementAndGet();
             }
         }).build();
-        // Without a dead-letter subject, the server's advisory is what is left of a terminated message.
+        // Each is terminated once its dead letter is stored; the server also publishes an advisory.
         Subscription advisories = nats.subscribe("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED." + stream + "." + durable);
         nats.flush(BOUND);
         long noIdSeq = js.publish(subject, "no id".getBytes(UTF_8)).getSeqno();
@@ -376,13 +376,15 @@ class NatsProcessingIT {
         };
 
         startPull(nats, IdempotentMessageProcessor.builder(inbox(counting, recorder, b -> b), recordingHandler())
-                .messageIds(failingOnOne).build());
+                .messageIds(failingOnOne).deadLetters(js, deadLetters()).build());
         awaitSettled(() -> recorder.all().size() == 4);
 
         assertThat(recorder.results()).containsExactly("dead-letter missing-message-id 0",
                 "dead-letter invalid-message-id 0", "processed 1", "dead-letter invalid-message-id 0");
         assertThat(handled).containsExactly(valid);
         assertThat(invalidKeys).hasValue(3);
+        assertThat(messagesOn(stream, deadLetters())).as("the three given up, stored before they were terminated")
+                .isEqualTo(3);
         Message advisory = advisories.nextMessage(BOUND);
         assertThat(advisory).as("the MSG_TERMINATED advisory within %s", BOUND).isNotNull();
         assertThat(new String(advisory.getData(), UTF_8)).contains("\"stream_seq\":" + noIdSeq);
@@ -392,7 +394,8 @@ class NatsProcessingIT {
     @Test
     void startRefusesConsumersTheProcessorCannotWorkWith() throws Exception {
         IdempotentMessageProcessor processor = IdempotentMessageProcessor.builder(
-                inbox(engine, recorder, b -> b.maxAttempts(5)), recordingHandler()).build();
+                inbox(engine, recorder, b -> b.maxAttempts(5)), recordingHandler())
+                .deadLetters(js, deadLetters()).build();
 
         jsm.addOrUpdateConsumer(stream, ConsumerConfiguration.builder().durable(durable + "_NONE").filterSubject(subject)
                 .ackPolicy(AckPolicy.None).build());
@@ -423,8 +426,13 @@ class NatsProcessingIT {
 
     /** A processor with the recording handler, on an inbox that reports to this test's recorder. */
     private IdempotentMessageProcessor processor(UnaryOperator<IdempotentMessageProcessor.Builder> custom) {
-        return custom.apply(IdempotentMessageProcessor.builder(inbox(engine, recorder, b -> b), recordingHandler()))
-                .build();
+        return custom.apply(IdempotentMessageProcessor.builder(inbox(engine, recorder, b -> b), recordingHandler())
+                .deadLetters(js, deadLetters())).build();
+    }
+
+    /** Where this test's dead letters go: a subject of the test stream that no test consumer reads. */
+    private String deadLetters() {
+        return stream + ".dlq." + durable;
     }
 
     /** An inbox retrying by redelivery, as a JetStream consumer's must. */

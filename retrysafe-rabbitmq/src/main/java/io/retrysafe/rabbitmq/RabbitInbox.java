@@ -23,7 +23,8 @@ import java.util.function.UnaryOperator;
  *
  * <pre>{@code
  * Inbox inbox = Inbox.builder(TransactionalRetrySafe.of(RetrySafe.builder(store).name("billing").build())).build();
- * RabbitInbox rabbit = RabbitInbox.builder(inbox, "billing", (delivery, jdbc, attempt) -> bill(jdbc, delivery.getBody()))
+ * RabbitInbox rabbit = RabbitInbox.builder(inbox, (delivery, jdbc, attempt) -> bill(jdbc, delivery.getBody()))
+ *         .consumerName("billing")
  *         .deadLetters(ConfirmedPublisher.of(connection), "", queue -> queue + ".dlq")
  *         .build();
  * RetrySafeRabbitConsumer consumer = RetrySafeRabbitConsumer.builder(connection, rabbit).queue("orders").start();
@@ -80,19 +81,17 @@ public final class RabbitInbox {
     }
 
     /**
-     * @param inbox        the inbox on the database the handler writes to; {@link RetryStyle#IN_PROCESS}
-     * @param consumerName the consuming application or service: part of the scope, so that two
-     *                     services consuming copies of a message (each from its own queue) each
-     *                     process it once
-     * @param handler      the work for one message
+     * @param inbox   the inbox on the database the handler writes to; {@link RetryStyle#IN_PROCESS}
+     * @param handler the work for one message
+     * @throws IllegalArgumentException if the inbox retries by broker redelivery
      */
-    public static Builder builder(Inbox inbox, String consumerName, DeliveryHandler handler) {
-        return new Builder(inbox, consumerName, Require.notNull(handler, "handler"));
+    public static Builder builder(Inbox inbox, DeliveryHandler handler) {
+        return new Builder(inbox, Require.notNull(handler, "handler"));
     }
 
     /** Without a handler of its own, for {@link #process(String, Delivery, DeliveryHandler)}; no consumer takes it. */
-    public static Builder builder(Inbox inbox, String consumerName) {
-        return new Builder(inbox, consumerName, null);
+    public static Builder builder(Inbox inbox) {
+        return new Builder(inbox, null);
     }
 
     boolean hasHandler() {
@@ -209,22 +208,31 @@ public final class RabbitInbox {
     /** Builds a {@link RabbitInbox}; each value may be set once. */
     public static final class Builder {
         private final Inbox inbox;
-        private final String consumerName;
         private final DeliveryHandler handler;
+        private String consumerName;
         private MessageIds messageIds;
         private ConfirmedPublisher deadLetters;
         private String deadLetterExchange;
         private UnaryOperator<String> deadLetterRoutingKey;
 
-        private Builder(Inbox inbox, String consumerName, DeliveryHandler handler) {
+        private Builder(Inbox inbox, DeliveryHandler handler) {
             this.inbox = Require.notNull(inbox, "inbox");
-            this.consumerName = Require.notBlank(consumerName, "consumerName");
             this.handler = handler;
             if (inbox.retryStyle() != RetryStyle.IN_PROCESS) {
                 throw new IllegalArgumentException("RabbitMQ retries a failed handler in the process (it cannot requeue "
                         + "with a delay, and a classic queue does not count deliveries): the inbox's retry style must be "
                         + "IN_PROCESS, but was " + inbox.retryStyle());
             }
+        }
+
+        /**
+         * The consuming application or service: part of the scope, so that two services consuming
+         * copies of a message (each from its own queue) each process it once. Required.
+         */
+        public Builder consumerName(String consumerName) {
+            Require.unset(this.consumerName, "consumerName");
+            this.consumerName = Require.notBlank(consumerName, "consumerName");
+            return this;
         }
 
         /** Where the message id comes from; by default the AMQP {@code message-id} property. */
@@ -254,11 +262,10 @@ public final class RabbitInbox {
             return deadLetters(publisher, "", queue -> queue + DEFAULT_DEAD_LETTER_SUFFIX);
         }
 
+        /** @throws IllegalStateException if the consumer name or the dead letters are not set */
         public RabbitInbox build() {
-            if (deadLetters == null) {
-                throw new IllegalStateException("deadLetters must be set: a message that cannot be processed must go "
-                        + "somewhere, or the queue stops behind it");
-            }
+            Require.set(consumerName, "consumerName", "it is part of the scope rabbitmq:<consumer name>:<queue>");
+            Require.set(deadLetters, "deadLetters", "a message given up must go somewhere, or the queue stops behind it");
             String scopeWithoutQueue = BROKER + ":" + consumerName + ":";
             if (scopeWithoutQueue.length() >= IdempotencyKey.MAX_SCOPE_LENGTH) {
                 throw new IllegalStateException("consumerName leaves no room for a queue in the scope rabbitmq:<consumer"

@@ -59,7 +59,7 @@ public final class RetrySafeRabbitConsumer implements AutoCloseable {
         Require.notNull(inbox, "inbox");
         if (!inbox.hasHandler()) {
             throw new IllegalArgumentException("the RabbitInbox has no handler: build it with RabbitInbox.builder(inbox, "
-                    + "consumerName, handler)");
+                    + "handler)");
         }
         return new Builder(connection, inbox::settle, inbox.name());
     }

@@ -47,8 +47,9 @@ public final class RabbitContractChild {
         ConnectionFactory factory = new ConnectionFactory();
         factory.setUri(args[0]);
         Connection connection = factory.newConnection("retrysafe-rabbit-contract-child");
-        RabbitInbox rabbit = RabbitInbox.builder(inbox, args[2],
+        RabbitInbox rabbit = RabbitInbox.builder(inbox,
                         (delivery, c, attempt) -> work.handle(delivery.getBody(), c, attempt))
+                .consumerName(args[2])
                 .messageIds(MessageIds.header(RabbitInboxContractIT.ID_HEADER))
                 .deadLetters(ConfirmedPublisher.of(connection)).build();
         RetrySafeRabbitConsumer.builder(connection, rabbit).queue(args[1]).start();

@@ -67,8 +67,9 @@ public final class RabbitCrashChild {
         ConnectionFactory factory = new ConnectionFactory();
         factory.setUri(args[0]);
         Connection connection = factory.newConnection("retrysafe-rabbit-crash-child");
-        RabbitInbox rabbit = RabbitInbox.builder(inbox, args[2],
+        RabbitInbox rabbit = RabbitInbox.builder(inbox,
                 (delivery, c, attempt) -> Effects.record(c, delivery, attempt, CHILD))
+                .consumerName(args[2])
                 .deadLetters(ConfirmedPublisher.of(connection)).build();
         RetrySafeRabbitConsumer.builder(connection, rabbit).queue(args[1]).start();
         new CountDownLatch(1).await();

@@ -114,10 +114,10 @@ class RabbitCrashIT {
                         results.add(result);
                     }
                 }).build();
-        RabbitInbox rabbit = RabbitInbox.builder(inbox, CONSUMER_NAME, (delivery, c, attempt) -> {
+        RabbitInbox rabbit = RabbitInbox.builder(inbox, (delivery, c, attempt) -> {
             handled.add(attempt.key().value());
             Effects.record(c, delivery, attempt, "survivor");
-        }).deadLetters(ConfirmedPublisher.of(queues.connection())).build();
+        }).consumerName(CONSUMER_NAME).deadLetters(ConfirmedPublisher.of(queues.connection())).build();
         return RetrySafeRabbitConsumer.builder(queues.connection(), rabbit).queue(queue)
                 .closeTimeout(Duration.ofSeconds(10)).start();
     }

@@ -117,8 +117,9 @@ class RabbitInboxContractIT extends OrderedInboxContract {
                     .payloadBytes(spec.payloadBytes())
                     .listener(spec.listener())
                     .build();
-            RabbitInbox rabbit = RabbitInbox.builder(inbox, consumerName,
+            RabbitInbox rabbit = RabbitInbox.builder(inbox,
                             (delivery, c, attempt) -> spec.handler().handle(delivery.getBody(), c, attempt))
+                    .consumerName(consumerName)
                     .messageIds(MessageIds.header(ID_HEADER))
                     .deadLetters(ConfirmedPublisher.of(connection))
                     .build();

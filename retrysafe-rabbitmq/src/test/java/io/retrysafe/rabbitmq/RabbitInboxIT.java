@@ -180,14 +180,20 @@ class RabbitInboxIT {
     }
 
     @Test
-    void retriesByBrokerRedeliveryAreRefused() {
+    void retriesByBrokerRedeliveryAndMissingValuesAreRefused() {
         Inbox redelivering = Inbox.builder(transactional).retryStyle(RetryStyle.BROKER_REDELIVERY).build();
-        assertThatThrownBy(() -> RabbitInbox.builder(redelivering, "billing", (delivery, c, attempt) -> { }))
+        assertThatThrownBy(() -> RabbitInbox.builder(redelivering, (delivery, c, attempt) -> { }))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("must be IN_PROCESS, but was BROKER_REDELIVERY");
         Inbox inbox = Inbox.builder(transactional).build();
-        assertThatThrownBy(() -> RabbitInbox.builder(inbox, "billing", (delivery, c, attempt) -> { }).build())
-                .isInstanceOf(IllegalStateException.class).hasMessageStartingWith("deadLetters must be set");
+        assertThatThrownBy(() -> RabbitInbox.builder(inbox, (delivery, c, attempt) -> { }).consumerName("billing")
+                .build())
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessage("deadLetters must be set: a message given up must go somewhere, or the queue stops behind it");
+        assertThatThrownBy(() -> RabbitInbox.builder(inbox, (delivery, c, attempt) -> { })
+                .deadLetters(ConfirmedPublisher.of(queues.connection())).build())
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessage("consumerName must be set: it is part of the scope rabbitmq:<consumer name>:<queue>");
     }
 
     /** A consumer of {@code queue} whose dead letters go to the queue {@code deadLetters}. */
@@ -199,7 +205,7 @@ class RabbitInboxIT {
                 results.add(result);
             }
         }).build();
-        RabbitInbox rabbit = RabbitInbox.builder(inbox, consumerName, handler)
+        RabbitInbox rabbit = RabbitInbox.builder(inbox, handler).consumerName(consumerName)
                 .deadLetters(ConfirmedPublisher.of(queues.connection()), "", q -> deadLetters).build();
         consumers.add(RetrySafeRabbitConsumer.builder(queues.connection(), rabbit).queue(queue)
                 .closeTimeout(Duration.ofSeconds(10)).start());

@@ -141,7 +141,7 @@ public class RetrySafeRabbitAutoConfiguration {
             // The connection the factory has now: after a failure it opens another, and the publisher asks again.
             ConfirmedPublisher deadLetters = ConfirmedPublisher.of(() -> connections.createConnection().getDelegate(),
                     ConfirmedPublisher.DEFAULT_CONFIRM_TIMEOUT);
-            return RabbitInbox.builder(inbox, consumerName)
+            return RabbitInbox.builder(inbox).consumerName(consumerName)
                     .messageIds(rabbit.messageIdHeader() == null || rabbit.messageIdHeader().isBlank()
                             ? MessageIds.messageIdProperty() : MessageIds.header(rabbit.messageIdHeader()))
                     .deadLetters(deadLetters, rabbit.deadLetterExchange() == null ? "" : rabbit.deadLetterExchange(),

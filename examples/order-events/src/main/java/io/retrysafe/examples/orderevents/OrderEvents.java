@@ -196,11 +196,14 @@ public final class OrderEvents {
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(producerConfig, new StringSerializer(),
                 new StringSerializer())) {
             // The consumer: the booking, the inbox in its transaction, offsets committed after it.
-            IdempotentRecordProcessor<String, String> processor = IdempotentRecordProcessor
-                    .<String, String>builder(inbox(ds), group, (record, connection, attempt) ->
-                            book(connection, record.value()))
-                    .deadLetters(DeadLetterPublisher.of(producer))
+            Inbox kafkaInbox = Inbox.builder(inbox(ds))
                     .listener(counts.listener())
+                    .build();
+            IdempotentRecordProcessor<String, String> processor = IdempotentRecordProcessor
+                    .<String, String>builder(kafkaInbox, (record, connection, attempt) ->
+                            book(connection, record.value()))
+                    .consumerGroup(group)
+                    .deadLetters(DeadLetterPublisher.of(producer))
                     .build();
             Map<String, Object> consumerConfig = new HashMap<>();
             consumerConfig.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -238,6 +241,7 @@ public final class OrderEvents {
         String url = setting("nats-url", "NATS_URL", "nats://127.0.0.1:4222");
         String stream = run.toUpperCase().replace('-', '_') + "_ORDER_EVENTS";
         String subject = run + ".orders.created";
+        String deadLetters = run + ".orders.dlq";
         String durable = "booking";
         Counts counts = new Counts();
         try (Connection nats = Nats.connect(new Options.Builder().server(url).connectionName("order-events")
@@ -246,7 +250,7 @@ public final class OrderEvents {
             try {
                 jsm.getStreamInfo(stream);
             } catch (JetStreamApiException notThere) {
-                jsm.addStream(StreamConfiguration.builder().name(stream).subjects(subject)
+                jsm.addStream(StreamConfiguration.builder().name(stream).subjects(subject, deadLetters)
                         .storageType(StorageType.File).build());
             }
             jsm.addOrUpdateConsumer(stream, ConsumerConfiguration.builder().durable(durable).filterSubject(subject)
@@ -264,6 +268,8 @@ public final class OrderEvents {
                     // The same header as on Kafka. (IdempotentPublisher's Nats-Msg-Id would also have the
                     // server drop copies inside the stream's duplicate window: the inbox is what covers the rest.)
                     .messageIds(MessageIds.header("idempotency-key"))
+                    // A message given up is published here (the same stream captures it), then terminated.
+                    .deadLetters(nats.jetStream(), deadLetters)
                     .build();
             try (RetrySafeJetStreamConsumer consumer = RetrySafeJetStreamConsumer.pull(nats, processor)
                     .stream(stream).durable(durable).start()) {
@@ -303,8 +309,9 @@ public final class OrderEvents {
             Inbox rabbitInbox = Inbox.builder(inbox(ds))
                     .listener(counts.listener())
                     .build();
-            RabbitInbox booking = RabbitInbox.builder(rabbitInbox, consumerName, (delivery, connection, attempt) ->
+            RabbitInbox booking = RabbitInbox.builder(rabbitInbox, (delivery, connection, attempt) ->
                             book(connection, new String(delivery.getBody(), StandardCharsets.UTF_8)))
+                    .consumerName(consumerName)
                     .deadLetters(ConfirmedPublisher.of(rabbit))
                     .build();
             try (RetrySafeRabbitConsumer consumer = RetrySafeRabbitConsumer.builder(rabbit, booking).queue(queue)
