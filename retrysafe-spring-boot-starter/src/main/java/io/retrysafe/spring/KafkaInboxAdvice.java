@@ -30,9 +30,14 @@ import org.springframework.kafka.support.KafkaUtils;
  * returns to the container, so before the container commits the offset. A record whose id is
  * already committed does not reach the listener. Batch listeners: {@link KafkaBatchInbox}.
  *
- * <p>The inbox decides; the advice only turns its result into what the container expects. It runs
- * each record once per call ({@code maxAttempts} 1) and publishes nothing itself: retries and the
- * dead-letter topic are the container's error handler's, so a result the record cannot pass is thrown.
+ * <p>The inbox decides; the advice only turns its result into what the container expects. With
+ * {@code retrysafe.kafka.dead-letters=inbox} (the default) the inbox retries a failing listener within
+ * the call and publishes the dead letter ({@link KafkaDeadLetterPublisher}); the call returns. With
+ * {@code dead-letters=error-handler} it runs each record once per call ({@code maxAttempts} 1) and
+ * publishes nothing itself: retries and the dead-letter topic are the container's error handler's, so a
+ * result the record cannot pass is thrown, its inbox headers noted for the recoverer
+ * ({@link KafkaRecovererHeaders}). The table is that mode's; with {@code dead-letters=inbox} only what
+ * the inbox answers "later" is thrown.
  *
  * <table class="striped">
  * <caption>What the container sees</caption>
@@ -57,6 +62,7 @@ import org.springframework.kafka.support.KafkaUtils;
  */
 final class KafkaInboxAdvice implements MethodInterceptor {
     private final Supplier<Inboxes> inboxSupplier;
+    private final KafkaRecovererHeaders recovererHeaders = new KafkaRecovererHeaders();
     private volatile Inboxes inboxes;
 
     /** Resolved on the first record: the advice is created with the container factory, before the database beans. */
@@ -136,15 +142,22 @@ final class KafkaInboxAdvice implements MethodInterceptor {
                 }
             }
             DeadLetterSink deadLetters = deadLetter -> {
-                // A listener failing in a batch's run is not this record's fault: the run is taken again.
-                if (in.isDeadLetteringItself() && !(inbox == in.joined()
-                        && deadLetter.reason() == DeadLetterReason.HANDLER_FAILED)) {
-                    in.deadLetters().of(record).publish(deadLetter);
+                if (inbox == in.joined() && deadLetter.reason() == DeadLetterReason.HANDLER_FAILED) {
+                    return; // a listener failing in a batch's run is not this record's fault: the run is taken again
                 }
-                // Otherwise not published here: the advice throws, and the container's error handler recovers.
+                if (in.isDeadLetteringItself()) {
+                    in.deadLetters().of(record).publish(deadLetter);
+                } else {
+                    // The advice throws, and the container's error handler recovers, with these headers.
+                    recovererHeaders.noteDeadLetter(record, deadLetter);
+                }
             };
             InboxResult result = unreadableId != null ? inbox.refuse(delivery, unreadableId, deadLetters)
                     : inbox.process(delivery, handler, deadLetters);
+            if (!in.isDeadLetteringItself()
+                    && (result instanceof InboxResult.Processed || result instanceof InboxResult.Replayed)) {
+                recovererHeaders.notePassed(record);
+            }
             observed.outcome(outcome(result));
             return result;
         }
@@ -207,6 +220,11 @@ final class KafkaInboxAdvice implements MethodInterceptor {
             default -> new IllegalStateException(prefix + "dead-lettered by the inbox (" + deadLetter.reason()
                     .headerValue() + "): " + deadLetter.error());
         };
+    }
+
+    /** The inbox's dead-letter headers for Spring Kafka's recoverer, with {@code dead-letters=error-handler}. */
+    KafkaRecovererHeaders recovererHeaders() {
+        return recovererHeaders;
     }
 
     /** Resolves what the advice works with now (at start-up), so that a misconfiguration fails there. */

@@ -17,6 +17,7 @@ import java.util.Arrays;
 import java.util.List;
 import javax.sql.DataSource;
 import org.aopalliance.aop.Advice;
+import org.apache.kafka.common.TopicPartition;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanDefinition;
@@ -24,6 +25,7 @@ import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.bind.Bindable;
 import org.springframework.boot.context.properties.bind.Binder;
@@ -41,7 +43,10 @@ import org.springframework.kafka.config.KafkaListenerEndpointRegistry;
 import org.springframework.kafka.core.KafkaOperations;
 import org.springframework.kafka.listener.AbstractMessageListenerContainer;
 import org.springframework.kafka.listener.BatchMessageListener;
+import org.springframework.kafka.listener.CommonErrorHandler;
 import org.springframework.kafka.listener.ContainerProperties;
+import org.springframework.kafka.listener.DeadLetterPublishingRecoverer;
+import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.kafka.listener.ExceptionClassifier;
 import org.springframework.kafka.listener.MessageListenerContainer;
 import org.springframework.transaction.PlatformTransactionManager;
@@ -53,7 +58,11 @@ import org.springframework.util.ClassUtils;
  * own) takes each message's effect once. The factories get {@link KafkaInboxAdvice} as the last
  * (innermost) element of their containers' advice chain; {@code DefaultErrorHandler} beans (any
  * {@link ExceptionClassifier}) learn that a missing or invalid message id and a reused id are not
- * worth retrying, so their recoverer (a dead-letter topic) gets such records at once. Before the
+ * worth retrying, so their recoverer (a dead-letter topic) gets such records at once. A failing record
+ * is dead-lettered by the inbox ({@code dead-letters=inbox}, the default), or by Spring Kafka's error
+ * handler ({@code dead-letters=error-handler}): the application's, or else one of the starter's with the
+ * inbox's back-off and dead-letter topic; each {@link DeadLetterPublishingRecoverer} adds the inbox's
+ * dead-letter headers. Before the
  * containers start, the application is refused if the inbox cannot work (no JDBC store in
  * transactional mode, no transaction manager), or if a covered container commits offsets from
  * inside the listener ({@code MANUAL_IMMEDIATE}, or {@code MANUAL} for a batch listener).
@@ -110,10 +119,39 @@ public class RetrySafeKafkaAutoConfiguration {
                         // The message is at fault, not the moment: straight to the recoverer.
                         classifier.addNotRetryableExceptions(InvalidKeyException.class,
                                 FingerprintMismatchException.class, UnreadablePayloadException.class);
+                    } else if (bean instanceof DeadLetterPublishingRecoverer recoverer) {
+                        // The inbox's headers on Spring's dead letters (none unless dead-letters=error-handler).
+                        recoverer.addHeadersFunction(advice.getObject().recovererHeaders()::headers);
                     }
                     return bean;
                 }
             };
+        }
+
+        /**
+         * {@code dead-letters=error-handler} without an error handler of the application's: Spring
+         * Kafka's {@code DefaultErrorHandler} retrying with the inbox's back-off and attempts, then
+         * publishing to the inbox's dead-letter topic ({@code <topic><dead-letter-suffix>}, the partition
+         * the producer's partitioner picks) with the inbox's headers besides Spring's {@code kafka_dlt-*}.
+         * Spring Kafka's own default would retry nine times at once and then only log.
+         */
+        @Bean
+        @Conditional(DeadLettersByErrorHandler.class)
+        @ConditionalOnMissingBean(CommonErrorHandler.class)
+        DefaultErrorHandler retrySafeKafkaErrorHandler(RetrySafeProperties properties,
+                ObjectProvider<KafkaOperations<?, ?>> templates, ObjectProvider<KafkaInboxAdvice> advice) {
+            KafkaOperations<?, ?> template = templates.getIfUnique();
+            if (template == null) {
+                throw new IllegalStateException("retrysafe.kafka.dead-letters=error-handler without a CommonErrorHandler "
+                        + "bean publishes dead letters through the application's KafkaTemplate, but there was no "
+                        + "unique one");
+            }
+            RetrySafeProperties.Kafka options = properties.kafka();
+            String suffix = options.deadLetterSuffix();
+            DeadLetterPublishingRecoverer recoverer = new DeadLetterPublishingRecoverer(template,
+                    (record, failure) -> new TopicPartition(record.topic() + suffix, -1));
+            recoverer.addHeadersFunction(advice.getObject().recovererHeaders()::headers);
+            return new DefaultErrorHandler(recoverer, new SpringBackOff(backoff(options), options.maxAttempts()));
         }
 
         @Bean
@@ -164,7 +202,7 @@ public class RetrySafeKafkaAutoConfiguration {
                     .payloadBytes(payloads)
                     // By the error handler: one attempt per call, it retries.
                     .maxAttempts(byInbox ? options.maxAttempts() : 1)
-                    .backoff(Backoff.exponential(options.backoff(), options.maxBackoff()));
+                    .backoff(backoff(options));
             // A batch's run: one attempt, for a failure rolls the whole run back and it is taken again record by record.
             Inbox.Builder joined = Inbox.builder(kafka)
                     .transactions(SpringInboxTransactions.joinTransaction(manager, dataSource))
@@ -179,13 +217,18 @@ public class RetrySafeKafkaAutoConfiguration {
                 @SuppressWarnings("unchecked")
                 KafkaOperations<Object, Object> template = (KafkaOperations<Object, Object>) templates.getIfUnique();
                 if (template == null) {
-                    throw new IllegalStateException("retrysafe.kafka.dead-letters=inbox publishes dead letters through "
-                            + "the application's KafkaTemplate, but there was no unique one");
+                    throw new IllegalStateException("retrysafe.kafka.dead-letters=inbox (the default) publishes dead "
+                            + "letters through the application's KafkaTemplate, but there was no unique one");
                 }
                 deadLetters = new KafkaDeadLetterPublisher(template, options.deadLetterSuffix());
             }
             return new KafkaInboxAdvice.Inboxes(record.build(), joined.build(), manager,
                     messageIds.getIfAvailable(() -> messageIds(options)), RetrySafeObservations.of(beans), deadLetters);
+        }
+
+        /** The one back-off of both modes: the inbox's, and the starter's error handler's. */
+        private static Backoff backoff(RetrySafeProperties.Kafka kafka) {
+            return Backoff.exponential(kafka.backoff(), kafka.maxBackoff());
         }
 
         private static MessageIdExtractor messageIds(RetrySafeProperties.Kafka kafka) {
@@ -221,6 +264,16 @@ public class RetrySafeKafkaAutoConfiguration {
         Object retrySafeKafkaMissing() {
             throw new IllegalStateException("retrysafe.kafka.enabled=true needs org.springframework.kafka:spring-kafka "
                     + "(spring-boot-starter-kafka), io.retrysafe:retrysafe-kafka and io.retrysafe:retrysafe-inbox on the class path");
+        }
+    }
+
+    /** {@code retrysafe.kafka.dead-letters=error-handler}, in any spelling the binder takes; not set is {@code inbox}. */
+    static final class DeadLettersByErrorHandler implements Condition {
+        @Override
+        public boolean matches(ConditionContext context, AnnotatedTypeMetadata metadata) {
+            return Binder.get(context.getEnvironment()).bind("retrysafe.kafka.dead-letters",
+                    RetrySafeProperties.KafkaDeadLetters.class)
+                    .map(mode -> mode == RetrySafeProperties.KafkaDeadLetters.ERROR_HANDLER).orElse(false);
         }
     }
 

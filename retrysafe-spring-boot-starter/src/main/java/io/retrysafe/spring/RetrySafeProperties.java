@@ -133,18 +133,19 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
      * @param messageId where the message id comes from
      * @param header the header for {@code message-id=header}
      * @param containerFactories bean names of the container factories covered; empty: all of them
-     * @param deadLetters who retries a failing record and publishes what cannot be processed
-     * @param maxAttempts with {@code dead-letters=inbox}: how many times the listener runs for one
-     *     record, in the call, before the record is dead-lettered
-     * @param backoff with {@code dead-letters=inbox}: the wait before the second attempt, doubled for
-     *     each later one up to {@code maxBackoff}
+     * @param deadLetters who retries a failing record and publishes what cannot be processed; by
+     *     default the inbox
+     * @param maxAttempts how many times the listener runs for one record before the record is
+     *     dead-lettered (with {@code dead-letters=error-handler}: by the starter's error handler)
+     * @param backoff the wait before the second attempt, doubled for each later one up to
+     *     {@code maxBackoff} (with {@code dead-letters=error-handler}: the starter's error handler's)
      * @param maxBackoff the longest wait between two attempts
-     * @param deadLetterSuffix with {@code dead-letters=inbox}: the dead-letter topic is the record's
-     *     topic with this suffix
+     * @param deadLetterSuffix the dead-letter topic is the record's topic with this suffix (with
+     *     {@code dead-letters=error-handler}: the starter's error handler's)
      */
     public record Kafka(@DefaultValue("false") boolean enabled, @DefaultValue("header") MessageIdSource messageId,
             @DefaultValue("idempotency-key") String header, List<String> containerFactories,
-            @DefaultValue("error-handler") KafkaDeadLetters deadLetters, @DefaultValue("3") int maxAttempts,
+            @DefaultValue("inbox") KafkaDeadLetters deadLetters, @DefaultValue("3") int maxAttempts,
             @DefaultValue("200ms") Duration backoff, @DefaultValue("5s") Duration maxBackoff,
             @DefaultValue(".DLT") String deadLetterSuffix) {
 
@@ -163,14 +164,19 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
     /** Who retries a failing Kafka record and publishes what cannot be processed. */
     public enum KafkaDeadLetters {
         /**
-         * Spring Kafka's error handler ({@code DefaultErrorHandler} and its recoverer): the advice runs
-         * the listener once per call and throws what cannot pass.
+         * Spring Kafka's error handler: the advice runs the listener once per call and throws what
+         * cannot pass. For an application that keeps its own {@code CommonErrorHandler} (another
+         * recoverer, retry topics); without one, the starter's {@code DefaultErrorHandler} retries with
+         * the inbox's attempts and back-off and publishes to the same topic. Spring's
+         * {@code DeadLetterPublishingRecoverer}s add the inbox's {@code retrysafe-dlt-*} headers to
+         * Spring's own {@code kafka_dlt-*}.
          */
         ERROR_HANDLER,
         /**
-         * The inbox, as for every other consumer: {@code max-attempts} in the call with back-off,
-         * then the record goes to {@code <topic><dead-letter-suffix>} through the application's
-         * {@code KafkaTemplate}, with the inbox's {@code retrysafe-dlt-*} headers, and the call returns.
+         * The default. The inbox, as for every other consumer: {@code max-attempts} in the call with
+         * back-off, then the record goes to {@code <topic><dead-letter-suffix>} through the
+         * application's {@code KafkaTemplate}, with the inbox's {@code retrysafe-dlt-*} headers, and
+         * the call returns.
          */
         INBOX
     }

@@ -8,6 +8,8 @@ import io.retrysafe.spring.BootLine;
 import io.retrysafe.spring.RetrySafeAutoConfiguration;
 import io.retrysafe.spring.RetrySafeKafkaAutoConfiguration;
 import io.retrysafe.spring.RetrySafeMicrometerAutoConfiguration;
+import io.retrysafe.spring.RetrySafeProperties;
+import io.retrysafe.spring.UnreadablePayloadException;
 import io.retrysafe.testservices.TestDatabases;
 import java.util.Arrays;
 import java.util.List;
@@ -21,6 +23,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.kafka.config.ConcurrentKafkaListenerContainerFactory;
+import org.springframework.kafka.listener.CommonErrorHandler;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 
 /**
@@ -61,7 +64,34 @@ class KafkaAutoConfigurationIT {
                     DefaultErrorHandler handler = context.getBean(DefaultErrorHandler.class);
                     assertThat(handler.removeClassification(InvalidKeyException.class)).isFalse();
                     assertThat(handler.removeClassification(FingerprintMismatchException.class)).isFalse();
+                    assertThat(handler.removeClassification(UnreadablePayloadException.class)).isFalse();
                 });
+    }
+
+    @Test
+    void byDefaultTheInboxDeadLettersAndTheStarterAddsNoErrorHandler() {
+        runner.withUserConfiguration(RecordListener.class).withPropertyValues("retrysafe.kafka.enabled=true")
+                .run(context -> {
+                    assertThat(context).hasNotFailed().doesNotHaveBean(CommonErrorHandler.class);
+                    assertThat(context.getBean(RetrySafeProperties.class).kafka().deadLetters())
+                            .isEqualTo(RetrySafeProperties.KafkaDeadLetters.INBOX);
+                });
+    }
+
+    @Test
+    void withDeadLettersByTheErrorHandlerTheStarterGivesOneOnlyIfTheApplicationHasNone() {
+        runner.withUserConfiguration(RecordListener.class)
+                .withPropertyValues("retrysafe.kafka.enabled=true", "retrysafe.kafka.dead-letters=error-handler")
+                .run(context -> {
+                    assertThat(context).hasNotFailed().hasSingleBean(CommonErrorHandler.class)
+                            .hasBean("retrySafeKafkaErrorHandler");
+                    DefaultErrorHandler handler = context.getBean(DefaultErrorHandler.class);
+                    assertThat(handler.removeClassification(InvalidKeyException.class)).isFalse();
+                });
+        runner.withUserConfiguration(RecordListener.class, ErrorHandler.class)
+                .withPropertyValues("retrysafe.kafka.enabled=true", "retrysafe.kafka.dead-letters=error-handler")
+                .run(context -> assertThat(context).hasNotFailed().hasSingleBean(CommonErrorHandler.class)
+                        .hasBean("errorHandler"));
     }
 
     @Test

@@ -8,6 +8,7 @@ import io.micrometer.observation.ObservationRegistry;
 import io.opentelemetry.sdk.trace.data.SpanData;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.InvalidKeyException;
+import io.retrysafe.inbox.DeadLetterHeaders;
 import io.retrysafe.kafka.IdempotentRecordProcessor;
 import io.retrysafe.spring.BootLine;
 import io.retrysafe.spring.InMemoryTracing;
@@ -40,10 +41,12 @@ import org.springframework.test.context.DynamicPropertySource;
 /**
  * {@code retrysafe.kafka.enabled=true} in a Spring Boot application with {@code @KafkaListener}s,
  * against a real Kafka broker (in this JVM, KRaft) and the real PostgreSQL: what the listener's
- * table holds, how often the listener ran, what reached the dead-letter topic, the meters.
+ * table holds, how often the listener ran, what reached the dead-letter topic, the meters. Retries and
+ * dead letters are the application's {@code DefaultErrorHandler}'s ({@code dead-letters=error-handler}).
  */
 @SpringBootTest(classes = {KafkaInboxTestApp.class, KafkaInboxIT.Tracing.class, KafkaInboxIT.TypedListener.class},
-        webEnvironment = SpringBootTest.WebEnvironment.NONE, properties = InMemoryTracing.WITHOUT_BOOTS_TRACING)
+        webEnvironment = SpringBootTest.WebEnvironment.NONE,
+        properties = {InMemoryTracing.WITHOUT_BOOTS_TRACING, "retrysafe.kafka.dead-letters=error-handler"})
 // Its pool is closed with the context after the class: the database server's connections are shared.
 @DirtiesContext
 class KafkaInboxIT {
@@ -219,6 +222,13 @@ class KafkaInboxIT {
                 .isEqualTo(IllegalStateException.class.getName());
         assertThat(header(deadLetters.get(1), "kafka_dlt-exception-cause-fqcn"))
                 .as("dead-lettered at once: not retryable").isEqualTo(InvalidKeyException.class.getName());
+        // The inbox's headers too, as with dead-letters=inbox; the attempts are the error handler's.
+        assertThat(header(deadLetters.get(0), DeadLetterHeaders.REASON)).isEqualTo("handler-failed");
+        assertThat(header(deadLetters.get(0), DeadLetterHeaders.ATTEMPTS))
+                .isEqualTo(Integer.toString(1 + KafkaInboxTestApp.RETRIES));
+        assertThat(header(deadLetters.get(0), DeadLetterHeaders.MESSAGE_ID)).isEqualTo(poisonId);
+        assertThat(header(deadLetters.get(1), DeadLetterHeaders.REASON)).isEqualTo("missing-message-id");
+        assertThat(header(deadLetters.get(1), DeadLetterHeaders.ATTEMPTS)).isEqualTo("0");
         assertThat(listeners.calls.get(poisonId)).as("the first call and %d retries", KafkaInboxTestApp.RETRIES)
                 .isEqualTo(1 + KafkaInboxTestApp.RETRIES);
         assertThat(listeners.calls).as("the listener never saw the record without id").doesNotContainKey("null");

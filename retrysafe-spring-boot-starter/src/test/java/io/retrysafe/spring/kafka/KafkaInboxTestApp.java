@@ -36,8 +36,9 @@ import org.springframework.util.backoff.FixedBackOff;
 /**
  * An application as a user writes it (every listener in the group of {@code spring.kafka.consumer.group-id}): {@code @KafkaListener} record listeners writing with a
  * {@code JdbcTemplate}, Boot's auto-configured container factory, a {@code DefaultErrorHandler} with a
- * dead-letter recoverer, and {@code retrysafe.kafka.enabled=true} (set by the tests). The ledger table
- * has no unique index: a message handled twice shows as two rows.
+ * dead-letter recoverer, and {@code retrysafe.kafka.enabled=true} (set by the tests, and
+ * {@code retrysafe.kafka.dead-letters} where a test depends on it). The ledger table has no unique
+ * index: a message handled twice shows as two rows.
  */
 @Configuration(proxyBeanMethods = false)
 @EnableAutoConfiguration
@@ -102,11 +103,16 @@ public class KafkaInboxTestApp {
         return new SimpleMeterRegistry();
     }
 
-    /** Retries three times, 50 ms apart, then publishes to {@code <topic>.DLT}, same partition. */
+    /** Publishes to {@code <topic>.DLT}, same partition; a bean, as Spring Kafka's documentation declares it. */
     @Bean
-    DefaultErrorHandler kafkaErrorHandler(KafkaTemplate<?, ?> template) {
-        DeadLetterPublishingRecoverer recoverer = new DeadLetterPublishingRecoverer(template,
+    DeadLetterPublishingRecoverer kafkaDeadLetterRecoverer(KafkaTemplate<?, ?> template) {
+        return new DeadLetterPublishingRecoverer(template,
                 (record, e) -> new TopicPartition(record.topic() + ".DLT", record.partition()));
+    }
+
+    /** Retries three times, 50 ms apart, then to the recoverer. */
+    @Bean
+    DefaultErrorHandler kafkaErrorHandler(DeadLetterPublishingRecoverer recoverer) {
         return new DefaultErrorHandler(recoverer, new FixedBackOff(50, RETRIES));
     }
 
