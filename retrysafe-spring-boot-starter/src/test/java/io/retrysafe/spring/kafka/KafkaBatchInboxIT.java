@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.retrysafe.FingerprintMismatchException;
 import io.retrysafe.InvalidKeyException;
+import io.retrysafe.inbox.DeadLetterHeaders;
 import io.retrysafe.testservices.KafkaBroker;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -37,15 +38,19 @@ import org.springframework.messaging.handler.annotation.Header;
 import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
+import org.springframework.test.context.TestPropertySource;
 
 /**
  * Batch {@code @KafkaListener}s with {@code retrysafe.kafka.enabled=true}, against a real Kafka broker
  * (in this JVM, KRaft) and the real PostgreSQL. Each test publishes everything first and then starts
  * its listener, so the records reach it in batches: duplicates, records without a valid id, a reused
- * id and a record the listener fails on sit in the middle of a batch.
+ * id and a record the listener fails on sit in the middle of a batch. Here Spring Kafka's error handler
+ * retries and dead-letters ({@code dead-letters=error-handler}); {@link KafkaBatchInboxByInboxIT} runs
+ * the same tests with {@code dead-letters=inbox}. The dead letters carry the inbox's headers in both.
  */
 @SpringBootTest(classes = {KafkaInboxTestApp.class, KafkaBatchInboxIT.BatchListeners.class},
         webEnvironment = SpringBootTest.WebEnvironment.NONE)
+@TestPropertySource(properties = "retrysafe.kafka.dead-letters=error-handler")
 @DirtiesContext
 class KafkaBatchInboxIT {
     @RegisterExtension
@@ -218,13 +223,27 @@ class KafkaBatchInboxIT {
         List<ConsumerRecord<String, String>> deadLetters = readAll(POISON + ".DLT");
         assertThat(deadLetters).extracting(ConsumerRecord::value)
                 .containsExactly("no id", "too long an id", "another message under p-1's id");
-        // Spring Kafka names the batch listener's exception in the headers; its message names the reason.
+        assertThat(deadLetters).extracting(record -> header(record, DeadLetterHeaders.REASON))
+                .containsExactly("missing-message-id", "invalid-message-id", "fingerprint-mismatch");
+        assertThat(deadLetters).extracting(record -> header(record, DeadLetterHeaders.ATTEMPTS)).containsOnly("0");
+        assertThat(deadLetters).extracting(record -> header(record, DeadLetterHeaders.SCOPE))
+                .containsOnly("kafka:" + GROUP + ":" + POISON);
+        assertThat(deadLetters).extracting(record -> header(record, DeadLetterHeaders.MESSAGE_ID))
+                .containsExactly(null, "x".repeat(300), "p-1");
+        assertSpringsHeaders(deadLetters);
+        assertThat(batches.seen.values()).as("nothing retried: the listener never failed").containsOnly(1);
+    }
+
+    /**
+     * Spring Kafka's own headers on the dead letters of the poison test: its recoverer names the batch
+     * listener's exception, whose message names the reason.
+     */
+    void assertSpringsHeaders(List<ConsumerRecord<String, String>> deadLetters) {
         assertThat(deadLetters).extracting(record -> header(record, "kafka_dlt-exception-message"))
                 .satisfiesExactly(
                         message -> assertThat(message).contains(InvalidKeyException.class.getName()),
                         message -> assertThat(message).contains(InvalidKeyException.class.getName()),
                         message -> assertThat(message).contains(FingerprintMismatchException.class.getName()));
-        assertThat(batches.seen.values()).as("nothing retried: the listener never failed").containsOnly(1);
     }
 
     @Test
@@ -248,7 +267,12 @@ class KafkaBatchInboxIT {
         }
         assertThat(payloads(PARTIAL)).as("every other record once, in order; nothing of the failing one")
                 .containsExactlyElementsOf(expected);
-        assertThat(readAll(PARTIAL + ".DLT")).extracting(ConsumerRecord::value).containsExactly("fail " + failing);
+        List<ConsumerRecord<String, String>> deadLetters = readAll(PARTIAL + ".DLT");
+        assertThat(deadLetters).extracting(ConsumerRecord::value).containsExactly("fail " + failing);
+        assertThat(header(deadLetters.get(0), DeadLetterHeaders.REASON)).isEqualTo("handler-failed");
+        assertThat(header(deadLetters.get(0), DeadLetterHeaders.ERROR))
+                .isEqualTo(IllegalStateException.class.getName() + ": cannot book fail " + failing);
+        assertThat(header(deadLetters.get(0), DeadLetterHeaders.POSITION)).isEqualTo(PARTIAL + "-0@" + failing);
         assertThat(batches.seen.get("fail " + failing)).as("its first call and its retries, then the recoverer")
                 .isGreaterThanOrEqualTo(1 + KafkaInboxTestApp.RETRIES);
     }
