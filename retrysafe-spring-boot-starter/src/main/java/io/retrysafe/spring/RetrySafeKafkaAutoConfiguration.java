@@ -119,8 +119,10 @@ public class RetrySafeKafkaAutoConfiguration {
                         // The message is at fault, not the moment: straight to the recoverer.
                         classifier.addNotRetryableExceptions(InvalidKeyException.class,
                                 FingerprintMismatchException.class, UnreadablePayloadException.class);
-                    } else if (bean instanceof DeadLetterPublishingRecoverer recoverer) {
-                        // The inbox's headers on Spring's dead letters (none unless dead-letters=error-handler).
+                    }
+                    if (bean instanceof DeadLetterPublishingRecoverer recoverer) {
+                        // (An ExceptionClassifier too.) The inbox's headers on Spring's dead letters, none
+                        // unless dead-letters=error-handler.
                         recoverer.addHeadersFunction(advice.getObject().recovererHeaders()::headers);
                     }
                     return bean;
