@@ -18,6 +18,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 /**
@@ -124,6 +125,7 @@ final class LazyConnection {
     private final Consumer<Link> initialiser;
     private final Duration wait;
     private final long coolDownNanos;
+    private final LongSupplier ticker;
     private final Runnable onLost;
     private final Runnable onConnected;
 
@@ -144,17 +146,19 @@ final class LazyConnection {
      * @param wait          how long a call waits for a connection; also the connection's command timeout
      * @param coolDown      how long after a failed attempt calls fail at once instead of trying again;
      *                      {@link Duration#ZERO} for none
+     * @param ticker        the cool-down's time source, in nanoseconds ({@code System::nanoTime})
      * @param onLost        told (under the lock) that a lost connection is being replaced
      * @param onConnected   told that a new connection is ready
      */
     LazyConnection(String threadName, String closedMessage, Supplier<Link> connector, Consumer<Link> initialiser,
-            Duration wait, Duration coolDown, Runnable onLost, Runnable onConnected) {
+            Duration wait, Duration coolDown, LongSupplier ticker, Runnable onLost, Runnable onConnected) {
         this.threadName = threadName;
         this.closedMessage = closedMessage;
         this.connector = connector;
         this.initialiser = initialiser;
         this.wait = wait;
         this.coolDownNanos = coolDown.toNanos();
+        this.ticker = ticker;
         this.onLost = onLost;
         this.onConnected = onConnected;
     }
@@ -225,7 +229,7 @@ final class LazyConnection {
                 onLost.run();
             }
             if (connecting == null) {
-                if (lastFailure != null && System.nanoTime() - lastFailureNanos < coolDownNanos) {
+                if (lastFailure != null && ticker.getAsLong() - lastFailureNanos < coolDownNanos) {
                     throw new NotConnected(NotConnected.Reason.COOLING_DOWN, lastFailure);
                 }
                 CompletableFuture<Link> started = new CompletableFuture<>();
@@ -272,7 +276,7 @@ final class LazyConnection {
             synchronized (lock) {
                 connecting = null;
                 lastFailure = e;
-                lastFailureNanos = System.nanoTime();
+                lastFailureNanos = ticker.getAsLong();
             }
             attempt.completeExceptionally(e);
             return;

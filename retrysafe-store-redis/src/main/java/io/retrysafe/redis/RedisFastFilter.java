@@ -150,7 +150,7 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
                 this::breakerChanged);
         // No cool-down after a failed attempt: the breaker decides when a call tries Redis again.
         this.connection = new LazyConnection("retrysafe-" + name + "-connect", "fast filter " + name + " is closed",
-                b.connector, link -> { }, timeout, Duration.ZERO,
+                b.connector, link -> { }, timeout, Duration.ZERO, ticker,
                 () -> LOG.log(Level.DEBUG, () -> "[" + name + "] connection to Redis lost; opening a new one"),
                 () -> LOG.log(Level.DEBUG, () -> "[" + name + "] connected to Redis (" + topology + ")"));
     }

@@ -28,6 +28,7 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Function;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 /**
@@ -87,6 +88,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         this.commandTimeout = b.commandTimeout == null ? DEFAULT_COMMAND_TIMEOUT : b.commandTimeout;
         this.connection = new LazyConnection("retrysafe-" + name + "-connect",
                 "idempotency store " + name + " is closed", b.connector, this::initialise, commandTimeout, RETRY_AFTER,
+                b.ticker == null ? System::nanoTime : b.ticker,
                 () -> LOG.log(Level.INFO, () -> "[" + name + "] connection to Redis lost; opening a new one"),
                 () -> LOG.log(Level.DEBUG, () -> "[" + name + "] connected to Redis (" + topology
                         + "), scripts loaded"));
@@ -410,6 +412,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         private String keyPrefix;
         private String name;
         private Duration commandTimeout;
+        private LongSupplier ticker;
 
         private Builder(Supplier<Link> connector, String topology) {
             this.connector = connector;
@@ -446,6 +449,16 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         public Builder commandTimeout(Duration commandTimeout) {
             Require.unset(this.commandTimeout, "commandTimeout");
             this.commandTimeout = Require.atLeastOneMilli(commandTimeout, "commandTimeout");
+            return this;
+        }
+
+        /**
+         * The time source, in nanoseconds ({@code System::nanoTime} by default), of the second after a failed
+         * attempt to connect during which calls fail at once instead of trying again; for tests.
+         */
+        public Builder ticker(LongSupplier ticker) {
+            Require.unset(this.ticker, "ticker");
+            this.ticker = Require.notNull(ticker, "ticker");
             return this;
         }
 
