@@ -29,26 +29,38 @@ final class Gateway implements AutoCloseable {
     static final Duration LEASE = Duration.ofSeconds(3);
     static final Duration READY_BOUND = Duration.ofSeconds(60);
 
+    /** Where the gateway keeps its keys: the test databases, each under the example's default table, or Redis. */
     enum Store {
-        POSTGRESQL, REDIS
+        POSTGRESQL, MARIADB, REDIS;
+
+        /** The password {@code password-env: GATEWAY_STORE_PASSWORD} names; none for Redis. */
+        String password() {
+            return switch (this) {
+                case POSTGRESQL -> TestDatabases.postgresPassword();
+                case MARIADB -> TestDatabases.mariadbPassword();
+                case REDIS -> "";
+            };
+        }
     }
 
     private static final Pattern READY = Pattern.compile("retrysafe-gateway listening on port (\\d+)");
 
     private final Path dir;
     private final Path config;
+    private final Store store;
     private ChildProcess process;
     private int port;
 
-    private Gateway(Path dir, Path config) {
+    private Gateway(Path dir, Path config, Store store) {
         this.dir = dir;
         this.config = config;
+        this.store = store;
     }
 
     static Gateway start(Path dir, Upstream upstream, Store store) throws IOException, InterruptedException {
         Path config = dir.resolve("gateway-" + store.name().toLowerCase() + ".yaml");
         Files.writeString(config, config(upstream, store), StandardCharsets.UTF_8);
-        Gateway gateway = new Gateway(dir, config);
+        Gateway gateway = new Gateway(dir, config, store);
         gateway.launch(0);
         return gateway;
     }
@@ -65,9 +77,8 @@ final class Gateway implements AutoCloseable {
                   username: postgres
                 """;
         String testStore = switch (store) {
-            case POSTGRESQL -> "  type: postgresql\n  url: " + TestDatabases.postgresJdbcUrl() + "\n  username: "
-                    + TestDatabases.postgresUser() + "\n" + (TestDatabases.postgresPassword().isEmpty() ? ""
-                            : "  password-env: GATEWAY_STORE_PASSWORD\n");
+            case POSTGRESQL -> jdbc("postgresql", TestDatabases.postgresJdbcUrl(), TestDatabases.postgresUser(), store);
+            case MARIADB -> jdbc("mariadb", TestDatabases.mariadbJdbcUrl(), TestDatabases.mariadbUser(), store);
             case REDIS -> "  type: redis\n  url: " + TestRedis.standaloneUri().toURI() + "\n  key-prefix: gw-example-" + UUID.randomUUID()
                     + ":\n";
         };
@@ -76,6 +87,11 @@ final class Gateway implements AutoCloseable {
             yaml = replace(yaml, "  create-schema: true", "");
         }
         return yaml;
+    }
+
+    private static String jdbc(String type, String url, String user, Store store) {
+        return "  type: " + type + "\n  url: " + url + "\n  username: " + user + "\n"
+                + (store.password().isEmpty() ? "" : "  password-env: GATEWAY_STORE_PASSWORD\n");
     }
 
     private static String replace(String yaml, String what, String with) {
@@ -88,7 +104,7 @@ final class Gateway implements AutoCloseable {
     private void launch(int onPort) throws IOException, InterruptedException {
         process = ChildProcess.start("gateway", dir, List.of(Path.of(System.getProperty("java.home"), "bin", "java")
                 .toString(), "-XX:TieredStopAtLevel=1", "-Xmx256m", "-jar", JAR.toString(), "--config", config.toString()),
-                Map.of("PORT", Integer.toString(onPort), "GATEWAY_STORE_PASSWORD", TestDatabases.postgresPassword()),
+                Map.of("PORT", Integer.toString(onPort), "GATEWAY_STORE_PASSWORD", store.password()),
                 READY);
         port = process.awaitReady(READY_BOUND);
     }

@@ -16,28 +16,32 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The example as a user runs it: the Python upstream and the gateway, each a process of its own, the
- * gateway on {@code gateway.yaml} and {@code users.txt}. The shared conformance suite, where an effect is
- * a call of the upstream's {@code POST /payments} ({@link GatewayTarget#effects}): 64 concurrent requests
- * with one key call it once. Then a restart of both processes, and what only this example has.
+ * gateway on {@code gateway.yaml} and {@code users.txt}, its keys in the store a subclass names. The shared
+ * conformance suite, where an effect is a call of the upstream's {@code POST /payments}
+ * ({@link GatewayTarget#effects}): 64 concurrent requests with one key call it once. Then a restart of both
+ * processes, and what only this example has. One upstream and one gateway per class.
  */
-class GatewayConformanceIT extends HttpConformance {
-    @TempDir
-    static Path dir;
-    static Upstream upstream;
-    static Gateway gateway;
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+abstract class GatewayConformance extends HttpConformance {
+    private Upstream upstream;
+    private Gateway gateway;
+
+    /** Where the gateway keeps its keys. */
+    abstract Gateway.Store store();
 
     @BeforeAll
-    static void start() throws Exception {
+    void start(@TempDir Path dir) throws Exception {
         upstream = Upstream.start(dir);
-        gateway = Gateway.start(dir, upstream, Gateway.Store.POSTGRESQL);
+        gateway = Gateway.start(dir, upstream, store());
     }
 
     @AfterAll
-    static void stop() throws Exception {
+    void stop() throws Exception {
         try (Upstream u = upstream; Gateway g = gateway) {
             // both stopped, the gateway first
         }
