@@ -44,6 +44,10 @@ abstract class GatewayContract {
     void prepare() throws Exception {
     }
 
+    /** Stops what {@link #prepare()} started, once the gateway and the upstream are stopped. */
+    void cleanUp() throws Exception {
+    }
+
     /** Applies the credentials of caller {@code name} (one of alice, bob) to the request. */
     abstract HttpRequest.Builder as(String name, HttpRequest.Builder request);
 
@@ -81,12 +85,16 @@ abstract class GatewayContract {
     }
 
     @AfterAll
-    void stop() {
-        if (gateway != null) {
-            gateway.close();
-        }
-        if (upstream != null) {
-            upstream.close();
+    void stop() throws Exception {
+        try {
+            if (gateway != null) {
+                gateway.close();
+            }
+            if (upstream != null) {
+                upstream.close();
+            }
+        } finally {
+            cleanUp();
         }
     }
 
