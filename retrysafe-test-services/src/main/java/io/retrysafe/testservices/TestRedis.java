@@ -29,6 +29,8 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.IntFunction;
 
 /**
  * Redis for RetrySafe's own tests.
@@ -37,10 +39,11 @@ import java.util.concurrent.TimeUnit;
  * {@code redis://127.0.0.1:6379}). Tests on it use a key prefix of their own and never flush
  * anything (no {@code FLUSHALL}, no {@code SCRIPT FLUSH}): others use that server too.
  *
- * <p>{@link #startServer(Path)} and {@link #startCluster(Path)}: throwaway servers that the test
- * starts as child processes of its JVM on loopback ports, for what must not touch the shared server
- * (server-wide commands) and for a real Redis Cluster of three masters. They need
- * {@code redis-server} and {@code redis-cli} on the {@code PATH}.
+ * <p>{@link #startServer(Path)}, {@link #startCluster(Path)} and {@link #startSentinel(Path, Server, String)}:
+ * throwaway servers that the test starts as child processes of its JVM on loopback ports, for what must
+ * not touch the shared server (server-wide commands), for a real Redis Cluster of three masters, and for
+ * a Sentinel that names a private server as its master. They need {@code redis-server} and
+ * {@code redis-cli} on the {@code PATH}.
  *
  * <p>As in {@link TestDatabases}: if the local Redis does not answer or the binaries are missing, the
  * calling test is aborted (reported as skipped, with the reason) - unless {@code CI=true}, where the
@@ -188,6 +191,63 @@ public final class TestRedis {
     }
 
     /**
+     * Starts a Redis Sentinel ({@code redis-server --sentinel}) on a free loopback port that monitors
+     * {@code master} under {@code masterName}, with its files in {@code dir}, and returns once it names
+     * that master to a client ({@code SENTINEL get-master-addr-by-name}). One Sentinel, quorum 1, and
+     * no replica: enough for a client that finds its master through Sentinel, not for a failover.
+     * Close it to stop it (the master is the caller's to close).
+     */
+    public static Sentinel startSentinel(Path dir, Server master, String masterName) {
+        requireBinaries();
+        Node node = startOnFreePort(port -> {
+            Path config = dir.resolve("sentinel-" + port + ".conf");
+            try {
+                // Sentinel rewrites its configuration file as it learns: it must be a file of its own.
+                Files.writeString(config, "port " + port + "\nbind " + LOOPBACK + "\ndir " + dir
+                        + "\nsentinel monitor " + masterName + " " + LOOPBACK + " " + master.port() + " 1\n",
+                        StandardCharsets.UTF_8);
+            } catch (IOException e) {
+                throw new IllegalStateException("cannot write " + config + ": " + e, e);
+            }
+            String lookup = "SENTINEL get-master-addr-by-name " + masterName;
+            return launch(dir, port, List.of("redis-server", config.toString(), "--sentinel"),
+                    "to answer " + lookup, () -> "*2".equals(command(port, lookup))); // host and port
+        }, false);
+        log("Redis: started a Sentinel on port " + node.port + " for master " + masterName + " on port "
+                + master.port());
+        return new Sentinel(node, masterName);
+    }
+
+    /** A running Redis Sentinel; {@link #close()} stops it. */
+    public static final class Sentinel implements AutoCloseable {
+        private final Node node;
+        private final String masterName;
+
+        private Sentinel(Node node, String masterName) {
+            this.node = node;
+            this.masterName = masterName;
+        }
+
+        public int port() {
+            return node.port;
+        }
+
+        public String masterName() {
+            return masterName;
+        }
+
+        /** The URI a client connects with: Lettuce asks the Sentinel for the master, then connects to it. */
+        public RedisURI uri() {
+            return RedisURI.Builder.sentinel(LOOPBACK, node.port, masterName).build();
+        }
+
+        @Override
+        public void close() {
+            node.stop();
+        }
+    }
+
+    /**
      * A private Redis server; {@link #close()} stops it. {@link #kill()} and {@link #restart()} let
      * a test take it away and bring it back on the same port (empty: there is no persistence).
      */
@@ -320,10 +380,15 @@ public final class TestRedis {
      * in between, the server exits, and this tries again on another port.
      */
     private static Node startNode(Path dir, boolean clustered) {
+        return startOnFreePort(port -> startNodeOn(dir, port, clustered), clustered);
+    }
+
+    /** {@code start} on a free port, and on another one if it exits ({@link ServerExited}: the port was taken). */
+    private static Node startOnFreePort(IntFunction<Node> start, boolean clustered) {
         ServerExited last = null;
         for (int attempt = 1; attempt <= START_ATTEMPTS; attempt++) {
             try {
-                return startNodeOn(dir, freePort(clustered), clustered);
+                return start.apply(freePort(clustered));
             } catch (ServerExited e) { // most likely another process took the port meanwhile
                 last = e;
             }
@@ -340,6 +405,14 @@ public final class TestRedis {
         }
         command.addAll(List.of("--dir", dir.toString(), "--save", "", "--appendonly", "no",
                 "--bind", LOOPBACK, "--daemonize", "no"));
+        return launch(dir, port, command, "to answer PING", () -> "+PONG".equals(command(port, "PING")));
+    }
+
+    /**
+     * Runs {@code command} (a server that listens on {@code port}, its output in a log in {@code dir}) and
+     * returns once {@code ready}; {@link ServerExited} if it exited instead.
+     */
+    private static Node launch(Path dir, int port, List<String> command, String readyWhen, BooleanSupplier ready) {
         Path log = dir.resolve("redis-" + port + ".log");
         Node node;
         try {
@@ -351,10 +424,10 @@ public final class TestRedis {
             throw new IllegalStateException("cannot run " + String.join(" ", command) + ": " + e, e);
         }
         try {
-            await("redis-server on port " + port + " to answer PING").atMost(START_TIMEOUT)
+            await("redis-server on port " + port + " " + readyWhen).atMost(START_TIMEOUT)
                     .pollDelay(Duration.ZERO).pollInterval(POLL).until(() -> {
                         node.requireAlive();
-                        return "+PONG".equals(command(port, "PING"));
+                        return ready.getAsBoolean();
                     });
             return node;
         } catch (RuntimeException e) {
