@@ -79,8 +79,8 @@ final class Gateway implements AutoCloseable {
         String testStore = switch (store) {
             case POSTGRESQL -> jdbc("postgresql", TestDatabases.postgresJdbcUrl(), TestDatabases.postgresUser(), store);
             case MARIADB -> jdbc("mariadb", TestDatabases.mariadbJdbcUrl(), TestDatabases.mariadbUser(), store);
-            case REDIS -> "  type: redis\n  url: " + TestRedis.standaloneUri().toURI() + "\n  key-prefix: gw-example-" + UUID.randomUUID()
-                    + ":\n";
+            case REDIS -> "  type: redis\n  url: " + TestRedis.standaloneUri().toURI() + "\n  key-prefix: \"gw-example-" + UUID.randomUUID()
+                    + ":\"\n";
         };
         yaml = replace(yaml, pgStore, testStore);
         if (store == Store.REDIS) {
