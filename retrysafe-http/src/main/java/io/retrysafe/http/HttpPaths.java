@@ -36,6 +36,43 @@ public final class HttpPaths {
         return "/" + String.join("/", segments) + (trailingSlash ? "/" : "");
     }
 
+    /**
+     * Whether a raw path reads the same to every server: no path parameters ({@code ;}), backslashes, dot or
+     * empty segments (a trailing '/' aside), malformed escapes, and no escape of '/', '\\', NUL or a character
+     * that needs none ({@code %61} for {@code a}, {@code %2e} for '.'). A proxy forwards only such paths: any
+     * other spelling may be dispatched by the service behind it as a path other than the one the proxy matched.
+     */
+    public static boolean isCanonical(String raw) {
+        if (raw.isEmpty() || raw.charAt(0) != '/' || raw.indexOf(';') >= 0 || raw.indexOf('\\') >= 0) {
+            return false;
+        }
+        String[] parts = raw.split("/", -1);
+        for (int i = 1; i < parts.length; i++) {
+            String part = parts[i];
+            if ((part.isEmpty() && i < parts.length - 1) || part.equals(".") || part.equals("..")) {
+                return false;
+            }
+            for (int p = part.indexOf('%'); p >= 0; p = part.indexOf('%', p + 1)) {
+                int hi = p + 2 < part.length() ? Character.digit(part.charAt(p + 1), 16) : -1;
+                int lo = hi >= 0 ? Character.digit(part.charAt(p + 2), 16) : -1;
+                if (lo < 0) {
+                    return false;
+                }
+                char c = (char) (hi << 4 | lo);
+                if (c == '/' || c == '\\' || c == 0 || isUnreserved(c)) {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
+    /** RFC 3986's unreserved characters: an escape of one means the same as the character itself. */
+    private static boolean isUnreserved(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.'
+                || c == '_' || c == '~';
+    }
+
     /** {@code %nn} as UTF-8 bytes; a malformed escape is left as it was (the container refuses such a request). */
     private static String decode(String s) {
         if (s.indexOf('%') < 0) {

@@ -78,24 +78,44 @@ public final class HttpRoute {
 
     /** Whether this route protects a request of this method on this path (percent-decoded and normalised). */
     public boolean matches(String requestMethod, String path) {
-        if (!method.equals(requestMethod)) {
-            return false;
+        return spelling(requestMethod, path, false) != null;
+    }
+
+    /**
+     * The path as this route spells it, when the route protects a request of this method on this path: its literal
+     * segments as the pattern writes them, the others as given, no trailing '/' unless a final {@code **} took it.
+     * Null when the route does not match. With {@code ignoreCase}, the method and the literal segments match in any
+     * case, as servers that route case-insensitively dispatch them; a proxy that forwards the spelling then sends
+     * the upstream the path it matched.
+     */
+    public String spelling(String requestMethod, String path, boolean ignoreCase) {
+        if (ignoreCase ? !method.equalsIgnoreCase(requestMethod) : !method.equals(requestMethod)) {
+            return null;
         }
         String[] parts = path.split("/", -1);
+        StringBuilder spelled = new StringBuilder(path.length());
         int p = 1; // parts[0] is the empty string before the leading '/'
         for (String segment : segments) {
             if (segment.equals("**")) {
-                return true;
+                for (; p < parts.length; p++) {
+                    spelled.append('/').append(parts[p]);
+                }
+                return spelled.length() == 0 ? "/" : spelled.toString();
             }
             if (p >= parts.length || parts[p].isEmpty()) {
-                return false;
+                return null;
             }
-            if (!segment.startsWith("{") && !segment.equals(parts[p])) {
-                return false;
+            boolean literal = !segment.startsWith("{");
+            if (literal && !(ignoreCase ? segment.equalsIgnoreCase(parts[p]) : segment.equals(parts[p]))) {
+                return null;
             }
+            spelled.append('/').append(literal ? segment : parts[p]);
             p++;
         }
-        return p == parts.length || (p == parts.length - 1 && parts[p].isEmpty());
+        if (p != parts.length && !(p == parts.length - 1 && parts[p].isEmpty())) {
+            return null;
+        }
+        return spelled.length() == 0 ? "/" : spelled.toString();
     }
 
     @Override
