@@ -32,9 +32,12 @@ public final class HttpSemantics {
     public static final String RETRY_AFTER = "Retry-After";
     /** On the replay of a response stored without its body (over the bound): the body's length in bytes. */
     public static final String BODY_OMITTED_HEADER = "Idempotent-Replay-Body-Omitted";
-    /** Headers replayed with a stored response unless configured otherwise. */
-    public static final Set<String> DEFAULT_REPLAYED_HEADERS = Set.of("content-type", "content-language", "location",
-            "etag", "last-modified", "cache-control", "link");
+    /**
+     * Headers replayed with a stored response unless configured otherwise. {@code content-encoding} and {@code vary}
+     * describe the stored body's bytes: a compressed body replayed without them would be unreadable.
+     */
+    public static final Set<String> DEFAULT_REPLAYED_HEADERS = Set.of("content-type", "content-language",
+            "content-encoding", "vary", "location", "etag", "last-modified", "cache-control", "link");
     /** Never stored, whatever is configured: they carry credentials or per-session state. */
     public static final Set<String> FORBIDDEN_HEADERS = Set.of("set-cookie", "set-cookie2", "authorization",
             "proxy-authorization", "www-authenticate", "proxy-authenticate", "cookie");
