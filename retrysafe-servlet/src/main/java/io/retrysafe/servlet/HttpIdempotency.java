@@ -36,6 +36,7 @@ public final class HttpIdempotency {
     private final HttpSettings<ScopeResolver> settings;
     private final List<IdempotentRoute> routes;
     private final boolean includeErrorMessages;
+    private final boolean rawFormBodies;
 
     private HttpIdempotency(Builder b, HttpSettings<ScopeResolver> settings) {
         this.settings = settings;
@@ -47,6 +48,7 @@ public final class HttpIdempotency {
         this.routes = List.copyOf(routes);
         this.includeErrorMessages = b.includeErrorMessages == null ? DEFAULT_INCLUDE_ERROR_MESSAGES
                 : b.includeErrorMessages;
+        this.rawFormBodies = b.rawFormBodies != null && b.rawFormBodies;
     }
 
     public static Builder custom() {
@@ -88,6 +90,11 @@ public final class HttpIdempotency {
         return includeErrorMessages;
     }
 
+    /** Whether the handler reads an URL-encoded form's bytes rather than its parameters ({@link Builder#rawFormBodies}). */
+    public boolean rawFormBodies() {
+        return rawFormBodies;
+    }
+
     /** The first route matching, in the order configured; null when none does. */
     IdempotentRoute route(String method, String path) {
         for (IdempotentRoute r : routes) {
@@ -103,6 +110,7 @@ public final class HttpIdempotency {
         /** The servlet routes given, by the stack-neutral route each is, so that {@link #routes()} returns them. */
         private final Map<HttpRoute, IdempotentRoute> given = new IdentityHashMap<>();
         private Boolean includeErrorMessages;
+        private Boolean rawFormBodies;
 
         private Builder() {
             super(ScopeResolver.class.getSimpleName());
@@ -126,6 +134,19 @@ public final class HttpIdempotency {
         public Builder includeErrorMessages(boolean includeErrorMessages) {
             Require.unset(this.includeErrorMessages, "includeErrorMessages");
             this.includeErrorMessages = includeErrorMessages;
+            return this;
+        }
+
+        /**
+         * Whether the handler reads an URL-encoded form's body as bytes, as a proxy that forwards it does, rather
+         * than its parameters: the filter then reads the body itself, fingerprints the fields it parses from it (as
+         * a container parses them) and hands the handler the same bytes; the container's {@code getParameter()}
+         * then sees the query's fields only. Off by default: the container parses the form, and the handler gets
+         * its parameters.
+         */
+        public Builder rawFormBodies(boolean rawFormBodies) {
+            Require.unset(this.rawFormBodies, "rawFormBodies");
+            this.rawFormBodies = rawFormBodies;
             return this;
         }
 

@@ -13,6 +13,7 @@ import io.retrysafe.StoredResponse;
 import io.retrysafe.StoredResponseUnreadableException;
 import io.retrysafe.http.HttpAnswer;
 import io.retrysafe.http.HttpForms;
+import io.retrysafe.http.HttpForms.MalformedFormException;
 import io.retrysafe.http.HttpSemantics;
 import io.retrysafe.internal.Require;
 import io.retrysafe.spi.RetrySafeListener;
@@ -270,7 +271,7 @@ public final class RetrySafeFilter implements Filter {
         String contentType = request.getContentType();
         // The normalised path: the same request spelled /p%61yments or /payments;x is the same intent.
         Fingerprinter fingerprinter = fingerprinters.get(route);
-        if (HttpForms.isUrlEncoded(contentType)) {
+        if (HttpForms.isUrlEncoded(contentType) && !config.rawFormBodies()) {
             // The container parses form bodies itself from the stream: fingerprint the parsed form
             // (sorted) and leave the stream to it, so getParameter() keeps working for the handler.
             // A chunked body declares no length: bound it by what it provably held.
@@ -323,10 +324,20 @@ public final class RetrySafeFilter implements Filter {
         if (body.length > max) {
             return FingerprintedRequest.refused(Problem.PAYLOAD_TOO_LARGE, "the body must have at most " + max + " bytes");
         }
+        byte[] content = body;
+        if (HttpForms.isUrlEncoded(contentType)) {
+            // The handler reads the form's bytes (rawFormBodies): its fields are parsed from them, as a container
+            // parses them, so that the fingerprint is the one the parameters would give.
+            try {
+                content = HttpForms.canonical(HttpForms.parse(request.getQueryString(), body, contentType));
+            } catch (MalformedFormException e) {
+                return FingerprintedRequest.refused(Problem.MALFORMED_FORM, e.getMessage());
+            }
+        }
         try {
             return new FingerprintedRequest(new BufferedRequest(request, body),
                     HttpSemantics.fingerprint(fingerprinter, request.getMethod(), path, request.getQueryString(), route.fingerprintHeaders(), headerValues(request),
-                            contentType, body), null, null);
+                            contentType, content), null, null);
         } catch (MalformedJsonException e) {
             return FingerprintedRequest.refused(Problem.MALFORMED_JSON, e.getMessage());
         }
