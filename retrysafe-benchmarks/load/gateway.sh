@@ -181,6 +181,8 @@ gateway_config() {
     cat <<YAML
 listen:
   host: 127.0.0.1
+admin:
+  port: 0
 upstream:
   url: http://127.0.0.1:${PORT[upstream]}
 scope:

@@ -19,7 +19,6 @@ Settings (environment):
 Every execution of POST /payments is a row of `execution`, and every payment booked a row of `payment`:
 a test counts there how often the operation ran.
 """
-import base64
 import datetime
 import json
 import os
@@ -222,15 +221,15 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def payer(self):
-        """The caller: the user of the HTTP Basic credentials the gateway checked and passed on. This service
-        listens on 127.0.0.1 only, behind the gateway, so it does not check them again."""
-        authorization = self.headers.get("Authorization") or ""
-        if authorization[:6].lower() == "basic ":
-            try:
-                return base64.b64decode(authorization[6:].strip(), validate=True).decode().split(":", 1)[0]
-            except ValueError:
-                pass
-        return "anonymous"
+        """The caller the gateway checked, from the header only the gateway sets (it drops a client's own). This
+        service listens on 127.0.0.1 only, behind the gateway, so it trusts that header and nothing else: never a
+        user name from the Authorization header, which the gateway passes on but which a client could fill with
+        anyone's name. None when the gateway named no caller (a public path)."""
+        caller = self.headers.get("X-RetrySafe-Caller")
+        return caller if caller else None
+
+    def unauthenticated(self):
+        return problem(401, "unauthenticated", "Unauthenticated", "no caller checked by the gateway")
 
     def read_body(self):
         length = int(self.headers.get("Content-Length") or 0)
@@ -247,6 +246,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.answer(200 if arrived else 504, {"Content-Type": "application/json"}, {"arrived": arrived})
         m = re.fullmatch(r"/payments/([^/?]+)", self.path)
         if m:
+            if self.payer() is None:
+                return self.answer(*self.unauthenticated())
             return self.answer(*self.server.payments.find(self.payer(), m.group(1)))
         self.answer(*problem(404, "not-found", "Not found", "there is nothing at " + self.path))
 
@@ -260,6 +261,8 @@ class Handler(BaseHTTPRequestHandler):
             self.read_body()
             return self.answer(*problem(404, "not-found", "Not found", "there is nothing at " + self.path))
         raw = self.read_body()
+        if self.payer() is None:
+            return self.answer(*self.unauthenticated())
         if raw is None:
             self.close_connection = True
             return self.answer(*problem(413, "request-too-large", "Request too large",

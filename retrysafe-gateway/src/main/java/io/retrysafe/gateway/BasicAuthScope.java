@@ -1,7 +1,6 @@
 package io.retrysafe.gateway;
 
 import io.retrysafe.internal.Hex;
-import io.retrysafe.servlet.ScopeResolver;
 import jakarta.servlet.http.HttpServletRequest;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -11,7 +10,11 @@ import java.util.Base64;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Semaphore;
+import java.util.function.BiPredicate;
 import org.springframework.security.crypto.bcrypt.BCrypt;
 
 /**
@@ -19,18 +22,31 @@ import org.springframework.security.crypto.bcrypt.BCrypt;
  * ({@code htpasswd -nbB name password} writes one), blank lines and {@code #} comments ignored. A request without
  * credentials, or with wrong ones, has no caller ({@code 401}).
  *
- * <p>A bcrypt check costs tens of milliseconds by design; credentials already checked are remembered by their
- * SHA-256 (never the password itself), so that a caller's retries do not pay it again. The memory is bounded:
- * past {@value #MAX_REMEMBERED} entries it starts over.
+ * <p>A bcrypt check costs tens of milliseconds by design, so three things keep it from being a lever for an attacker:
+ * an unknown user is checked against a hash of the file's highest cost, so that a wrong password and an unknown user
+ * take the same time (no user enumeration by timing); credentials already checked, right or wrong, are remembered by
+ * their SHA-256 (never the password itself), up to {@value #MAX_REMEMBERED} of each before that memory starts over,
+ * so that retries and repeated guesses cost nothing; and at most half the processors check passwords at once, the
+ * other checks waiting their turn, so that a flood of new guesses cannot take the CPU from the requests of callers
+ * already checked.
  */
-final class BasicAuthScope implements ScopeResolver {
+final class BasicAuthScope implements Callers {
     static final int MAX_REMEMBERED = 10_000;
 
     private final Map<String, String> hashes;
+    private final String unknownUserHash;
+    private final BiPredicate<String, String> check;
+    private final Semaphore checks;
     private final Map<String, String> verified = new ConcurrentHashMap<>();
+    private final Set<String> refused = ConcurrentHashMap.newKeySet();
 
-    private BasicAuthScope(Map<String, String> hashes) {
-        this.hashes = hashes;
+    /** @param check whether a password matches a bcrypt hash; at most {@code concurrentChecks} run at once */
+    BasicAuthScope(Map<String, String> hashes, BiPredicate<String, String> check, int concurrentChecks) {
+        this.hashes = Map.copyOf(hashes);
+        this.check = check;
+        this.checks = new Semaphore(concurrentChecks);
+        int cost = hashes.values().stream().mapToInt(h -> Integer.parseInt(h.substring(4, 6))).max().orElse(10);
+        this.unknownUserHash = BCrypt.hashpw(UUID.randomUUID().toString(), BCrypt.gensalt(cost));
     }
 
     static BasicAuthScope fromFile(Path file) {
@@ -61,13 +77,31 @@ final class BasicAuthScope implements ScopeResolver {
         if (hashes.isEmpty()) {
             throw new ConfigException(file.toString(), 0, 0, "the users file lists no user");
         }
-        return new BasicAuthScope(Map.copyOf(hashes));
+        return new BasicAuthScope(hashes, BasicAuthScope::checkpw,
+                Math.max(1, Runtime.getRuntime().availableProcessors() / 2));
+    }
+
+    private static boolean checkpw(String password, String hash) {
+        try {
+            return BCrypt.checkpw(password, hash);
+        } catch (IllegalArgumentException e) {
+            return false;
+        }
     }
 
     @Override
-    public String resolve(HttpServletRequest request) {
-        String user = authenticate(request.getHeader("Authorization"));
-        return user == null ? null : "user:" + user;
+    public String caller(HttpServletRequest request) {
+        return authenticate(request.getHeader("Authorization"));
+    }
+
+    @Override
+    public String scope(String caller) {
+        return "user:" + caller;
+    }
+
+    @Override
+    public String challenge() {
+        return "Basic realm=\"" + REALM + "\", charset=\"UTF-8\"";
     }
 
     /** The user the header's credentials belong to, or null. */
@@ -87,20 +121,31 @@ final class BasicAuthScope implements ScopeResolver {
         }
         String user = decoded.substring(0, colon);
         String hash = hashes.get(user);
-        if (hash == null) {
-            return null;
-        }
         String seen = Hex.encode(Hex.sha256(decoded));
-        if (hash.equals(verified.get(seen))) {
+        if (hash != null && hash.equals(verified.get(seen))) {
             return user;
+        }
+        if (refused.contains(seen)) {
+            return null;
         }
         boolean matches;
         try {
-            matches = BCrypt.checkpw(decoded.substring(colon + 1), hash);
-        } catch (IllegalArgumentException e) {
+            checks.acquire();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
             return null;
         }
+        try {
+            // An unknown user costs what a wrong password costs.
+            matches = check.test(decoded.substring(colon + 1), hash == null ? unknownUserHash : hash) && hash != null;
+        } finally {
+            checks.release();
+        }
         if (!matches) {
+            if (refused.size() >= MAX_REMEMBERED) {
+                refused.clear();
+            }
+            refused.add(seen);
             return null;
         }
         if (verified.size() >= MAX_REMEMBERED) {

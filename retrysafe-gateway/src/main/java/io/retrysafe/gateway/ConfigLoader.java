@@ -1,11 +1,14 @@
 package io.retrysafe.gateway;
 
 import io.retrysafe.OperationPolicy;
+import io.retrysafe.gateway.GatewayConfig.Admin;
 import io.retrysafe.gateway.GatewayConfig.BasicScope;
 import io.retrysafe.gateway.GatewayConfig.HeaderScope;
 import io.retrysafe.gateway.GatewayConfig.Idempotency;
 import io.retrysafe.gateway.GatewayConfig.JwtScope;
 import io.retrysafe.gateway.GatewayConfig.Listen;
+import io.retrysafe.gateway.GatewayConfig.Paths;
+import io.retrysafe.gateway.GatewayConfig.PublicRoute;
 import io.retrysafe.gateway.GatewayConfig.Route;
 import io.retrysafe.gateway.GatewayConfig.Scope;
 import io.retrysafe.gateway.GatewayConfig.Store;
@@ -41,6 +44,10 @@ import org.snakeyaml.engine.v2.nodes.Node;
 public final class ConfigLoader {
     /** The environment variable that overrides {@code listen.port}. */
     public static final String PORT_ENV = "PORT";
+    /** The environment variable that overrides {@code admin.port}. */
+    public static final String ADMIN_PORT_ENV = "ADMIN_PORT";
+    /** An HTTP field name (RFC 9110, 5.1). */
+    private static final String TOKEN = "[A-Za-z0-9!#$%&'*+.^_`|~-]+";
 
     private ConfigLoader() {
     }
@@ -74,9 +81,11 @@ public final class ConfigLoader {
         }
         YamlSection top = new YamlSection(name, "", root);
         Listen listen = listen(top.section("listen"), top, env);
+        Admin admin = admin(top.section("admin"), env);
         Upstream upstream = upstream(top.section("upstream"));
         YamlSection scopeSection = top.section("scope");
         Optional<Scope> scope = scopeSection == null ? Optional.empty() : Optional.of(scope(scopeSection, base));
+        Paths paths = paths(top.section("paths"));
         Store store = store(top.section("store"), top);
         Idempotency idempotency = idempotency(top.section("idempotency"));
         List<YamlSection> routeSections = top.sections("routes");
@@ -88,7 +97,10 @@ public final class ConfigLoader {
         for (YamlSection r : routeSections) {
             routes.add(route(r, upstream, idempotency, scope, top, base));
         }
-        return new GatewayConfig(listen, upstream, scope, store, idempotency, routes);
+        if (admin.port() != 0 && admin.port() == listen.port()) {
+            throw top.error("admin", "admin.port must differ from listen.port, but both were " + admin.port());
+        }
+        return new GatewayConfig(listen, admin, upstream, scope, paths, store, idempotency, routes);
     }
 
     private static Listen listen(YamlSection s, YamlSection top, Map<String, String> env) {
@@ -96,37 +108,86 @@ public final class ConfigLoader {
         String host = "0.0.0.0";
         Duration idle = GatewayConfig.DEFAULT_IDLE_TIMEOUT;
         Duration drain = GatewayConfig.DEFAULT_DRAIN_TIMEOUT;
+        long minRate = GatewayConfig.DEFAULT_MIN_REQUEST_DATA_RATE;
         if (s != null) {
             host = s.string("host", host);
             port = s.integer("port", port, 0, 65535);
             idle = s.duration("idle-timeout", idle);
             drain = s.duration("drain-timeout", drain);
+            minRate = s.integer("min-request-data-rate", (int) minRate, 0, Integer.MAX_VALUE);
             s.done();
         }
-        String fromEnv = env.get(PORT_ENV);
-        if (fromEnv != null && !fromEnv.isBlank()) {
-            try {
-                port = Integer.parseInt(fromEnv.trim());
-            } catch (NumberFormatException e) {
-                port = -1;
-            }
-            if (port < 0 || port > 65535) {
-                throw new ConfigException("environment", 0, 0, PORT_ENV + " must be a port number (0 to 65535), but was \""
-                        + fromEnv + "\"");
-            }
+        port = portFromEnv(env, PORT_ENV, port);
+        return new Listen(host, port, idle, drain, minRate);
+    }
+
+    /** The port an environment variable names, when it is set; else {@code port}. */
+    private static int portFromEnv(Map<String, String> env, String name, int port) {
+        String fromEnv = env.get(name);
+        if (fromEnv == null || fromEnv.isBlank()) {
+            return port;
         }
-        return new Listen(host, port, idle, drain);
+        int p;
+        try {
+            p = Integer.parseInt(fromEnv.trim());
+        } catch (NumberFormatException e) {
+            p = -1;
+        }
+        if (p < 0 || p > 65535) {
+            throw new ConfigException("environment", 0, 0, name + " must be a port number (0 to 65535), but was \""
+                    + fromEnv + "\"");
+        }
+        return p;
+    }
+
+    private static Admin admin(YamlSection s, Map<String, String> env) {
+        String host = "127.0.0.1";
+        int port = GatewayConfig.DEFAULT_ADMIN_PORT;
+        if (s != null) {
+            host = s.string("host", host);
+            port = s.integer("port", port, 0, 65535);
+            s.done();
+        }
+        return new Admin(host, portFromEnv(env, ADMIN_PORT_ENV, port));
+    }
+
+    private static Paths paths(YamlSection s) {
+        if (s == null) {
+            return new Paths(false, List.of());
+        }
+        boolean caseSensitive = s.bool("case-sensitive", false);
+        List<PublicRoute> open = new ArrayList<>();
+        for (YamlSection r : s.sections("public")) {
+            String method = r.requiredString("method");
+            String path = r.requiredString("path");
+            try {
+                IdempotentRoute.of(method, path).build();
+            } catch (IllegalArgumentException e) {
+                throw r.error(r.has("path") ? "path" : "method", r.path() + ": " + e.getMessage());
+            }
+            r.done();
+            open.add(new PublicRoute(method.toUpperCase(Locale.ROOT), path));
+        }
+        s.done();
+        return new Paths(caseSensitive, open);
     }
 
     private static Upstream upstream(YamlSection s) {
         if (s == null) {
             return new Upstream(Optional.empty(), GatewayConfig.DEFAULT_CONNECT_TIMEOUT,
-                    GatewayConfig.DEFAULT_RESPONSE_TIMEOUT, GatewayConfig.DEFAULT_RETRY_AFTER);
+                    GatewayConfig.DEFAULT_RESPONSE_TIMEOUT, GatewayConfig.DEFAULT_RETRY_AFTER,
+                    GatewayConfig.DEFAULT_CALLER_HEADER, true);
         }
         Optional<URI> url = s.has("url") ? Optional.of(url(s, "url")) : Optional.empty();
+        String callerHeader = s.string("caller-header", GatewayConfig.DEFAULT_CALLER_HEADER);
+        if (!callerHeader.matches(TOKEN)) {
+            throw s.error("caller-header", s.qualified("caller-header") + " must be a header name, but was \""
+                    + callerHeader + "\"");
+        }
         Upstream u = new Upstream(url, s.duration("connect-timeout", GatewayConfig.DEFAULT_CONNECT_TIMEOUT),
                 s.duration("response-timeout", GatewayConfig.DEFAULT_RESPONSE_TIMEOUT),
-                s.duration("retry-after", GatewayConfig.DEFAULT_RETRY_AFTER));
+                s.duration("retry-after", GatewayConfig.DEFAULT_RETRY_AFTER), callerHeader,
+                s.bool("chunked-requests", true));
         s.done();
         return u;
     }
@@ -184,7 +245,7 @@ public final class ConfigLoader {
             }
             default -> {
                 String header = c.requiredString("name");
-                if (!header.matches("[A-Za-z0-9!#$%&'*+.^_`|~-]+")) {
+                if (!header.matches(TOKEN)) {
                     throw c.error("name", c.qualified("name") + " must be a header name, but was \"" + header + "\"");
                 }
                 scope = new HeaderScope(header);

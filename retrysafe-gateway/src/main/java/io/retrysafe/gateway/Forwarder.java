@@ -52,29 +52,35 @@ final class Forwarder extends HttpServlet {
             "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "host",
             "content-length", "expect", "http2-settings");
 
-    private final transient HttpClient client;
-    private final transient Routes routes;
-    private final Duration retryAfter;
+    /** The most a body of unknown length is buffered to, for an upstream that takes no chunked requests. */
+    static final int MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 
-    Forwarder(HttpClient client, Routes routes, Duration retryAfter) {
+    private final transient HttpClient client;
+    private final Duration retryAfter;
+    private final String callerHeader;
+    private final boolean chunkedRequests;
+
+    /**
+     * @param callerHeader where the upstream finds the caller the gateway checked; a client's own is never forwarded
+     * @param chunkedRequests false to send every body with its length, buffering one of unknown length
+     */
+    Forwarder(HttpClient client, Duration retryAfter, String callerHeader, boolean chunkedRequests) {
         this.client = client;
-        this.routes = routes;
         this.retryAfter = retryAfter;
+        this.callerHeader = callerHeader;
+        this.chunkedRequests = chunkedRequests;
     }
 
     @Override
     protected void service(HttpServletRequest request, HttpServletResponse response) throws IOException {
-        Routes.Target target = routes.target(request);
-        if (target == null) {
-            response.sendError(HttpServletResponse.SC_NOT_FOUND);
-            return;
-        }
+        Routes.Target target = Routes.target(request);
         Attempt attempt = (Attempt) request.getAttribute(RetrySafeFilter.ATTEMPT_ATTRIBUTE);
         Request upstream = client.newRequest(uri(target.upstream(), request)).method(request.getMethod())
                 .idleTimeout(target.responseTimeout().toMillis(), TimeUnit.MILLISECONDS);
         upstream.headers(h -> {
             for (String name : Collections.list(request.getHeaderNames())) {
-                if (!HOP_BY_HOP.contains(name.toLowerCase(Locale.ROOT)) && !name.equalsIgnoreCase(ATTEMPT_HEADER)) {
+                if (!HOP_BY_HOP.contains(name.toLowerCase(Locale.ROOT)) && !name.equalsIgnoreCase(ATTEMPT_HEADER)
+                        && !name.equalsIgnoreCase(callerHeader)) {
                     for (String value : Collections.list(request.getHeaders(name))) {
                         h.add(name, value);
                     }
@@ -90,8 +96,13 @@ final class Forwarder extends HttpServlet {
             if (attempt != null) {
                 h.put(ATTEMPT_HEADER, Integer.toString(attempt.number()));
             }
+            if (request.getAttribute(Routes.CALLER) instanceof String caller) {
+                h.put(callerHeader, caller);
+            }
         });
-        body(request, upstream, attempt != null);
+        if (!body(request, response, upstream, attempt != null)) {
+            return;
+        }
         // "Sent" from the moment a connection takes the request, before its first byte is written: a failure
         // after that may have reached the upstream. Connection refused and connect timeouts come before it.
         AtomicBoolean sent = new AtomicBoolean();
@@ -127,14 +138,18 @@ final class Forwarder extends HttpServlet {
     }
 
     /**
-     * A protected request's body was read and bounded by the filter: sent with its length. Another is streamed,
-     * with its length when it declared one.
+     * A protected request's body was read and bounded by the filter: sent with its length. Another is streamed, with
+     * the length it declared; one of unknown length is streamed chunked, or, when the upstream takes no chunked
+     * requests, buffered up to {@link #MAX_BUFFERED_BYTES} and sent with its length.
+     *
+     * @return false when the request was answered instead ({@code 413}: too large to buffer)
      */
-    private static void body(HttpServletRequest request, Request upstream, boolean buffered) throws IOException {
+    private boolean body(HttpServletRequest request, HttpServletResponse response, Request upstream, boolean buffered)
+            throws IOException {
         long length = request.getContentLengthLong();
-        boolean chunked = request.getHeader("Transfer-Encoding") != null;
+        boolean chunked = length < 0 && request.getHeader("Transfer-Encoding") != null;
         if (length <= 0 && !chunked && !buffered) {
-            return;
+            return true;
         }
         String type = request.getContentType();
         if (buffered || (length > 0 && length <= HttpIdempotency.DEFAULT_MAX_REQUEST_BYTES)) {
@@ -142,9 +157,26 @@ final class Forwarder extends HttpServlet {
             if (body.length > 0 || length == 0) {
                 upstream.body(new BytesRequestContent(type, body));
             }
-            return;
+            return true;
         }
-        upstream.body(new InputStreamRequestContent(type, request.getInputStream()));
+        if (chunked && !chunkedRequests) {
+            byte[] body = request.getInputStream().readNBytes(MAX_BUFFERED_BYTES + 1);
+            if (body.length > MAX_BUFFERED_BYTES) {
+                EdgeProblems.send(response, HttpServletResponse.SC_REQUEST_ENTITY_TOO_LARGE, "a body of unknown length "
+                        + "is forwarded with its length, buffered up to " + MAX_BUFFERED_BYTES + " bytes; this one is "
+                        + "larger. Send it with a Content-Length");
+                return false;
+            }
+            upstream.body(new BytesRequestContent(type, body));
+            return true;
+        }
+        upstream.body(new InputStreamRequestContent(type, request.getInputStream()) {
+            @Override
+            public long getLength() {
+                return length; // -1 (chunked) when the client declared none
+            }
+        });
+        return true;
     }
 
     private void failed(HttpServletRequest request, HttpServletResponse response, Routes.Target target, boolean sent,

@@ -7,6 +7,7 @@ import io.retrysafe.RetrySafe;
 import io.retrysafe.gateway.GatewayConfig.BasicScope;
 import io.retrysafe.gateway.GatewayConfig.HeaderScope;
 import io.retrysafe.gateway.GatewayConfig.Route;
+import io.retrysafe.http.HttpRoute;
 import io.retrysafe.micrometer.MicrometerRetrySafeListener;
 import io.retrysafe.servlet.HttpIdempotency;
 import io.retrysafe.servlet.IdempotentExecutor;
@@ -26,6 +27,7 @@ import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -38,6 +40,7 @@ import org.eclipse.jetty.server.HttpConfiguration;
 import org.eclipse.jetty.server.HttpConnectionFactory;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
+import org.eclipse.jetty.server.handler.ContextHandlerCollection;
 import org.eclipse.jetty.server.handler.GracefulHandler;
 import org.eclipse.jetty.util.component.Graceful;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
@@ -51,8 +54,6 @@ import org.eclipse.jetty.util.thread.QueuedThreadPool;
 public final class Gateway implements AutoCloseable {
     /** The engine's name: the {@code name} tag of every metric. */
     public static final String ENGINE_NAME = "gateway";
-    /** The realm of the challenge a {@code 401} carries. */
-    private static final String REALM = "retrysafe-gateway";
     private static final System.Logger LOG = System.getLogger(Gateway.class.getName());
     /** Past the drain timeout, how long the requests given up on may take to write their answers. */
     private static final Duration GIVEN_UP_ANSWER_BOUND = Duration.ofSeconds(5);
@@ -61,12 +62,14 @@ public final class Gateway implements AutoCloseable {
     private final HttpClient client;
     private final Stores.Opened store;
     private final ServerConnector connector;
+    private final ServerConnector adminConnector;
     private final Duration drainTimeout;
 
-    private Gateway(Server server, ServerConnector connector, HttpClient client, Stores.Opened store,
-            Duration drainTimeout) {
+    private Gateway(Server server, ServerConnector connector, ServerConnector adminConnector, HttpClient client,
+            Stores.Opened store, Duration drainTimeout) {
         this.server = server;
         this.connector = connector;
+        this.adminConnector = adminConnector;
         this.client = client;
         this.store = store;
         this.drainTimeout = drainTimeout;
@@ -75,12 +78,15 @@ public final class Gateway implements AutoCloseable {
     /** Opens the store, starts the client and the server; on any failure, closes what it had opened. */
     public static Gateway start(GatewayConfig config, Map<String, String> env) throws Exception {
         // One resolver per source: a users file or a key set is read once, however many routes name it.
-        Map<GatewayConfig.Scope, ScopeResolver> scopes = new HashMap<>();
+        Map<GatewayConfig.Scope, Callers> scopes = new HashMap<>();
         for (Route r : config.routes()) {
             if (!scopes.containsKey(r.scope())) {
-                scopes.put(r.scope(), scope(r.scope(), env));
+                scopes.put(r.scope(), callers(r.scope(), env));
             }
         }
+        Optional<Callers> defaultCallers = config.scope().map(s -> scopes.computeIfAbsent(s, x -> callers(x, env)));
+        // The filter's caller is the one the edge checked, whatever the route's source.
+        ScopeResolver checked = request -> (String) request.getAttribute(Routes.SCOPE);
         Stores.Opened store = Stores.open(config.store(), env);
         HttpClient client = new HttpClient();
         Server server = null;
@@ -95,9 +101,11 @@ public final class Gateway implements AutoCloseable {
             client.setConnectTimeout(config.upstream().connectTimeout().toMillis());
             client.setFollowRedirects(false);
             client.setUserAgentField(null);
-            // Bodies pass through as the upstream encoded them; the client asks for no encoding of its own.
-            client.getContentDecoderFactories().clear();
             client.start();
+            // Bodies pass through as the upstream encoded them (a gzip answer stays gzip, labelled so): the client
+            // decodes nothing and asks for no encoding of its own. Cleared once started, as starting adds the
+            // decoders it finds.
+            client.getContentDecoderFactories().clear();
 
             List<Routes.Protected> protectedRoutes = new ArrayList<>();
             for (Route r : config.routes()) {
@@ -110,39 +118,58 @@ public final class Gateway implements AutoCloseable {
                     route.fingerprintHeaders(r.fingerprintHeaders().toArray(String[]::new));
                 }
                 IdempotentRoute built = route.build();
-                HttpIdempotency http = HttpIdempotency.custom().route(built).scope(scopes.get(r.scope()))
+                HttpIdempotency http = HttpIdempotency.custom().route(built).scope(checked)
                         .maxRequestBytes(config.idempotency().maxRequestBytes())
                         .maxResponseBytes(config.idempotency().maxResponseBytes())
                         .replayedHeaders(r.storedHeaders())
+                        // The upstream gets a form's bytes as the client sent them.
+                        .rawFormBodies(true)
                         .build();
                 protectedRoutes.add(new Routes.Protected(built,
                         new RetrySafeFilter(http, IdempotentExecutor.standalone(engine), engine.listener()),
-                        new Routes.Target(r.upstream(), r.responseTimeout(), r.lease()), challenge(r.scope())));
+                        new Routes.Target(r.upstream(), r.responseTimeout(), r.lease()), scopes.get(r.scope())));
             }
+            List<HttpRoute> publicRoutes = config.paths().publicRoutes().stream()
+                    .map(p -> HttpRoute.of(p.method(), p.path()).build()).toList();
             Routes routes = new Routes(protectedRoutes, config.upstream().url().map(u -> new Routes.Target(u,
-                    config.upstream().responseTimeout(), config.idempotency().lease())));
+                    config.upstream().responseTimeout(), config.idempotency().lease())), defaultCallers, publicRoutes,
+                    !config.paths().caseSensitive());
 
             QueuedThreadPool threads = new QueuedThreadPool(256, 8);
             threads.setName("gateway");
             server = new Server(threads);
             HttpConfiguration httpConfig = new HttpConfiguration();
             httpConfig.setSendServerVersion(false);
+            // A body trickling in slower than this is cut off (408): a slow client holds no request thread.
+            httpConfig.setMinRequestDataRate(config.listen().minRequestDataRate());
             ServerConnector connector = new ServerConnector(server, new HttpConnectionFactory(httpConfig));
+            connector.setName("proxy");
             connector.setHost(config.listen().host());
             connector.setPort(config.listen().port());
             connector.setIdleTimeout(config.listen().idleTimeout().toMillis());
             server.addConnector(connector);
+            ServerConnector adminConnector = new ServerConnector(server, new HttpConnectionFactory(httpConfig));
+            adminConnector.setName("admin");
+            adminConnector.setHost(config.admin().host());
+            adminConnector.setPort(config.admin().port());
+            server.addConnector(adminConnector);
+            server.setErrorHandler(new EdgeProblems.ErrorPages());
 
+            // Every path of the proxied port is the upstream's: the gateway's own endpoints are on the admin port.
             ServletContextHandler context = new ServletContextHandler("/");
+            context.setVirtualHosts(List.of("@proxy"));
             context.addFilter(new FilterHolder(new AccessLog()), "/*", EnumSet.of(DispatcherType.REQUEST));
             context.addFilter(new FilterHolder(routes), "/*", EnumSet.of(DispatcherType.REQUEST));
-            context.addServlet(new ServletHolder(new Health(store)), "/health");
-            context.addServlet(new ServletHolder(new Metrics(registry)), "/metrics");
-            context.addServlet(new ServletHolder(new Forwarder(client, routes, config.upstream().retryAfter())), "/*");
-            server.setHandler(new GracefulHandler(context));
+            context.addServlet(new ServletHolder(new Forwarder(client, config.upstream().retryAfter(),
+                    config.upstream().callerHeader(), config.upstream().chunkedRequests())), "/*");
+            ServletContextHandler admin = new ServletContextHandler("/");
+            admin.setVirtualHosts(List.of("@admin"));
+            admin.addServlet(new ServletHolder(new Health(store)), "/health");
+            admin.addServlet(new ServletHolder(new Metrics(registry)), "/metrics");
+            server.setHandler(new GracefulHandler(new ContextHandlerCollection(context, admin)));
             server.setStopTimeout(config.listen().drainTimeout().toMillis());
             server.start();
-            return new Gateway(server, connector, client, store, config.listen().drainTimeout());
+            return new Gateway(server, connector, adminConnector, client, store, config.listen().drainTimeout());
         } catch (Exception | Error e) {
             if (server != null) {
                 stopQuietly(server);
@@ -159,28 +186,23 @@ public final class Gateway implements AutoCloseable {
                 .build();
     }
 
-    /** What a client is told to authenticate with when a route has no caller; a trusted header has no scheme. */
-    private static String challenge(GatewayConfig.Scope scope) {
-        if (scope instanceof BasicScope) {
-            return "Basic realm=\"" + REALM + "\", charset=\"UTF-8\"";
-        } else if (scope instanceof GatewayConfig.JwtScope) {
-            return "Bearer realm=\"" + REALM + "\"";
-        }
-        return null;
-    }
-
-    private static ScopeResolver scope(GatewayConfig.Scope scope, Map<String, String> env) {
+    private static Callers callers(GatewayConfig.Scope scope, Map<String, String> env) {
         if (scope instanceof BasicScope basic) {
             return BasicAuthScope.fromFile(basic.usersFile());
         } else if (scope instanceof GatewayConfig.JwtScope jwt) {
             return JwtScope.of(jwt, env);
         }
-        return ScopeResolver.header(((HeaderScope) scope).name());
+        return Callers.trustedHeader(((HeaderScope) scope).name());
     }
 
     /** The port the gateway listens on (the one chosen, when configured 0). */
     public int port() {
         return connector.getLocalPort();
+    }
+
+    /** The port of the gateway's own endpoints, {@code /health} and {@code /metrics}. */
+    public int adminPort() {
+        return adminConnector.getLocalPort();
     }
 
     @Override

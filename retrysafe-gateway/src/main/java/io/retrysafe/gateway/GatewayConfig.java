@@ -11,8 +11,8 @@ import java.util.Set;
  * The gateway's configuration, as read from its YAML file by {@link ConfigLoader}; immutable. Every key and
  * its default is in {@code docs/gateway.md}.
  */
-public record GatewayConfig(Listen listen, Upstream upstream, Optional<Scope> scope, Store store,
-        Idempotency idempotency, List<Route> routes) {
+public record GatewayConfig(Listen listen, Admin admin, Upstream upstream, Optional<Scope> scope, Paths paths,
+        Store store, Idempotency idempotency, List<Route> routes) {
 
     public static final int DEFAULT_PORT = 8080;
     public static final Duration DEFAULT_IDLE_TIMEOUT = Duration.ofSeconds(30);
@@ -20,20 +20,46 @@ public record GatewayConfig(Listen listen, Upstream upstream, Optional<Scope> sc
     public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(2);
     public static final Duration DEFAULT_RESPONSE_TIMEOUT = Duration.ofSeconds(30);
     public static final Duration DEFAULT_RETRY_AFTER = Duration.ofSeconds(1);
+    /** The admin port (health and metrics), as Envoy's admin interface has it. */
+    public static final int DEFAULT_ADMIN_PORT = 9901;
+    /** The request header that tells the upstream the caller the gateway checked. */
+    public static final String DEFAULT_CALLER_HEADER = "X-RetrySafe-Caller";
+    /** A client's body below this rate (bytes a second, once it has started) is cut off: a slow client holds no thread. */
+    public static final long DEFAULT_MIN_REQUEST_DATA_RATE = 1024;
 
     public GatewayConfig {
         routes = List.copyOf(routes);
     }
 
     /** Where the gateway listens. {@code port} 0 picks a free port (tests). */
-    public record Listen(String host, int port, Duration idleTimeout, Duration drainTimeout) {
+    public record Listen(String host, int port, Duration idleTimeout, Duration drainTimeout, long minRequestDataRate) {
+    }
+
+    /** Where the gateway's own endpoints ({@code /health}, {@code /metrics}) listen: never on the proxied port. */
+    public record Admin(String host, int port) {
+    }
+
+    /**
+     * How request paths are matched: {@code caseSensitive} false matches routes and public paths in any case (and
+     * forwards the route's spelling); {@code publicRoutes} need no caller and are forwarded without one.
+     */
+    public record Paths(boolean caseSensitive, List<PublicRoute> publicRoutes) {
+        public Paths {
+            publicRoutes = List.copyOf(publicRoutes);
+        }
+    }
+
+    /** A method and path pattern any client may call, unauthenticated. */
+    public record PublicRoute(String method, String path) {
     }
 
     /**
      * The service behind the gateway: {@code url} is where requests no route matches go (unprotected), and each
-     * route's upstream unless it names its own; empty when every route names one.
+     * route's upstream unless it names its own; empty when every route names one. {@code callerHeader} carries the
+     * checked caller (a client's own is removed); {@code chunkedRequests} false sends every body with its length.
      */
-    public record Upstream(Optional<URI> url, Duration connectTimeout, Duration responseTimeout, Duration retryAfter) {
+    public record Upstream(Optional<URI> url, Duration connectTimeout, Duration responseTimeout, Duration retryAfter,
+            String callerHeader, boolean chunkedRequests) {
     }
 
     /** Whose intent a key is: the caller, as one of these sources names it. */

@@ -50,7 +50,8 @@ public final class GatewayMain {
             gateway.close();
             stopped.countDown();
         }, "gateway-shutdown"));
-        System.out.println("retrysafe-gateway listening on port " + gateway.port());
+        System.out.println("retrysafe-gateway listening on port " + gateway.port() + " (admin: /health and /metrics "
+                + "on port " + gateway.adminPort() + ")");
         stopped.await();
     }
 }

@@ -12,7 +12,6 @@ import com.nimbusds.jose.proc.SecurityContext;
 import com.nimbusds.jwt.JWTClaimsSet;
 import com.nimbusds.jwt.proc.DefaultJWTClaimsVerifier;
 import com.nimbusds.jwt.proc.DefaultJWTProcessor;
-import io.retrysafe.servlet.ScopeResolver;
 import jakarta.servlet.http.HttpServletRequest;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -27,7 +26,7 @@ import java.util.Set;
  * and whose {@code iss} and {@code aud} match when configured. The scope is its {@code sub}; a token without one
  * names no caller ({@code 401}).
  */
-final class JwtScope implements ScopeResolver {
+final class JwtScope implements Callers {
     private final DefaultJWTProcessor<SecurityContext> processor;
 
     private JwtScope(DefaultJWTProcessor<SecurityContext> processor) {
@@ -66,13 +65,22 @@ final class JwtScope implements ScopeResolver {
     }
 
     @Override
-    public String resolve(HttpServletRequest request) {
+    public String caller(HttpServletRequest request) {
         String authorization = request.getHeader("Authorization");
         if (authorization == null || !authorization.regionMatches(true, 0, "Bearer ", 0, 7)) {
             return null;
         }
-        String sub = subject(authorization.substring(7).strip());
-        return sub == null ? null : "sub:" + sub;
+        return subject(authorization.substring(7).strip());
+    }
+
+    @Override
+    public String scope(String caller) {
+        return "sub:" + caller;
+    }
+
+    @Override
+    public String challenge() {
+        return "Bearer realm=\"" + REALM + "\"";
     }
 
     /** The verified token's subject; null when it does not verify or has none. */

@@ -75,15 +75,26 @@ class ConfigLoaderTest {
         assertThat(route.retention()).isEqualTo(Duration.ofHours(24));
         assertThat(route.storedHeaders()).contains("content-type", "location");
         assertThat(route.scope()).isEqualTo(new HeaderScope("X-Tenant"));
+        assertThat(c.admin()).isEqualTo(new GatewayConfig.Admin("127.0.0.1", GatewayConfig.DEFAULT_ADMIN_PORT));
+        assertThat(c.paths()).isEqualTo(new GatewayConfig.Paths(false, List.of()));
+        assertThat(c.upstream().callerHeader()).isEqualTo(GatewayConfig.DEFAULT_CALLER_HEADER);
+        assertThat(c.upstream().chunkedRequests()).isTrue();
+        assertThat(c.listen().minRequestDataRate()).isEqualTo(GatewayConfig.DEFAULT_MIN_REQUEST_DATA_RATE);
     }
 
     @Test
     void everyKeyIsRead() {
         GatewayConfig c = parse("""
-                listen: { host: 127.0.0.1, port: 9090, idle-timeout: 5s, drain-timeout: 1m }
-                upstream: { url: "http://up:81/base", connect-timeout: 500ms, response-timeout: PT10S, retry-after: 3s }
+                listen: { host: 127.0.0.1, port: 9090, idle-timeout: 5s, drain-timeout: 1m, min-request-data-rate: 100 }
+                admin: { host: 0.0.0.0, port: 9091 }
+                upstream: { url: "http://up:81/base", connect-timeout: 500ms, response-timeout: PT10S, retry-after: 3s,
+                            caller-header: X-User, chunked-requests: false }
                 scope:
                   basic: { users-file: users.txt }
+                paths:
+                  case-sensitive: true
+                  public:
+                    - { method: get, path: /status }
                 store: { type: redis, url: "redis://127.0.0.1:6379", key-prefix: "gw:" }
                 idempotency:
                   max-request-bytes: 2048
@@ -106,7 +117,12 @@ class ConfigLoaderTest {
                 """);
 
         assertThat(c.listen()).isEqualTo(new GatewayConfig.Listen("127.0.0.1", 9090, Duration.ofSeconds(5),
-                Duration.ofMinutes(1)));
+                Duration.ofMinutes(1), 100));
+        assertThat(c.admin()).isEqualTo(new GatewayConfig.Admin("0.0.0.0", 9091));
+        assertThat(c.paths()).isEqualTo(new GatewayConfig.Paths(true, List.of(new GatewayConfig.PublicRoute("GET",
+                "/status"))));
+        assertThat(c.upstream().callerHeader()).isEqualTo("X-User");
+        assertThat(c.upstream().chunkedRequests()).isFalse();
         assertThat(c.upstream().url()).hasValue(URI.create("http://up:81/base"));
         assertThat(c.scope()).hasValue(new BasicScope(dir.resolve("users.txt")));
         assertThat(c.store().keyPrefix()).hasValue("gw:");

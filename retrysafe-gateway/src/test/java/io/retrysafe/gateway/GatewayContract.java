@@ -62,6 +62,8 @@ abstract class GatewayContract {
         String yaml = """
                 listen:
                   port: 0
+                admin:
+                  port: 0
                 upstream:
                   url: %s
                   # A loaded machine may be slow to answer: not what these tests are about.

@@ -51,6 +51,20 @@ final class GatewayHttp {
         return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofInputStream());
     }
 
+    /**
+     * Sends {@code request} as it is (ISO-8859-1) on a connection of its own and returns all the gateway answers
+     * until it closes the connection: for what an HTTP client would refuse to send (a control character in a
+     * header, a path it would normalise).
+     */
+    static String raw(int port, String request) throws IOException {
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", port)) {
+            socket.setSoTimeout(30_000);
+            socket.getOutputStream().write(request.getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
+            socket.getOutputStream().flush();
+            return new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.ISO_8859_1);
+        }
+    }
+
     static String basic(String user, String password) {
         return "Basic " + Base64.getEncoder().encodeToString((user + ":" + password).getBytes(UTF_8));
     }

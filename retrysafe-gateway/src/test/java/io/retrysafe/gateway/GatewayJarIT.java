@@ -57,6 +57,7 @@ class GatewayJarIT {
         Path config = dir.resolve("gateway.yaml");
         Files.writeString(config, """
                 listen: { port: %d }
+                admin: { port: 0 }
                 upstream: { url: "http://127.0.0.1:%d" }
                 scope:
                   trusted-header: { name: X-Tenant }
@@ -67,10 +68,13 @@ class GatewayJarIT {
         Process gateway = start(config);
         try {
             BufferedReader out = new BufferedReader(new InputStreamReader(gateway.getInputStream(), UTF_8));
-            assertThat(out.readLine()).isEqualTo("retrysafe-gateway listening on port " + port);
+            java.util.regex.Matcher ready = java.util.regex.Pattern.compile("retrysafe-gateway listening on port "
+                    + port + " \\(admin: /health and /metrics on port (\\d+)\\)").matcher(out.readLine());
+            assertThat(ready.matches()).isTrue();
             GatewayHttp client = new GatewayHttp(port);
+            GatewayHttp admin = new GatewayHttp(Integer.parseInt(ready.group(1)));
 
-            HttpResponse<String> health = client.send(HttpRequest.newBuilder(client.uri("/health")).GET());
+            HttpResponse<String> health = admin.send(HttpRequest.newBuilder(admin.uri("/health")).GET());
             HttpResponse<String> payment = client.send(client.post("/payments", null, UUID.randomUUID().toString(), "{}")
                     .header("X-Tenant", "acme"));
 
@@ -78,7 +82,7 @@ class GatewayJarIT {
             assertThat(health.body()).contains("\"status\":\"DOWN\"");
             assertProblem(payment, 503, "/problems/store-unavailable");
             assertThat(payment.headers().firstValue("Retry-After")).isPresent();
-            assertThat(out.readLine()).as("the access log").contains("GET /health 503");
+            assertThat(out.readLine()).as("the access log").contains("POST /payments 503");
         } finally {
             gateway.destroy();
             assertThat(gateway.waitFor(60, TimeUnit.SECONDS)).isTrue();

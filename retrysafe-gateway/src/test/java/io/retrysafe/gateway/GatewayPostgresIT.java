@@ -69,6 +69,8 @@ class GatewayPostgresIT {
                 listen:
                   port: 0
                   idle-timeout: 2s
+                admin:
+                  port: 0
                 upstream:
                   url: %s
                   # Loopback, but a loaded machine may be slow to connect and answer: not what these tests are about.
@@ -214,13 +216,15 @@ class GatewayPostgresIT {
     }
 
     @Test
-    void optionalKeyPassesThroughUnprotectedWithoutOne() throws Exception {
-        String test = UUID.randomUUID().toString();
-        HttpResponse<String> r = client.send(HttpRequest.newBuilder(client.uri("/optional")).header("X-Test", test)
+    void optionalKeyPassesThroughUnprotectedWithoutOneButNeedsItsCaller() throws Exception {
+        HttpResponse<String> r = client.send(HttpRequest.newBuilder(client.uri("/optional")).header("Authorization",
+                ALICE).POST(HttpRequest.BodyPublishers.ofString("{}")));
+        HttpResponse<String> anonymous = client.send(HttpRequest.newBuilder(client.uri("/optional"))
                 .POST(HttpRequest.BodyPublishers.ofString("{}")));
 
         assertThat(r.statusCode()).isEqualTo(201);
         assertThat(r.body()).contains("\"attempt\":\"null\"");
+        assertProblem(anonymous, 401, "/problems/unauthenticated");
     }
 
     @Test
@@ -385,8 +389,9 @@ class GatewayPostgresIT {
     @Test
     void healthSaysTheStoreIsUpAndMetricsUseTheMicrometerNames() throws Exception {
         client.send(client.post("/payments", ALICE, key, "{\"amount\":100}"));
-        HttpResponse<String> health = client.send(HttpRequest.newBuilder(client.uri("/health")).GET());
-        HttpResponse<String> metrics = client.send(HttpRequest.newBuilder(client.uri("/metrics")).GET());
+        GatewayHttp admin = new GatewayHttp(gateway.adminPort());
+        HttpResponse<String> health = admin.send(HttpRequest.newBuilder(admin.uri("/health")).GET());
+        HttpResponse<String> metrics = admin.send(HttpRequest.newBuilder(admin.uri("/metrics")).GET());
 
         assertThat(health.statusCode()).isEqualTo(200);
         assertThat(health.body()).contains("\"status\":\"UP\"");

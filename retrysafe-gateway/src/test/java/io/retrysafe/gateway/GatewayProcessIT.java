@@ -64,6 +64,8 @@ class GatewayProcessIT {
                 listen:
                   port: %d
                   drain-timeout: 20s
+                admin:
+                  port: 0
                 upstream:
                   url: %s
                   connect-timeout: 10s
@@ -92,7 +94,7 @@ class GatewayProcessIT {
     private ChildJvm startGateway() throws IOException, InterruptedException {
         ChildJvm child = ChildJvm.start(GatewayMain.class, "retrysafe-gateway", "--config", config.toString());
         children.add(child);
-        assertThat(child.awaitLine(START)).isEqualTo("listening on port " + port);
+        assertThat(child.awaitLine(START)).startsWith("listening on port " + port + " (admin: ");
         return child;
     }
 

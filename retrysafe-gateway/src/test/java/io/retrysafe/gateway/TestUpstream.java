@@ -27,14 +27,22 @@ import java.util.concurrent.atomic.AtomicInteger;
  * got. Query parameters change that: {@code status=N} answers N; {@code block=NAME} waits until the test
  * {@link #release releases} NAME; {@code hang} never answers (the connection is left open until the test ends);
  * {@code big=N} answers N bytes; {@code fail-once=NAME} answers {@code 503} the first time;
- * {@code delay=MS} waits that long first; {@code remember} makes one payment per key and repeats its answer.
+ * {@code delay=MS} waits that long first; {@code remember} makes one payment per key and repeats its answer;
+ * {@code gzip} answers its body gzip-compressed, labelled so.
  */
 final class TestUpstream implements AutoCloseable {
     private final HttpServer server;
     private final Map<String, AtomicInteger> calls = new ConcurrentHashMap<>();
     private final Map<String, CountDownLatch> latches = new ConcurrentHashMap<>();
     private final CountDownLatch closing = new CountDownLatch(1);
-    final Map<String, String> lastHeaders = new ConcurrentHashMap<>();
+    /** The headers of the last call, lower-case names, each name's first value. */
+    volatile Map<String, String> lastHeaders = Map.of();
+    /** Per raw path (as the upstream received it, without the query): its calls. */
+    private final Map<String, AtomicInteger> paths = new ConcurrentHashMap<>();
+    /** The body of the last call, as received. */
+    volatile byte[] lastBody = new byte[0];
+    /** The raw path of the last call, without the query. */
+    volatile String lastPath;
     /** Per key: each call's attempt header and when it began and ended (nanoTime), in order of arrival. */
     final Map<String, java.util.List<Call>> history = new ConcurrentHashMap<>();
     /** Per key, with {@code remember}: the answer of its one effect. */
@@ -113,6 +121,12 @@ final class TestUpstream implements AutoCloseable {
         return "http://127.0.0.1:" + server.getAddress().getPort();
     }
 
+    /** The calls the upstream got on this raw path (without the query), whatever their key. */
+    int callsOn(String path) {
+        AtomicInteger n = paths.get(path);
+        return n == null ? 0 : n.get();
+    }
+
     int calls(String key) {
         AtomicInteger n = calls.get(key);
         return n == null ? 0 : n.get();
@@ -134,9 +148,14 @@ final class TestUpstream implements AutoCloseable {
 
     private void handle(HttpExchange exchange) throws IOException {
         byte[] received = exchange.getRequestBody().readAllBytes();
+        lastBody = received;
+        lastPath = exchange.getRequestURI().getRawPath();
+        paths.computeIfAbsent(lastPath, p -> new AtomicInteger()).incrementAndGet();
         String key = exchange.getRequestHeaders().getFirst("Idempotency-Key");
         int call = calls.computeIfAbsent(key == null ? "-" : key, k -> new AtomicInteger()).incrementAndGet();
-        exchange.getRequestHeaders().forEach((name, values) -> lastHeaders.put(name.toLowerCase(), values.get(0)));
+        Map<String, String> headers = new HashMap<>();
+        exchange.getRequestHeaders().forEach((name, values) -> headers.put(name.toLowerCase(), values.get(0)));
+        lastHeaders = headers;
         Map<String, String> query = query(exchange.getRequestURI().getRawQuery());
         Call seen = new Call(exchange.getRequestHeaders().getFirst("Idempotency-Attempt"));
         if (key != null) {
@@ -200,6 +219,15 @@ final class TestUpstream implements AutoCloseable {
         byte[] body = ("{\"payment\":\"" + payment + "\",\"call\":" + call + ",\"attempt\":\""
                 + exchange.getRequestHeaders().getFirst("Idempotency-Attempt") + "\",\"received\":" + received.length
                 + "}").getBytes(UTF_8);
+        if (query.containsKey("gzip")) {
+            java.io.ByteArrayOutputStream zipped = new java.io.ByteArrayOutputStream();
+            try (java.util.zip.GZIPOutputStream gz = new java.util.zip.GZIPOutputStream(zipped)) {
+                gz.write(body);
+            }
+            body = zipped.toByteArray();
+            exchange.getResponseHeaders().add("Content-Encoding", "gzip");
+            exchange.getResponseHeaders().add("Vary", "Accept-Encoding");
+        }
         exchange.getResponseHeaders().add("Content-Type", "application/json");
         exchange.getResponseHeaders().add("Location", "/payments/" + payment);
         exchange.getResponseHeaders().add("Set-Cookie", "session=" + payment);

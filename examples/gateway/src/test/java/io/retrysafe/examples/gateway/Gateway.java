@@ -104,7 +104,7 @@ final class Gateway implements AutoCloseable {
     private void launch(int onPort) throws IOException, InterruptedException {
         process = ChildProcess.start("gateway", dir, List.of(Path.of(System.getProperty("java.home"), "bin", "java")
                 .toString(), "-XX:TieredStopAtLevel=1", "-Xmx256m", "-jar", JAR.toString(), "--config", config.toString()),
-                Map.of("PORT", Integer.toString(onPort), "GATEWAY_STORE_PASSWORD", store.password()),
+                Map.of("PORT", Integer.toString(onPort), "ADMIN_PORT", "0", "GATEWAY_STORE_PASSWORD", store.password()),
                 READY);
         port = process.awaitReady(READY_BOUND);
     }
