@@ -152,23 +152,22 @@ final class Forwarder extends HttpServlet {
             return true;
         }
         String type = request.getContentType();
-        if (buffered || (length > 0 && length <= HttpIdempotency.DEFAULT_MAX_REQUEST_BYTES)) {
-            byte[] body = request.getInputStream().readAllBytes();
-            if (body.length > 0 || length == 0) {
-                upstream.body(new BytesRequestContent(type, body));
+        try {
+            if (buffered || (length > 0 && length <= HttpIdempotency.DEFAULT_MAX_REQUEST_BYTES)) {
+                byte[] body = request.getInputStream().readAllBytes();
+                if (body.length > 0 || length == 0) {
+                    upstream.body(new BytesRequestContent(type, body));
+                }
+                return true;
             }
-            return true;
-        }
-        if (chunked && !chunkedRequests) {
-            byte[] body = request.getInputStream().readNBytes(MAX_BUFFERED_BYTES + 1);
-            if (body.length > MAX_BUFFERED_BYTES) {
-                EdgeProblems.send(response, HttpServletResponse.SC_REQUEST_ENTITY_TOO_LARGE, "a body of unknown length "
-                        + "is forwarded with its length, buffered up to " + MAX_BUFFERED_BYTES + " bytes; this one is "
-                        + "larger. Send it with a Content-Length");
-                return false;
+            if (chunked && !chunkedRequests) {
+                return buffered(request, response, upstream, type);
             }
-            upstream.body(new BytesRequestContent(type, body));
-            return true;
+        } catch (ForwardedRequest.SlowBodyException e) {
+            // Nothing was sent: the client is told, and the connection is closed.
+            response.setHeader("Connection", "close");
+            EdgeProblems.send(response, HttpServletResponse.SC_REQUEST_TIMEOUT, e.getMessage());
+            return false;
         }
         upstream.body(new InputStreamRequestContent(type, request.getInputStream()) {
             @Override
@@ -176,6 +175,20 @@ final class Forwarder extends HttpServlet {
                 return length; // -1 (chunked) when the client declared none
             }
         });
+        return true;
+    }
+
+    /** A body of unknown length, buffered to be sent with its length; false when it is answered {@code 413}. */
+    private static boolean buffered(HttpServletRequest request, HttpServletResponse response, Request upstream,
+            String type) throws IOException {
+        byte[] body = request.getInputStream().readNBytes(MAX_BUFFERED_BYTES + 1);
+        if (body.length > MAX_BUFFERED_BYTES) {
+            EdgeProblems.send(response, HttpServletResponse.SC_REQUEST_ENTITY_TOO_LARGE, "a body of unknown length is "
+                    + "forwarded with its length, buffered up to " + MAX_BUFFERED_BYTES + " bytes; this one is larger. "
+                    + "Send it with a Content-Length");
+            return false;
+        }
+        upstream.body(new BytesRequestContent(type, body));
         return true;
     }
 

@@ -133,15 +133,13 @@ public final class Gateway implements AutoCloseable {
                     .map(p -> HttpRoute.of(p.method(), p.path()).build()).toList();
             Routes routes = new Routes(protectedRoutes, config.upstream().url().map(u -> new Routes.Target(u,
                     config.upstream().responseTimeout(), config.idempotency().lease())), defaultCallers, publicRoutes,
-                    !config.paths().caseSensitive());
+                    !config.paths().caseSensitive(), config.listen().minRequestDataRate());
 
             QueuedThreadPool threads = new QueuedThreadPool(256, 8);
             threads.setName("gateway");
             server = new Server(threads);
             HttpConfiguration httpConfig = new HttpConfiguration();
             httpConfig.setSendServerVersion(false);
-            // A body trickling in slower than this is cut off (408): a slow client holds no request thread.
-            httpConfig.setMinRequestDataRate(config.listen().minRequestDataRate());
             ServerConnector connector = new ServerConnector(server, new HttpConnectionFactory(httpConfig));
             connector.setName("proxy");
             connector.setHost(config.listen().host());

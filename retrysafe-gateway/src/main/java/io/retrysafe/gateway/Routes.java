@@ -50,15 +50,20 @@ final class Routes implements Filter {
     private final Optional<Callers> callers;
     private final List<HttpRoute> publicRoutes;
     private final boolean ignoreCase;
+    private final long minRequestDataRate;
 
-    /** @param callers who the callers of requests no route matches are; empty when only routes name callers */
+    /**
+     * @param callers who the callers of requests no route matches are; empty when only routes name callers
+     * @param minRequestDataRate bytes a second a body must arrive at (after {@link ForwardedRequest#RATE_GRACE_MILLIS})
+     */
     Routes(List<Protected> routes, Optional<Target> fallback, Optional<Callers> callers, List<HttpRoute> publicRoutes,
-            boolean ignoreCase) {
+            boolean ignoreCase, long minRequestDataRate) {
         this.routes = List.copyOf(routes);
         this.fallback = fallback;
         this.callers = callers;
         this.publicRoutes = List.copyOf(publicRoutes);
         this.ignoreCase = ignoreCase;
+        this.minRequestDataRate = minRequestDataRate;
     }
 
     @Override
@@ -113,9 +118,10 @@ final class Routes implements Filter {
         }
         request.setAttribute(TARGET, target);
         if (matched == null) {
-            chain.doFilter(request, response);
+            chain.doFilter(new ForwardedRequest(request, request.getMethod(), raw, minRequestDataRate), response);
         } else {
-            matched.filter().doFilter(new ForwardedRequest(request, matched.route().method(), path), response, chain);
+            matched.filter().doFilter(new ForwardedRequest(request, matched.route().method(), path,
+                    minRequestDataRate), response, chain);
         }
     }
 

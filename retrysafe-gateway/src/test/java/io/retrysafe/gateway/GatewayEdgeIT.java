@@ -235,9 +235,10 @@ class GatewayEdgeIT {
             OutputStream out = slow.getOutputStream();
             out.write(("POST /uploads/slow HTTP/1.1\r\nHost: gw\r\nAuthorization: " + ALICE + "\r\nContent-Length: "
                     + "100000\r\n\r\n").getBytes(UTF_8));
-            // The attack itself: a byte every 200 ms, far below the gateway's 1024 bytes a second, until it answers.
+            // The attack itself: a byte every 200 ms, far below the gateway's 1024 bytes a second, until it answers
+            // (once the body's first 10 s have passed).
             byte[] answer = new byte[0];
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(40);
             while (answer.length == 0 && System.nanoTime() < deadline) {
                 try {
                     out.write('x');
