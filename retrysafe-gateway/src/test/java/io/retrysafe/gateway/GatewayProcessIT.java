@@ -33,8 +33,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The gateway as a process of its own ({@link GatewayMain}, as the runnable jar starts it), on PostgreSQL: killed
- * with SIGKILL under load and started again, and stopped with SIGTERM while a request is in flight, answered within the
- * drain timeout or not.
+ * with SIGKILL under load and started again, alone or as one of three instances sharing the store, and stopped with
+ * SIGTERM while a request is in flight, answered within the drain timeout or not.
  */
 class GatewayProcessIT {
     private static final Duration START = Duration.ofSeconds(60);
@@ -92,29 +92,74 @@ class GatewayProcessIT {
     }
 
     private ChildJvm startGateway() throws IOException, InterruptedException {
-        ChildJvm child = ChildJvm.start(GatewayMain.class, "retrysafe-gateway", "--config", config.toString());
+        return startGateway(port);
+    }
+
+    /** A gateway on {@link #config}, listening on {@code on}. */
+    private ChildJvm startGateway(int on) throws IOException, InterruptedException {
+        Path file = config;
+        if (on != port) {
+            file = dir.resolve("gateway-" + on + ".yaml");
+            Files.writeString(file, Files.readString(config).replace("port: " + port + "\n", "port: " + on + "\n"));
+        }
+        ChildJvm child = ChildJvm.start(GatewayMain.class, "retrysafe-gateway", "--config", file.toString());
         children.add(child);
-        assertThat(child.awaitLine(START)).startsWith("listening on port " + port + " (admin: ");
+        assertThat(child.awaitLine(START)).startsWith("listening on port " + on + " (admin: ");
         return child;
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
     }
 
     @Test
     void afterSigkillUnderLoadAndClientRetriesEveryIntentHasOneEffectAndOneAnswer() throws Exception {
-        ChildJvm gateway = startGateway();
-        GatewayHttp client = new GatewayHttp(port);
-        int intents = 40;
+        ChildJvm[] gateways = {startGateway()};
+        underLoadKillAndRestart(gateways, new int[] {port}, 40, (key, attempt) -> port);
+    }
+
+    /**
+     * Three gateways on one store in front of one upstream, as behind a load balancer: each retry of a client goes to
+     * the next instance, and instances are killed with SIGKILL under load, each started again. Keys are shared
+     * through the store, so a retry that reaches another instance is answered as the first would be.
+     */
+    @Test
+    void severalInstancesOnOneStoreWithRetriesOnAnyAndOneKilledStillGiveOneEffectAndOneAnswer() throws Exception {
+        int[] ports = {port, freePort(), freePort()};
+        ChildJvm[] gateways = new ChildJvm[ports.length];
+        for (int i = 0; i < ports.length; i++) {
+            gateways[i] = startGateway(ports[i]);
+        }
+        // Three instances answer three times as fast: more intents, so that the second kill finds some in flight.
+        underLoadKillAndRestart(gateways, ports, 160, (key, attempt) -> ports[((key.hashCode() & 0xff) + attempt) % 3]);
+    }
+
+    /**
+     * {@code intents} intents, each a client that retries with its key until it has an answer and then asks once more; meanwhile
+     * {@code gateways[0]}, then the last of them, is killed while requests are in flight at the upstream, and started
+     * again. The upstream makes one payment per key but sees every send: no two sends of a key may overlap, each
+     * re-send is a later attempt, and every intent ends with one effect and one answer, replayed alike.
+     *
+     * @param instance the port a client's attempt goes to
+     */
+    private void underLoadKillAndRestart(ChildJvm[] gateways, int[] ports, int intents,
+            java.util.function.BiFunction<String, Integer, Integer> instance) throws Exception {
         List<String> keys = new ArrayList<>();
         for (int i = 0; i < intents; i++) {
             keys.add(UUID.randomUUID().toString());
         }
         Map<String, List<String>> answers = new ConcurrentHashMap<>();
+        Map<String, Integer> refusals = new ConcurrentHashMap<>();
         AtomicBoolean stop = new AtomicBoolean();
         ExecutorService clients = Executors.newFixedThreadPool(8);
         List<Future<?>> work = new ArrayList<>();
         for (String key : keys) {
             work.add(clients.submit(() -> {
                 // A client that retries with the same key until it has an answer, then asks once more (a replay).
-                while (!stop.get() && answers.getOrDefault(key, List.of()).size() < 2) {
+                for (int attempt = 0; !stop.get() && answers.getOrDefault(key, List.of()).size() < 2; attempt++) {
+                    GatewayHttp client = new GatewayHttp(instance.apply(key, attempt));
                     try {
                         HttpResponse<String> r = client.send(client.post("/payments?delay=100&remember", null, key,
                                 "{\"amount\":1}").header("X-Tenant", TENANT));
@@ -122,22 +167,31 @@ class GatewayProcessIT {
                             answers.computeIfAbsent(key, k -> new ArrayList<>()).add(r.body());
                             continue;
                         }
+                        refusals.merge(r.statusCode() + " " + r.body().replaceAll("\"detail\":\"[^\"]*\"", ""), 1,
+                                Integer::sum);
                         assertThat(r.statusCode()).as(r.body()).isIn(409, 503);
                     } catch (IOException e) {
                         // The gateway is down: try again, as a client would.
+                        refusals.merge(e.getClass().getSimpleName(), 1, Integer::sum);
                     }
                     Thread.sleep(100);
                 }
                 return null;
             }));
         }
-        // Kill it while requests are in flight at the upstream, twice, and start it again each time.
+        // Kill one while requests are in flight at the upstream, twice, and start it again each time.
         for (int kill = 1; kill <= 2; kill++) {
             int answered = kill * intents / 4;
-            awaitCondition(() -> answers.size() >= answered && inFlight() > 0, Duration.ofSeconds(60),
-                    "answers before kill " + kill);
-            gateway.kill();
-            gateway = startGateway();
+            try {
+                awaitCondition(() -> answers.size() >= answered && inFlight() > 0, Duration.ofSeconds(60),
+                        "answers before kill " + kill);
+            } catch (org.awaitility.core.ConditionTimeoutException e) {
+                throw new AssertionError("answers " + answers.size() + ", in flight " + inFlight() + ", refusals "
+                        + refusals, e);
+            }
+            int victim = kill == 1 ? 0 : gateways.length - 1;
+            gateways[victim].kill();
+            gateways[victim] = startGateway(ports[victim]);
         }
         try {
             for (Future<?> f : work) {
