@@ -245,16 +245,41 @@ public final class Inbox {
 
     private Outcome<String> runOnce(Delivery delivery, InboxHandler handler, IdempotencyKey key,
             Fingerprint fingerprint, int attempt) throws SQLException {
-        return transactions.execute(transactional, key, fingerprint, POSITION, connection -> {
-            try {
-                // The engine's own count restarts at 1 in transactional mode (a failed attempt
-                // leaves no record); the handler is told the inbox's count.
-                handler.handle(connection, new Attempt(key, attempt));
-            } catch (Exception e) {
-                throw new HandlerFailed(e);
-            }
-            return delivery.position();
-        });
+        // A redelivery of a message in flight on this instance waits here, holding no connection, for it to end.
+        try {
+            return transactional.oncePerInstance(key, fingerprint, () -> {
+                try {
+                    return transactions.execute(transactional, key, fingerprint, POSITION, connection -> {
+                        try {
+                            // The engine's own count restarts at 1 in transactional mode (a failed attempt
+                            // leaves no record); the handler is told the inbox's count.
+                            handler.handle(connection, new Attempt(key, attempt));
+                        } catch (Exception e) {
+                            throw new HandlerFailed(e);
+                        }
+                        return delivery.position();
+                    });
+                } catch (SQLException e) {
+                    throw new NoConnection(e);
+                }
+            });
+        } catch (NoConnection e) {
+            throw e.getCause();
+        }
+    }
+
+    /** No connection could be had for an attempt: carried out of {@link TransactionalRetrySafe#oncePerInstance}. */
+    private static final class NoConnection extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        NoConnection(SQLException cause) {
+            super(cause);
+        }
+
+        @Override
+        public synchronized SQLException getCause() {
+            return (SQLException) super.getCause();
+        }
     }
 
     private InboxResult retryLater(Delivery delivery, Duration delay, RetryReason reason, String detail) {

@@ -21,6 +21,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.function.UnaryOperator;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
@@ -297,6 +298,41 @@ class InboxIT {
         }
         assertThat(effects()).containsExactly(1);
         assertThat(deadLetters).isEmpty();
+    }
+
+    @Test
+    void aRedeliveryWhileTheFirstIsInFlightHereWaitsWithoutAConnectionAndIsReplayed() throws Exception {
+        // Long enough for the redelivery to wait out the first delivery.
+        TransactionalRetrySafe patient = TransactionalRetrySafe.of(RetrySafe.builder(JdbcIdempotencyStore
+                .builder(ds).table(STORE_TABLE).lockTimeout(Duration.ofSeconds(30)).build()).name("inbox-it-wait")
+                .build());
+        Inbox inbox = Inbox.builder(patient).backoff(FAST).build();
+        CountDownLatch entered = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        InboxHandler held = (connection, attempt) -> {
+            writing("m-12").handle(connection, attempt);
+            entered.countDown();
+            release.await(30, TimeUnit.SECONDS);
+        };
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try {
+            Future<InboxResult> first = pool.submit(() -> inbox.process(delivery("m-12", "ship 12", 1), held,
+                    deadLetters::add));
+            assertThat(entered.await(30, TimeUnit.SECONDS)).isTrue();
+            Future<InboxResult> redelivery = pool.submit(() -> inbox.process(delivery("m-12", "ship 12", 2),
+                    writing("m-12"), deadLetters::add));
+
+            org.awaitility.Awaitility.await("the redelivery waiting in memory").atMost(Duration.ofSeconds(20))
+                    .until(() -> patient.engine().inFlight().waiting() == 1);
+            release.countDown();
+
+            assertThat(first.get(30, TimeUnit.SECONDS)).isEqualTo(new InboxResult.Processed(1));
+            assertThat(redelivery.get(30, TimeUnit.SECONDS)).isInstanceOf(InboxResult.Replayed.class);
+        } finally {
+            release.countDown();
+            pool.shutdownNow();
+        }
+        assertThat(effects()).containsExactly(1);
     }
 
     @Test

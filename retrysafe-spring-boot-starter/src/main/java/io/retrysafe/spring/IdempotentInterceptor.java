@@ -180,7 +180,10 @@ final class IdempotentInterceptor implements MethodInterceptor {
         IdempotentMethod settings = bound.settings();
         ResponseCodec<Object> codec = bound.codec();
         if (bound.transactional() == null) {
-            return bound.engine().execute(key, fingerprint, codec, attempt -> proceed(invocation, settings, null));
+            RetrySafe e = bound.engine();
+            // A duplicate of a call in flight on this instance waits here, in memory, for it to end.
+            return e.oncePerInstance(key, fingerprint, e.policy().waitForResult(),
+                    () -> e.execute(key, fingerprint, codec, attempt -> proceed(invocation, settings, null)));
         }
         TransactionalRetrySafe tx = bound.transactional();
         if (TransactionSynchronizationManager.isActualTransactionActive()) {
@@ -198,7 +201,9 @@ final class IdempotentInterceptor implements MethodInterceptor {
                 throw e;
             }
         }
-        return new TransactionTemplate(transactionManager).execute(status -> {
+        // A duplicate of a call in flight on this instance waits here, holding no connection, for it to end (in
+        // the caller's transaction above, it holds the caller's connection anyway, and waits on the key's row).
+        return tx.oncePerInstance(key, fingerprint, () -> new TransactionTemplate(transactionManager).execute(status -> {
             Connection connection = DataSourceUtils.getConnection(dataSource);
             TransactionalRetrySafe.Joined<Object> joined = tx.join(connection, key, fingerprint, codec,
                     attempt -> proceed(invocation, settings, connection));
@@ -207,7 +212,7 @@ final class IdempotentInterceptor implements MethodInterceptor {
             }
             reportWhenCompleted(joined);
             return joined.outcome();
-        });
+        }));
     }
 
     /**

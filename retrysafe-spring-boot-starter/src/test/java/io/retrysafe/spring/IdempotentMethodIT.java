@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import com.zaxxer.hikari.HikariDataSource;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -66,7 +67,7 @@ class IdempotentMethodIT {
         registry.add("spring.datasource.url", TestDatabases::postgresJdbcUrl);
         registry.add("spring.datasource.username", TestDatabases::postgresUser);
         registry.add("spring.datasource.password", TestDatabases::postgresPassword);
-        // THREADS callers each hold a connection while they wait on the key.
+        // Room for every caller, so that a duplicate holding a connection while it waits would show.
         registry.add("spring.datasource.hikari.maximum-pool-size", () -> THREADS + 4);
         registry.add("retrysafe.store.table", () -> RECORDS);
         registry.add("retrysafe.store.initialize-schema", () -> true);
@@ -154,6 +155,8 @@ class IdempotentMethodIT {
     TransactionalRetrySafe transactional;
     @Autowired
     MeterRegistry meters;
+    @Autowired
+    javax.sql.DataSource dataSource;
 
     private String orderNumber;
     private int runsBefore;
@@ -308,10 +311,17 @@ class IdempotentMethodIT {
     }
 
     @Test
-    void concurrentCallsWithOneKeyRunTheMethodOnce() throws Exception {
-        // The first caller to claim the key holds it until every other caller is waiting on it.
-        probe.whileRunning.set(() -> await().atMost(Duration.ofSeconds(25))
-                .until(() -> claimsWaitingOnALock() == THREADS - 1));
+    void concurrentCallsWithOneKeyRunTheMethodOnceAndTheirDuplicatesWaitWithoutAConnection() throws Exception {
+        // The first caller to claim the key holds it until every other caller is waiting on it, in memory: the one
+        // connection in use is the first caller's, and no claim waits on the key's row.
+        AtomicInteger activeWhileWaiting = new AtomicInteger(-1);
+        AtomicInteger onTheRowWhileWaiting = new AtomicInteger(-1);
+        probe.whileRunning.set(() -> {
+            await().atMost(Duration.ofSeconds(25)).until(() -> transactional.engine().inFlight().waiting()
+                    == THREADS - 1);
+            activeWhileWaiting.set(((HikariDataSource) dataSource).getHikariPoolMXBean().getActiveConnections());
+            onTheRowWhileWaiting.set(claimsWaitingOnALock());
+        });
         ExecutorService pool = Executors.newFixedThreadPool(THREADS);
         try {
             CountDownLatch start = new CountDownLatch(1);
@@ -331,6 +341,8 @@ class IdempotentMethodIT {
             assertThat(runs()).isEqualTo(1);
             assertThat(rows()).isEqualTo(1);
             assertThat(receipts).hasSize(THREADS).containsOnly(new Receipt(orderNumber, 1999, runsBefore + 1));
+            assertThat(activeWhileWaiting.get()).as("connections in use while the duplicates wait").isEqualTo(1);
+            assertThat(onTheRowWhileWaiting.get()).as("claims waiting on the key's row").isZero();
         } finally {
             pool.shutdownNow();
         }
