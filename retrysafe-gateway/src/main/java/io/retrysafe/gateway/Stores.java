@@ -11,12 +11,17 @@ import io.retrysafe.gateway.GatewayConfig.StoreType;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.redis.RedisIdempotencyStore;
 import io.retrysafe.spi.IdempotencyStore;
+import java.lang.System.Logger.Level;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
 /** The store the configuration names, with what it holds open (a pool, a Redis client), closed with it. */
 final class Stores {
+    /** How long the gateway's start waits for Redis: past it, it starts and connects on first use. */
+    static final Duration STARTUP_WAIT = Duration.ofSeconds(10);
+    private static final System.Logger LOG = System.getLogger(Stores.class.getName());
     /** What {@code /health} asks the store for: any key's record, to know the store answers. */
     private static final IdempotencyKey PROBE = IdempotencyKey.of("retrysafe-gateway", "health-probe");
 
@@ -87,6 +92,11 @@ final class Stores {
         }
         config.keyPrefix().ifPresent(builder::keyPrefix);
         RedisIdempotencyStore store = builder.build();
+        // Connected (a cluster's topology learnt, the scripts loaded on every node) before the first request.
+        if (!store.connect(STARTUP_WAIT)) {
+            LOG.log(Level.WARNING, () -> "not connected to Redis within " + STARTUP_WAIT + "; /health is DOWN and "
+                    + "requests are answered 503 store-unavailable until it answers");
+        }
         return new Opened(store, () -> {
             try (client) {
                 store.close();

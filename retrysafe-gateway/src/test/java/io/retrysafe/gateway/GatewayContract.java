@@ -7,9 +7,17 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -59,6 +67,12 @@ abstract class GatewayContract {
         dir = Files.createTempDirectory("retrysafe-gateway-it");
         prepare();
         upstream = TestUpstream.start();
+        gateway = Gateway.start(config(), env());
+        client = new GatewayHttp(gateway.port());
+    }
+
+    /** The configuration of the class's gateway: one more started on it shares its store and upstream. */
+    GatewayConfig config() {
         String yaml = """
                 listen:
                   port: 0
@@ -79,11 +93,12 @@ abstract class GatewayContract {
                   - method: POST
                     path: /payments
                   - method: POST
+                    path: /burst
+                  - method: POST
                     path: /hanging
                     response-timeout: 1s
                 """.formatted(upstream.url(), scope().indent(2).stripTrailing(), store().indent(2).stripTrailing());
-        gateway = Gateway.start(ConfigLoader.parse("gateway.yaml", yaml, env(), dir), env());
-        client = new GatewayHttp(gateway.port());
+        return ConfigLoader.parse("gateway.yaml", yaml, env(), dir);
     }
 
     @AfterAll
@@ -138,6 +153,44 @@ abstract class GatewayContract {
         assertThat(none.headers().allValues("WWW-Authenticate")).isEqualTo(challenge());
         assertThat(refused.headers().allValues("WWW-Authenticate")).isEqualTo(challenge());
         assertThat(upstream.calls(mine)).isZero();
+    }
+
+    @Test
+    void sixtyFourConcurrentRequestsWithOneKeyMakeOneUpstreamCall() throws Exception {
+        String mine = UUID.randomUUID().toString();
+        String block = "burst-" + mine;
+        int n = 64;
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        try {
+            List<Future<HttpResponse<String>>> answers = new ArrayList<>();
+            CountDownLatch go = new CountDownLatch(1);
+            for (int i = 0; i < n; i++) {
+                answers.add(pool.submit(() -> {
+                    go.await();
+                    return client.send(as("alice", payment("/burst?block=" + block, mine, "{\"amount\":100}")));
+                }));
+            }
+            go.countDown();
+            // The first is held at the upstream; every duplicate is answered meanwhile, none is sent on.
+            Awaitility.await().atMost(Duration.ofSeconds(60))
+                    .until(() -> answers.stream().filter(Future::isDone).count() == n - 1);
+            upstream.release(block);
+            int created = 0;
+            for (Future<HttpResponse<String>> f : answers) {
+                HttpResponse<String> r = f.get(30, TimeUnit.SECONDS);
+                assertThat(r.statusCode()).as(r.body()).isIn(201, 409);
+                if (r.statusCode() == 201) {
+                    created++;
+                } else {
+                    assertProblem(r, 409, "/problems/request-in-progress");
+                    assertThat(r.headers().firstValue("Retry-After")).isPresent();
+                }
+            }
+            assertThat(created).isEqualTo(1);
+            assertThat(upstream.calls(mine)).isEqualTo(1);
+        } finally {
+            pool.shutdownNow();
+        }
     }
 
     @Test

@@ -101,8 +101,6 @@ class GatewayPostgresIT {
                     scope:
                       trusted-header: { name: X-Tenant }
                   - method: POST
-                    path: /burst
-                  - method: POST
                     path: /hanging
                     response-timeout: 2s
                   - method: POST
@@ -225,44 +223,6 @@ class GatewayPostgresIT {
         assertThat(r.statusCode()).isEqualTo(201);
         assertThat(r.body()).contains("\"attempt\":\"null\"");
         assertProblem(anonymous, 401, "/problems/unauthenticated");
-    }
-
-    @Test
-    void sixtyFourConcurrentRequestsWithOneKeyMakeOneUpstreamCall() throws Exception {
-        String block = "burst-" + key;
-        int n = 64;
-        ExecutorService pool = Executors.newFixedThreadPool(n);
-        try {
-            List<Future<HttpResponse<String>>> answers = new ArrayList<>();
-            CountDownLatch go = new CountDownLatch(1);
-            for (int i = 0; i < n; i++) {
-                Callable<HttpResponse<String>> call = () -> {
-                    go.await();
-                    return client.send(client.post("/burst?block=" + block, ALICE, key, "{\"amount\":100}"));
-                };
-                answers.add(pool.submit(call));
-            }
-            go.countDown();
-            // The first is held at the upstream; every duplicate is answered meanwhile, none is sent on.
-            org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(60))
-                    .until(() -> answers.stream().filter(Future::isDone).count() == n - 1);
-            upstream.release(block);
-            int created = 0;
-            for (Future<HttpResponse<String>> f : answers) {
-                HttpResponse<String> r = f.get(30, TimeUnit.SECONDS);
-                assertThat(r.statusCode()).as(r.body()).isIn(201, 409);
-                if (r.statusCode() == 201) {
-                    created++;
-                } else {
-                    assertProblem(r, 409, "/problems/request-in-progress");
-                    assertThat(r.headers().firstValue("Retry-After")).isPresent();
-                }
-            }
-            assertThat(created).isEqualTo(1);
-            assertThat(upstream.calls(key)).isEqualTo(1);
-        } finally {
-            pool.shutdownNow();
-        }
     }
 
     // ------------------------------------------------------------------ upstream faults

@@ -209,6 +209,29 @@ final class LazyConnection {
         });
     }
 
+    /**
+     * Opens the connection now if there is none, and waits up to {@code bound} for it (a service's start-up, so that
+     * its first calls find it ready): whether it is ready. A failed attempt answers false, as one still under way
+     * past the bound does (it goes on in the background); so does one refused for the cool-down.
+     */
+    boolean connect(Duration bound) {
+        try {
+            attempt().get(bound.toNanos(), TimeUnit.NANOSECONDS);
+            return true;
+        } catch (NotConnected | TimeoutException | ExecutionException e) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /** Whether a connection is open and ready (initialised), without opening one. */
+    boolean isReady() {
+        Link l = link;
+        return l != null && l.connection().isOpen();
+    }
+
     /** The open connection as a done future, or the attempt under way (started here if there is none). */
     private CompletableFuture<Link> attempt() throws NotConnected {
         Link l = link;

@@ -199,6 +199,23 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         return async;
     }
 
+    /**
+     * Opens the store's connection and loads its scripts now, waiting up to {@code wait}: whether the store is ready.
+     * Call it as the service starts (the starter and the gateway do), so that its first requests do not wait for it:
+     * discovering a Redis Cluster's topology and loading the scripts on every node takes about a second, longer under
+     * load, and a request that waits past {@link #commandTimeout()} is refused as store-unavailable (or, with
+     * fail-open, runs unprotected). False leaves the store as it was: the next call tries again.
+     */
+    public boolean connect(Duration wait) {
+        Require.notNull(wait, "wait");
+        return connection.connect(wait);
+    }
+
+    /** Whether the store's connection is open with its scripts loaded; opens none. */
+    public boolean isConnected() {
+        return connection.isReady();
+    }
+
     /** Closes the store's connection (not the client, which stays the application's); idempotent. */
     @Override
     public void close() {
