@@ -112,7 +112,15 @@ public class RetrySafeAutoConfiguration {
         RedisIdempotencyStore retrySafeStore(RetrySafeProperties properties,
                 @Qualifier("retrySafeStoreRedisClient") RetrySafeRedisClient client) {
             RetrySafeProperties.Redis r = properties.store().redis();
-            return client.store().keyPrefix(r.keyPrefix()).commandTimeout(r.commandTimeout()).build();
+            RedisIdempotencyStore store = client.store().keyPrefix(r.keyPrefix()).commandTimeout(r.commandTimeout())
+                    .build();
+            // Ready before the server takes requests: the first ones must not wait for the connection.
+            if (!store.connect(r.startupWait())) {
+                LOG.log(Level.WARNING, () -> "[" + store.name() + "] not connected to Redis within "
+                        + r.startupWait() + " (retrysafe.store.redis.startup-wait); the store's health is DOWN and "
+                        + "requests are answered 503 until it connects");
+            }
+            return store;
         }
     }
 

@@ -99,9 +99,12 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
      *     not set: the application's Lettuce {@code RedisClient} or {@code RedisClusterClient} bean
      * @param keyPrefix what every Redis key of the store starts with
      * @param commandTimeout bound on each store call; past it the request gets 503
+     * @param startupWait how long the application's start waits for the store to connect and load its scripts
+     *     (a cluster's topology learnt), so that its first requests find it ready; past it the application starts
+     *     anyway, the store's health is DOWN, and the store connects on first use
      */
     public record Redis(String uri, @DefaultValue("retrysafe:") String keyPrefix,
-            @DefaultValue("2s") Duration commandTimeout) {
+            @DefaultValue("2s") Duration commandTimeout, @DefaultValue("10s") Duration startupWait) {
     }
 
     /**

@@ -12,6 +12,7 @@ import io.retrysafe.ResponseCodec;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.redis.RedisFastFilter;
+import io.retrysafe.redis.RedisIdempotencyStore;
 import io.retrysafe.servlet.IdempotentExecutor;
 import io.retrysafe.spi.FastPath.Cached;
 import io.retrysafe.testservices.TestDatabases;
@@ -115,6 +116,31 @@ class RetrySafeFastFilterAutoConfigurationIT {
                     assertThat(health.status()).isEqualTo("UP");
                     assertThat(health.details()).containsEntry("redis", "PONG").containsEntry("breaker", "CLOSED")
                             .containsEntry("degraded", false).containsKey("pingMillis");
+                });
+    }
+
+    @Test
+    void theRedisStoreIsConnectedOnceTheApplicationHasStartedAndItsHealthIsUp() {
+        webRunner.withPropertyValues("retrysafe.store.type=redis", "retrysafe.store.redis.uri=" + redisUri,
+                "retrysafe.store.redis.key-prefix=" + PREFIX + "store:").run(context -> {
+                    assertThat(context).hasNotFailed();
+                    // Before any call: the first requests find the connection open and the scripts loaded.
+                    assertThat(context.getBean(RedisIdempotencyStore.class).isConnected()).isTrue();
+                    BootLine.HealthReading health = BootLine.health(context, "retrysafeStoreHealthIndicator");
+                    assertThat(health.status()).isEqualTo("UP");
+                    assertThat(health.details()).containsEntry("redis", "connected");
+                });
+    }
+
+    @Test
+    void withRedisUnreachableTheApplicationStartsAndTheStoresHealthIsDown() throws Exception {
+        webRunner.withPropertyValues("retrysafe.store.type=redis", "retrysafe.store.redis.uri="
+                + RetrySafeFastFilterAutoConfigurationTest.closedPortUri(), "retrysafe.store.redis.startup-wait=1s")
+                .run(context -> {
+                    assertThat(context).hasNotFailed();
+                    BootLine.HealthReading health = BootLine.health(context, "retrysafeStoreHealthIndicator");
+                    assertThat(health.status()).isEqualTo("DOWN");
+                    assertThat(health.details()).containsEntry("redis", "not connected");
                 });
     }
 

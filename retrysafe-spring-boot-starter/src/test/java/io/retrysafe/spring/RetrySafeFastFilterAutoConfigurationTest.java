@@ -42,7 +42,7 @@ class RetrySafeFastFilterAutoConfigurationTest {
             RetrySafeMicrometerAutoConfiguration.class, RetrySafeAutoConfiguration.class,
             RetrySafeWebAutoConfiguration.class, RetrySafePurgeAutoConfiguration.class,
             RetrySafeIdempotentAutoConfiguration.class, RetrySafeFastFilterAutoConfiguration.class,
-            RetrySafeFastFilterHealthAutoConfiguration.class);
+            RetrySafeFastFilterHealthAutoConfiguration.class, RetrySafeStoreHealthAutoConfiguration.class);
 
     static final String SOME_REDIS = "retrysafe.fast-filter.redis-uri=redis://127.0.0.1:6379";
 

@@ -1,0 +1,28 @@
+package io.retrysafe.spring;
+
+import io.retrysafe.redis.RedisIdempotencyStore;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.health.autoconfigure.contributor.ConditionalOnEnabledHealthIndicator;
+import org.springframework.context.annotation.Bean;
+
+/**
+ * The {@code retrysafeStore} health contributor for the Redis store, when Spring Boot's health support
+ * ({@code spring-boot-health}, part of the actuator) is on the class path; {@code management.health.retrysafe-store.enabled=false} turns it off.
+ */
+@AutoConfiguration(after = RetrySafeAutoConfiguration.class)
+@ConditionalOnClass(name = {"org.springframework.boot.health.contributor.HealthIndicator",
+        "io.retrysafe.redis.RedisIdempotencyStore"})
+@ConditionalOnBean(RedisIdempotencyStore.class)
+@ConditionalOnEnabledHealthIndicator("retrysafe-store")
+public class RetrySafeStoreHealthAutoConfiguration {
+
+    /** The bean's name makes the contributor's: {@code retrysafeStore}. */
+    @Bean(name = "retrysafeStoreHealthIndicator")
+    @ConditionalOnMissingBean(name = "retrysafeStoreHealthIndicator")
+    RetrySafeStoreHealthIndicator retrysafeStoreHealthIndicator(RedisIdempotencyStore store) {
+        return new RetrySafeStoreHealthIndicator(store);
+    }
+}
