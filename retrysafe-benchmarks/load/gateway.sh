@@ -212,9 +212,12 @@ done
 
 # --- the runs -------------------------------------------------------------------------------------
 mode_of() { case $1 in gw-pg|gw-redis) echo new-key ;; *) echo no-key ;; esac; }
+# The service reads its caller from the header the gateway sets once it has checked the credentials; without a
+# gateway in front (the service alone, nginx), the load sends that header itself. The gateways drop it and set it.
+CALLER=(--caller "$USER_NAME")
 for v in "${GATEWAYS[@]}"; do
     DURATION=${JVM_WARMUP:-20s} http_load "$v-jvm-warmup" "${PORT[$v]}" --mode "$(mode_of "$v")" \
-        --threads "$THREADS" --accounts acc-1,acc-2
+        --threads "$THREADS" --accounts acc-1,acc-2 "${CALLER[@]}"
 done
 : >"$OUT/rows.txt"
 say "results in $OUT; warmup $WARMUP + duration $DURATION; $ROUNDS rounds; $THREADS clients closed, $RATE rps open; $(machine)"
@@ -222,10 +225,11 @@ for r in $(seq 1 "$ROUNDS"); do
     n=${#VARIANTS[@]}
     for ((i = 0; i < n; i++)); do
         v=${VARIANTS[$(( (i + r - 1) % n ))]}
-        http_load "$v-closed-r$r" "${PORT[$v]}" --mode "$(mode_of "$v")" --threads "$THREADS" --accounts acc-1,acc-2
+        http_load "$v-closed-r$r" "${PORT[$v]}" --mode "$(mode_of "$v")" --threads "$THREADS" --accounts acc-1,acc-2 \
+            "${CALLER[@]}"
         printf '%s|%s|%s\n' "$v-closed" "$r" "$RESULT" >>"$OUT/rows.txt"
         http_load "$v-open-r$r" "${PORT[$v]}" --mode "$(mode_of "$v")" --threads "$LOAD_THREADS" --rate "$RATE" \
-            --accounts acc-1,acc-2
+            --accounts acc-1,acc-2 "${CALLER[@]}"
         printf '%s|%s|%s\n' "$v-open" "$r" "$RESULT" >>"$OUT/rows.txt"
     done
 done

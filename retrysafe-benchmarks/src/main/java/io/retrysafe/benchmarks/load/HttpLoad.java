@@ -131,12 +131,14 @@ public final class HttpLoad {
     }
 
     /** The parsed command line; every value checked. */
-    record Options(URI url, String authorization, int threads, Duration duration, Duration warmup, Duration timeout,
-                   Mode mode, String body, List<String> accounts, int keys, double rate, Path json) {
+    record Options(URI url, String authorization, String caller, int threads, Duration duration, Duration warmup,
+                   Duration timeout, Mode mode, String body, List<String> accounts, int keys, double rate, Path json) {
 
         static final String USAGE = """
                 usage: HttpLoad --url http://127.0.0.1:PORT/payments [options]
                   --user U --password P   HTTP Basic credentials
+                  --caller C              X-RetrySafe-Caller: C, the header the gateway sets once it has checked
+                                          the credentials: for a service reached without the gateway in front
                   --threads N             threads, each with its own connection (default 8)
                   --rate R                open loop: R requests per second in all, latency from each
                                           request's due time (default: closed loop); requests due in
@@ -153,7 +155,7 @@ public final class HttpLoad {
 
         static Options parse(String[] args) {
             Map<String, String> values = new LinkedHashMap<>();
-            Set<String> known = Set.of("--url", "--user", "--password", "--threads", "--duration", "--warmup",
+            Set<String> known = Set.of("--url", "--user", "--password", "--caller", "--threads", "--duration", "--warmup",
                     "--mode", "--body", "--accounts", "--keys", "--timeout", "--rate", "--json");
             for (int i = 0; i < args.length; i++) {
                 String name = args[i];
@@ -245,8 +247,8 @@ public final class HttpLoad {
                 }
             }
             Path json = values.containsKey("--json") ? Path.of(values.get("--json")) : null;
-            return new Options(uri, authorization, threads, duration, warmup, timeout, mode, body, accounts, keys, rate,
-                    json);
+            return new Options(uri, authorization, values.get("--caller"), threads, duration, warmup, timeout, mode, body,
+                    accounts, keys, rate, json);
         }
 
         boolean isOpenLoop() {
@@ -642,6 +644,9 @@ public final class HttpLoad {
                 .POST(HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8));
         if (options.authorization() != null) {
             b.header("Authorization", options.authorization());
+        }
+        if (options.caller() != null) {
+            b.header("X-RetrySafe-Caller", options.caller());
         }
         if (key != null) {
             b.header("Idempotency-Key", key);

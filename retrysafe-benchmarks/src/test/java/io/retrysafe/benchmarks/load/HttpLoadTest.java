@@ -65,6 +65,15 @@ class HttpLoadTest {
     }
 
     @Test
+    void aCallerIsSentInTheHeaderTheGatewaySets() {
+        HttpLoad.Options options = HttpLoad.Options.parse(new String[] {"--url", url(), "--caller", "alice"});
+
+        assertThat(HttpLoad.request(options, "{}", null).headers().firstValue("X-RetrySafe-Caller")).hasValue("alice");
+        assertThat(HttpLoad.request(HttpLoad.Options.parse(new String[] {"--url", url()}), "{}", null).headers()
+                .firstValue("X-RetrySafe-Caller")).isEmpty();
+    }
+
+    @Test
     void openLoopCountsTheStallForEveryRequestThatWasDueDuringIt() throws Exception {
         // One thread, 40 requests a second for 2 s: the second-long stall of the 5th request delays the
         // ~40 requests due behind it, most of them by more than half a second.
