@@ -113,25 +113,18 @@ public final class HttpSemantics {
     }
 
     /**
-     * The fingerprint of a request: its method, its normalised path with the query, its content type and
-     * body. {@code target} is the path the route matched, so the same request spelled otherwise is the same.
+     * The fingerprint of a request: its method, its normalised path with the query, the values of the route's
+     * {@linkplain HttpRoute#fingerprintHeaders() fingerprinted headers}, its content type and body. {@code path}
+     * is the path the route matched, so the same request spelled otherwise is the same. The route is passed, not
+     * its header names, so that no front door can leave its headers out.
      *
+     * @param headerValues a request header's field values in order, empty when absent
      * @throws io.retrysafe.MalformedJsonException if the body is JSON and cannot be parsed
      */
-    public static Fingerprint fingerprint(Fingerprinter fingerprinter, String method, String path, String query,
-            String contentType, byte[] body) {
-        return fingerprint(fingerprinter, method, path, query, List.of(), name -> List.of(), contentType, body);
-    }
-
-    /**
-     * The same, with the values of the route's {@linkplain HttpRoute#fingerprintHeaders() fingerprinted headers}
-     * ({@code headerValues} gives a header's field values in order, empty when absent).
-     *
-     * @throws io.retrysafe.MalformedJsonException if the body is JSON and cannot be parsed
-     */
-    public static Fingerprint fingerprint(Fingerprinter fingerprinter, String method, String path, String query,
-            List<String> headers, Function<String, List<String>> headerValues, String contentType, byte[] body) {
-        String target = withHeaders(path + (query == null ? "" : "?" + query), headers, headerValues);
+    public static Fingerprint fingerprint(HttpRoute route, Fingerprinter fingerprinter, String method, String path,
+            String query, Function<String, List<String>> headerValues, String contentType, byte[] body) {
+        String target = withHeaders(path + (query == null ? "" : "?" + query), route.fingerprintHeaders(),
+                headerValues);
         return fingerprinter.fingerprint(method, target, contentType, body);
     }
 

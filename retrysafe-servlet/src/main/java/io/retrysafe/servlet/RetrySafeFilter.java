@@ -293,15 +293,17 @@ public final class RetrySafeFilter implements Filter {
                 return FingerprintedRequest.refused(Problem.PAYLOAD_TOO_LARGE,
                         "the body must have at most " + max + " bytes");
             }
-            return new FingerprintedRequest(request, HttpSemantics.fingerprint(fingerprinter, request.getMethod(), path,
-                    request.getQueryString(), route.fingerprintHeaders(), headerValues(request), contentType, formBytes(form)), null, null);
+            return new FingerprintedRequest(request, HttpSemantics.fingerprint(route.route(), fingerprinter,
+                    request.getMethod(), path, request.getQueryString(), headerValues(request), contentType,
+                    formBytes(form)), null, null);
         }
         if (MultipartBody.isMultipart(contentType)) {
             MultipartBody.Read read = MultipartBody.read(request, max);
             if (read instanceof MultipartBody.Parts parts) {
                 // The container keeps the parts for the handler; the boundary is left out of the content type.
-                return new FingerprintedRequest(request, HttpSemantics.fingerprint(fingerprinter, request.getMethod(),
-                        path, request.getQueryString(), route.fingerprintHeaders(), headerValues(request), MultipartBody.MEDIA_TYPE, parts.canonical()), null, null);
+                return new FingerprintedRequest(request, HttpSemantics.fingerprint(route.route(),
+                        fingerprinter, request.getMethod(), path, request.getQueryString(), headerValues(request),
+                        MultipartBody.MEDIA_TYPE, parts.canonical()), null, null);
             } else if (read instanceof MultipartBody.TooLarge) {
                 return FingerprintedRequest.refused(Problem.PAYLOAD_TOO_LARGE, "the multipart body must have at most "
                         + max + " bytes, and stay within the server's limits for parts");
@@ -325,8 +327,8 @@ public final class RetrySafeFilter implements Filter {
         }
         try {
             return new FingerprintedRequest(new BufferedRequest(request, body),
-                    HttpSemantics.fingerprint(fingerprinter, request.getMethod(), path, request.getQueryString(), route.fingerprintHeaders(), headerValues(request),
-                            contentType, body), null, null);
+                    HttpSemantics.fingerprint(route.route(), fingerprinter, request.getMethod(), path,
+                            request.getQueryString(), headerValues(request), contentType, body), null, null);
         } catch (MalformedJsonException e) {
             return FingerprintedRequest.refused(Problem.MALFORMED_JSON, e.getMessage());
         }
