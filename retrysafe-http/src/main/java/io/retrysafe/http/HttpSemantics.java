@@ -9,6 +9,7 @@ import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.StoredResponseUnreadableException;
 import io.retrysafe.internal.Require;
+import java.security.Principal;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -38,6 +39,8 @@ public final class HttpSemantics {
     /** Never stored, whatever is configured: they carry credentials or per-session state. */
     public static final Set<String> FORBIDDEN_HEADERS = Set.of("set-cookie", "set-cookie2", "authorization",
             "proxy-authorization", "www-authenticate", "proxy-authenticate", "cookie");
+    private static final String ANONYMOUS_AUTHENTICATION =
+            "org.springframework.security.authentication.AnonymousAuthenticationToken";
     /** The pause a client is told when the store failed and the engine named none. */
     public static final Duration STORE_RETRY_AFTER = Duration.ofSeconds(1);
 
@@ -92,6 +95,29 @@ public final class HttpSemantics {
     /** The scope of a key: the caller's, on one route, so one key is one intent on one kind of resource. */
     public static String scope(String principal, HttpRoute route) {
         return principal + "|" + route.method() + " " + route.pattern();
+    }
+
+    /**
+     * The scope of an authenticated principal, or null when it names no caller: none, a name that is null or
+     * blank (a token without a subject), or Spring Security's anonymous authentication, which gives every
+     * anonymous caller the one name {@code anonymousUser}: their keys would be one another's.
+     */
+    public static String principalScope(Principal principal) {
+        if (principal == null || isAnonymous(principal.getClass())) {
+            return null;
+        }
+        String name = principal.getName();
+        return name == null || name.isBlank() ? null : "principal:" + name;
+    }
+
+    /** By name: this module has no Spring dependency, and an application without Spring Security has no such type. */
+    private static boolean isAnonymous(Class<?> type) {
+        for (Class<?> t = type; t != null; t = t.getSuperclass()) {
+            if (t.getName().equals(ANONYMOUS_AUTHENTICATION)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** A request refused before it runs: no caller to scope its key to. */

@@ -360,6 +360,21 @@ class RetrySafeWebFilterIT {
         assertThat(runs()).isZero();
     }
 
+    @Test
+    void anAnonymousCallerIsNoCallerAndIsRefusedWith401() throws Exception {
+        // Anonymous callers all have the one name "anonymousUser": their keys must not be one another's.
+        HttpResponse<String> first = send(post("/payments", "{}").header("X-Anonymous", "true")
+                .header("Idempotency-Key", key));
+        HttpResponse<String> other = send(post("/payments", "{}").header("X-Anonymous", "true")
+                .header("Idempotency-Key", key));
+
+        assertThat(first.statusCode()).isEqualTo(401);
+        assertThat(first.body()).contains("\"type\":\"/problems/unauthenticated\"");
+        assertThat(other.statusCode()).isEqualTo(401);
+        assertThat(other.headers().firstValue("Idempotent-Replayed")).isEmpty();
+        assertThat(runs()).isZero();
+    }
+
     private HttpResponse<String> form(String body) throws Exception {
         return send(post("/forms", body).setHeader("Content-Type", "application/x-www-form-urlencoded")
                 .header("X-User", "alice").header("Idempotency-Key", key));
