@@ -8,6 +8,9 @@ import io.retrysafe.conformance.HttpConformance;
 import io.retrysafe.conformance.PaymentsClient;
 import io.retrysafe.examples.paymentstesting.PaymentsDatabase;
 import io.retrysafe.testservices.NonBlockingCheck;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.UUID;
 import org.junit.jupiter.api.BeforeEach;
@@ -74,5 +77,15 @@ class PaymentsReactiveIT {
         assertThat(read.statusCode()).isEqualTo(200);
         assertThat(read.body()).contains("\"amount\":100", "\"account\":\"" + account + "\"");
         assertThat(client.send(client.request(target.secondUser(), location).GET()).statusCode()).isEqualTo(404);
+    }
+
+    /** As on the servlet example: open, and UP only when its checks (the R2DBC database among them) are. */
+    @Test
+    void healthNeedsNoCredentials() throws Exception {
+        HttpResponse<String> health = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                URI.create("http://127.0.0.1:" + port + "/actuator/health")).build(), HttpResponse.BodyHandlers.ofString());
+
+        assertThat(health.statusCode()).as(health.body()).isEqualTo(200);
+        assertThat(health.body()).contains("\"status\":\"UP\"");
     }
 }
