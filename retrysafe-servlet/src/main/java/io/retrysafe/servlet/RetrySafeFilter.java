@@ -51,7 +51,8 @@ import java.util.function.Supplier;
  * <li>first request → runs; its response is held back until its outcome is durable, then sent (a body over
  *     {@code maxResponseBytes} is sent as it is written, and stored without its body);
  * <li>an asynchronous handler → the same, when its cycle's last {@code ASYNC} dispatch ends (standalone mode;
- *     refused with {@code 500} where the executor's transaction cannot outlive the request thread);
+ *     refused with {@code 500} where the executor's transaction cannot outlive the request thread); a cycle that
+ *     times out → {@code 503} {@code outcome-unknown}, its key kept in progress until its lease ends;
  * <li>retry → the stored response, with {@code Idempotent-Replayed: true};
  * <li>retry while the first is in flight → {@code 409} + {@code Retry-After};
  * <li>same key, another request → {@code 422}; store unreachable → {@code 503} + {@code Retry-After};
@@ -191,7 +192,12 @@ public final class RetrySafeFilter implements Filter {
         Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause()
                 : failure;
         if (cause != null && !(cause instanceof StoreUnavailableException)) {
-            // The cycle timed out or failed, and the key is released: its own answer goes out unstored.
+            // The cycle failed, and the key is released: its own answer goes out unstored.
+            return;
+        }
+        AsyncCapture async = AsyncCapture.of(request);
+        if (async != null && async.isTimedOut()) {
+            // The key stays in progress; the end of the cycle answers outcome-unknown, over what the application says.
             return;
         }
         try {
