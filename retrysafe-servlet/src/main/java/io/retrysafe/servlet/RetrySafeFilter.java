@@ -156,7 +156,7 @@ public final class RetrySafeFilter implements Filter {
         CapturingResponse capture = new CapturingResponse(response, config.maxResponseBytes(),
                 config.includeErrorMessages());
         Supplier<StoredResponse> stored = () -> capture.toStored(config.replayedHeaders());
-        request.setAttribute(ASYNC_SUPPORTED_ATTRIBUTE, executor.isAsyncSupported());
+        request.setAttribute(ASYNC_SUPPORTED_ATTRIBUTE, executor.isAsyncSupported(request));
         CompletableFuture<Outcome<StoredResponse>> outcome;
         try {
             outcome = executor.executeAsync(request, key, fingerprinted.fingerprint, route.policy().orElse(null),
