@@ -3,12 +3,14 @@ package io.retrysafe.http;
 import io.retrysafe.Fingerprint;
 import io.retrysafe.Fingerprinter;
 import io.retrysafe.InvalidKeyException;
+import io.retrysafe.KeyRules;
 import io.retrysafe.Outcome;
 import io.retrysafe.OutcomeUnknownException;
 import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.StoredResponseUnreadableException;
 import io.retrysafe.internal.Require;
+import io.retrysafe.spi.RetrySafeListener;
 import java.security.Principal;
 import java.time.Duration;
 import java.util.Collections;
@@ -85,6 +87,27 @@ public final class HttpSemantics {
         ProblemType problem = e.rule() == InvalidKeyException.Rule.MISSING ? ProblemType.MISSING_KEY
                 : ProblemType.INVALID_KEY;
         return problem.answer(e.getMessage(), keyRuleMember(e), null);
+    }
+
+    /**
+     * The answer to a request on a protected route that was refused before the filter could read it (by a
+     * firewall, or by the server's own parser: control characters in a header, a path it does not allow), so
+     * that its client gets a problem like every other refusal there: the invalid-key problem when its key
+     * breaks a rule ({@code listener} hears it), else request-rejected.
+     *
+     * @param keyFieldLines the {@code Idempotency-Key} field lines the server read, possibly none
+     */
+    public static HttpAnswer rejected(KeyRules rules, List<String> keyFieldLines, RetrySafeListener listener) {
+        try {
+            rules.parseHeader(keyFieldLines);
+        } catch (InvalidKeyException e) {
+            if (e.rule() != InvalidKeyException.Rule.MISSING) {
+                listener.onInvalidKey(e);
+                return keyRefused(e);
+            }
+        }
+        return ProblemType.REQUEST_REJECTED.answer("the request was refused before it was processed: its target, a "
+                + "header or its framing is not allowed here (for example control characters in a header)", null, null);
     }
 
     /** The {@code rule} member of a key refusal, as encoded JSON. */
