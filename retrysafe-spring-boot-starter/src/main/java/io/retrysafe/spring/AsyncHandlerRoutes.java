@@ -25,7 +25,7 @@ import org.springframework.web.util.pattern.PathPatternParser;
  * refused. Such a route runs in standalone mode instead, said in a log line, or, with
  * {@code retrysafe.http.async-transactional=fail}, the application does not start.
  */
-final class AsyncHandlerRoutes implements SmartInitializingSingleton {
+final class AsyncHandlerRoutes implements StandaloneRoutes, SmartInitializingSingleton {
     private static final System.Logger LOG = System.getLogger(AsyncHandlerRoutes.class.getName());
 
     private final ListableBeanFactory beans;
@@ -39,8 +39,8 @@ final class AsyncHandlerRoutes implements SmartInitializingSingleton {
         this.properties = properties;
     }
 
-    /** Whether the route the filter applies to this request runs in standalone mode. */
-    boolean isStandalone(HttpServletRequest request) {
+    @Override
+    public boolean isStandalone(HttpServletRequest request) {
         Set<IdempotentRoute> routes = standalone;
         if (routes.isEmpty()) {
             return false;
@@ -51,6 +51,11 @@ final class AsyncHandlerRoutes implements SmartInitializingSingleton {
             }
         }
         return false;
+    }
+
+    @Override
+    public boolean isStandalone(IdempotentRoute route) {
+        return standalone.contains(route);
     }
 
     /** Once the handler mappings know their handlers. */

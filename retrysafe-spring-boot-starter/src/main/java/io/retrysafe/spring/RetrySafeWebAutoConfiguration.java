@@ -72,7 +72,7 @@ public class RetrySafeWebAutoConfiguration {
     @ConditionalOnMissingBean
     IdempotentExecutor retrySafeExecutor(RetrySafe retrySafe, ObjectProvider<TransactionalRetrySafe> transactional,
             ObjectProvider<PlatformTransactionManager> transactionManager, ObjectProvider<DataSource> dataSource,
-            ObjectProvider<AsyncHandlerRoutes> asyncRoutes) {
+            ObjectProvider<StandaloneRoutes> standaloneRoutes) {
         TransactionalRetrySafe tx = transactional.getIfAvailable();
         if (tx == null) {
             return IdempotentExecutor.standalone(retrySafe);
@@ -83,7 +83,7 @@ public class RetrySafeWebAutoConfiguration {
                     + "application's DataSource; set retrysafe.mode=standalone to run without one");
         }
         IdempotentExecutor executor = new SpringTransactionalExecutor(manager, dataSource.getObject(), tx);
-        AsyncHandlerRoutes routes = asyncRoutes.getIfAvailable();
+        StandaloneRoutes routes = standaloneRoutes.getIfAvailable();
         return routes == null ? executor
                 : new RouteModeExecutor(executor, IdempotentExecutor.standalone(retrySafe), routes);
     }

@@ -11,15 +11,15 @@ import jakarta.servlet.http.HttpServletRequest;
 import java.util.concurrent.CompletionStage;
 
 /**
- * Transactional mode, but for the routes {@link AsyncHandlerRoutes} found served by asynchronous handlers, which
- * run in standalone mode on the same engine and store.
+ * Transactional mode, but for the routes that run in standalone mode all the same (served by asynchronous
+ * handlers, {@link AsyncHandlerRoutes}), which run on the same engine and store.
  */
 final class RouteModeExecutor implements IdempotentExecutor {
     private final IdempotentExecutor transactional;
     private final IdempotentExecutor standalone;
-    private final AsyncHandlerRoutes routes;
+    private final StandaloneRoutes routes;
 
-    RouteModeExecutor(IdempotentExecutor transactional, IdempotentExecutor standalone, AsyncHandlerRoutes routes) {
+    RouteModeExecutor(IdempotentExecutor transactional, IdempotentExecutor standalone, StandaloneRoutes routes) {
         this.transactional = transactional;
         this.standalone = standalone;
         this.routes = routes;
