@@ -3,12 +3,15 @@ package io.retrysafe.http;
 import io.retrysafe.Fingerprint;
 import io.retrysafe.Fingerprinter;
 import io.retrysafe.InvalidKeyException;
+import io.retrysafe.KeyRules;
 import io.retrysafe.Outcome;
 import io.retrysafe.OutcomeUnknownException;
 import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.StoredResponseUnreadableException;
 import io.retrysafe.internal.Require;
+import io.retrysafe.spi.RetrySafeListener;
+import java.security.Principal;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -41,6 +44,8 @@ public final class HttpSemantics {
     /** Never stored, whatever is configured: they carry credentials or per-session state. */
     public static final Set<String> FORBIDDEN_HEADERS = Set.of("set-cookie", "set-cookie2", "authorization",
             "proxy-authorization", "www-authenticate", "proxy-authenticate", "cookie");
+    private static final String ANONYMOUS_AUTHENTICATION =
+            "org.springframework.security.authentication.AnonymousAuthenticationToken";
     /** The pause a client is told when the store failed and the engine named none. */
     public static final Duration STORE_RETRY_AFTER = Duration.ofSeconds(1);
 
@@ -87,6 +92,27 @@ public final class HttpSemantics {
         return problem.answer(e.getMessage(), keyRuleMember(e), null);
     }
 
+    /**
+     * The answer to a request on a protected route that was refused before the filter could read it (by a
+     * firewall, or by the server's own parser: control characters in a header, a path it does not allow), so
+     * that its client gets a problem like every other refusal there: the invalid-key problem when its key
+     * breaks a rule ({@code listener} hears it), else request-rejected.
+     *
+     * @param keyFieldLines the {@code Idempotency-Key} field lines the server read, possibly none
+     */
+    public static HttpAnswer rejected(KeyRules rules, List<String> keyFieldLines, RetrySafeListener listener) {
+        try {
+            rules.parseHeader(keyFieldLines);
+        } catch (InvalidKeyException e) {
+            if (e.rule() != InvalidKeyException.Rule.MISSING) {
+                listener.onInvalidKey(e);
+                return keyRefused(e);
+            }
+        }
+        return ProblemType.REQUEST_REJECTED.answer("the request was refused before it was processed: its target, a "
+                + "header or its framing is not allowed here (for example control characters in a header)", null, null);
+    }
+
     /** The {@code rule} member of a key refusal, as encoded JSON. */
     public static String keyRuleMember(InvalidKeyException e) {
         return "\"rule\":\"" + e.rule().name().toLowerCase(Locale.ROOT) + "\"";
@@ -95,6 +121,29 @@ public final class HttpSemantics {
     /** The scope of a key: the caller's, on one route, so one key is one intent on one kind of resource. */
     public static String scope(String principal, HttpRoute route) {
         return principal + "|" + route.method() + " " + route.pattern();
+    }
+
+    /**
+     * The scope of an authenticated principal, or null when it names no caller: none, a name that is null or
+     * blank (a token without a subject), or Spring Security's anonymous authentication, which gives every
+     * anonymous caller the one name {@code anonymousUser}: their keys would be one another's.
+     */
+    public static String principalScope(Principal principal) {
+        if (principal == null || isAnonymous(principal.getClass())) {
+            return null;
+        }
+        String name = principal.getName();
+        return name == null || name.isBlank() ? null : "principal:" + name;
+    }
+
+    /** By name: this module has no Spring dependency, and an application without Spring Security has no such type. */
+    private static boolean isAnonymous(Class<?> type) {
+        for (Class<?> t = type; t != null; t = t.getSuperclass()) {
+            if (t.getName().equals(ANONYMOUS_AUTHENTICATION)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** A request refused before it runs: no caller to scope its key to. */
@@ -116,25 +165,18 @@ public final class HttpSemantics {
     }
 
     /**
-     * The fingerprint of a request: its method, its normalised path with the query, its content type and
-     * body. {@code target} is the path the route matched, so the same request spelled otherwise is the same.
+     * The fingerprint of a request: its method, its normalised path with the query, the values of the route's
+     * {@linkplain HttpRoute#fingerprintHeaders() fingerprinted headers}, its content type and body. {@code path}
+     * is the path the route matched, so the same request spelled otherwise is the same. The route is passed, not
+     * its header names, so that no front door can leave its headers out.
      *
+     * @param headerValues a request header's field values in order, empty when absent
      * @throws io.retrysafe.MalformedJsonException if the body is JSON and cannot be parsed
      */
-    public static Fingerprint fingerprint(Fingerprinter fingerprinter, String method, String path, String query,
-            String contentType, byte[] body) {
-        return fingerprint(fingerprinter, method, path, query, List.of(), name -> List.of(), contentType, body);
-    }
-
-    /**
-     * The same, with the values of the route's {@linkplain HttpRoute#fingerprintHeaders() fingerprinted headers}
-     * ({@code headerValues} gives a header's field values in order, empty when absent).
-     *
-     * @throws io.retrysafe.MalformedJsonException if the body is JSON and cannot be parsed
-     */
-    public static Fingerprint fingerprint(Fingerprinter fingerprinter, String method, String path, String query,
-            List<String> headers, Function<String, List<String>> headerValues, String contentType, byte[] body) {
-        String target = withHeaders(path + (query == null ? "" : "?" + query), headers, headerValues);
+    public static Fingerprint fingerprint(HttpRoute route, Fingerprinter fingerprinter, String method, String path,
+            String query, Function<String, List<String>> headerValues, String contentType, byte[] body) {
+        String target = withHeaders(path + (query == null ? "" : "?" + query), route.fingerprintHeaders(),
+                headerValues);
         return fingerprinter.fingerprint(method, target, contentType, body);
     }
 

@@ -1,6 +1,8 @@
 package io.retrysafe.servlet;
 
+import io.retrysafe.OutcomeUnknownException;
 import io.retrysafe.StoredResponse;
+import io.retrysafe.http.HttpSemantics;
 import jakarta.servlet.AsyncEvent;
 import jakarta.servlet.AsyncListener;
 import jakarta.servlet.FilterChain;
@@ -9,6 +11,7 @@ import jakarta.servlet.ServletRequest;
 import jakarta.servlet.ServletResponse;
 import jakarta.servlet.ServletResponseWrapper;
 import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.util.concurrent.CompletableFuture;
@@ -20,14 +23,16 @@ import java.util.function.Supplier;
  * {@code Callable} or {@code WebAsyncTask} in Spring MVC, {@code startAsync()} in a servlet). Its {@link #result()}
  * completes when the cycle's last dispatch through the filter ends without starting another cycle (or, for a cycle
  * ended by {@code complete()} alone, when it completes): the engine then records it, and the filter answers. A
- * cycle that times out or fails releases the key at once; the answer the application then gives (Spring's
- * {@code 503} for a time-out, an error page) reaches the client as it is, and is not stored.
+ * cycle that fails releases the key at once; the answer the application then gives (an error page) reaches the
+ * client as it is, and is not stored. A cycle that times out leaves the handler's work running, and it may still
+ * commit: its outcome is unknown, the key stays in progress until its lease ends, and the cycle ends with the
+ * {@code 503} outcome-unknown problem, whatever the application answers to the time-out.
  */
 final class AsyncCapture implements AsyncListener {
     private static final String ATTRIBUTE = AsyncCapture.class.getName();
     private static final System.Logger LOG = System.getLogger(AsyncCapture.class.getName());
 
-    private enum State { PENDING, RELEASED, DONE }
+    private enum State { PENDING, RELEASED, TIMED_OUT, DONE }
 
     private final CapturingResponse capture;
     private final Supplier<StoredResponse> stored;
@@ -79,6 +84,11 @@ final class AsyncCapture implements AsyncListener {
         }
     }
 
+    /** Whether the cycle timed out: the end of the cycle answers it, not the engine's outcome. */
+    synchronized boolean isTimedOut() {
+        return state == State.TIMED_OUT;
+    }
+
     /** The filter refused the handler on the request thread and answered itself: nothing more to send. */
     synchronized void abandon() {
         state = State.DONE;
@@ -95,12 +105,18 @@ final class AsyncCapture implements AsyncListener {
                     + "without arguments, ended by complete()); its key is released"));
         }
         boolean record;
+        boolean timedOut;
         synchronized (this) {
             if (state == State.DONE) {
                 return;
             }
             record = state == State.PENDING;
+            timedOut = state == State.TIMED_OUT;
             state = State.DONE;
+        }
+        if (timedOut) {
+            answerUnknown();
+            return;
         }
         if (!record) {
             // The key was released when the cycle timed out or failed: the answer given since goes out unstored.
@@ -139,8 +155,36 @@ final class AsyncCapture implements AsyncListener {
 
     @Override
     public void onTimeout(AsyncEvent event) {
-        LOG.log(Level.DEBUG, "an asynchronous handler timed out; its key is released");
-        fail(new TimeoutException("the asynchronous handler did not finish within the container's async timeout"));
+        synchronized (this) {
+            if (state != State.PENDING) {
+                return;
+            }
+            state = State.TIMED_OUT;
+        }
+        LOG.log(Level.WARNING, "an asynchronous handler timed out; its outcome is unknown, and its key stays in "
+                + "progress until its lease ends");
+        // The engine keeps the key (not released, no longer renewed): a retry must not run work that may yet commit.
+        result.completeExceptionally(timedOut());
+        try {
+            event.getAsyncContext().complete();
+        } catch (IllegalStateException e) {
+            // An earlier listener (Spring MVC's) dispatched the time-out: that dispatch ends the cycle, and is answered then.
+        }
+    }
+
+    private static OutcomeUnknownException timedOut() {
+        return new OutcomeUnknownException("async-handler", null, "the asynchronous handler did not finish within "
+                + "the container's async timeout, and may still be running", new TimeoutException());
+    }
+
+    /** The time-out's answer instead of the application's, unless a body over the bound already went out. */
+    private void answerUnknown() throws IOException {
+        HttpServletResponse response = (HttpServletResponse) capture.getResponse();
+        if (response.isCommitted()) {
+            return;
+        }
+        response.reset();
+        Answers.send(response, HttpSemantics.failure(timedOut()));
     }
 
     @Override

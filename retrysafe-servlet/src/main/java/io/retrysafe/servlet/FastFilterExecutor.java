@@ -134,6 +134,11 @@ public final class FastFilterExecutor implements IdempotentExecutor {
     }
 
     @Override
+    public boolean isAsyncSupported(HttpServletRequest request) {
+        return delegate.isAsyncSupported(request);
+    }
+
+    @Override
     public String toString() {
         return "FastFilterExecutor[fastPath=" + fastPath.name() + ", replayTtl=" + replayTtl + ", delegate=" + delegate
                 + "]";

@@ -57,6 +57,14 @@ public interface IdempotentExecutor {
     }
 
     /**
+     * The same for one request, for an executor that runs some routes in another mode than the rest; the filter
+     * asks this one.
+     */
+    default boolean isAsyncSupported(HttpServletRequest request) {
+        return isAsyncSupported();
+    }
+
+    /**
      * Standalone mode: the claim commits before the handler runs, the response after. A duplicate of a
      * request in flight on this instance waits for it in memory (up to the policy's wait for result);
      * an asynchronous handler's duplicates are decided by the store, which answers them without waiting.

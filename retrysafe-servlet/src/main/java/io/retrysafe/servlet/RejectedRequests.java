@@ -43,16 +43,8 @@ public final class RejectedRequests {
             return false;
         }
         response.resetBuffer();
-        try {
-            config.keyRules().parseHeader(Collections.list(request.getHeaders(HttpIdempotency.HEADER)));
-        } catch (InvalidKeyException e) {
-            if (e.rule() != InvalidKeyException.Rule.MISSING) {
-                refuseKey(response, e);
-                return true;
-            }
-        }
-        Problem.REQUEST_REJECTED.send(response, "the request was refused before it was processed: its target, a "
-                + "header or its framing is not allowed here (for example control characters in a header)", null, null);
+        Answers.send(response, HttpSemantics.rejected(config.keyRules(),
+                Collections.list(request.getHeaders(HttpIdempotency.HEADER)), listener));
         return true;
     }
 

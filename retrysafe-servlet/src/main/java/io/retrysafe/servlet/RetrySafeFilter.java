@@ -52,7 +52,8 @@ import java.util.function.Supplier;
  * <li>first request → runs; its response is held back until its outcome is durable, then sent (a body over
  *     {@code maxResponseBytes} is sent as it is written, and stored without its body);
  * <li>an asynchronous handler → the same, when its cycle's last {@code ASYNC} dispatch ends (standalone mode;
- *     refused with {@code 500} where the executor's transaction cannot outlive the request thread);
+ *     refused with {@code 500} where the executor's transaction cannot outlive the request thread); a cycle that
+ *     times out → {@code 503} {@code outcome-unknown}, its key kept in progress until its lease ends;
  * <li>retry → the stored response, with {@code Idempotent-Replayed: true};
  * <li>retry while the first is in flight → {@code 409} + {@code Retry-After};
  * <li>same key, another request → {@code 422}; store unreachable → {@code 503} + {@code Retry-After};
@@ -156,7 +157,7 @@ public final class RetrySafeFilter implements Filter {
         CapturingResponse capture = new CapturingResponse(response, config.maxResponseBytes(),
                 config.includeErrorMessages());
         Supplier<StoredResponse> stored = () -> capture.toStored(config.replayedHeaders());
-        request.setAttribute(ASYNC_SUPPORTED_ATTRIBUTE, executor.isAsyncSupported());
+        request.setAttribute(ASYNC_SUPPORTED_ATTRIBUTE, executor.isAsyncSupported(request));
         CompletableFuture<Outcome<StoredResponse>> outcome;
         try {
             outcome = executor.executeAsync(request, key, fingerprinted.fingerprint, route.policy().orElse(null),
@@ -192,7 +193,12 @@ public final class RetrySafeFilter implements Filter {
         Throwable cause = failure instanceof CompletionException && failure.getCause() != null ? failure.getCause()
                 : failure;
         if (cause != null && !(cause instanceof StoreUnavailableException)) {
-            // The cycle timed out or failed, and the key is released: its own answer goes out unstored.
+            // The cycle failed, and the key is released: its own answer goes out unstored.
+            return;
+        }
+        AsyncCapture async = AsyncCapture.of(request);
+        if (async != null && async.isTimedOut()) {
+            // The key stays in progress; the end of the cycle answers outcome-unknown, over what the application says.
             return;
         }
         try {
@@ -294,15 +300,17 @@ public final class RetrySafeFilter implements Filter {
                 return FingerprintedRequest.refused(Problem.PAYLOAD_TOO_LARGE,
                         "the body must have at most " + max + " bytes");
             }
-            return new FingerprintedRequest(request, HttpSemantics.fingerprint(fingerprinter, request.getMethod(), path,
-                    request.getQueryString(), route.fingerprintHeaders(), headerValues(request), contentType, formBytes(form)), null, null);
+            return new FingerprintedRequest(request, HttpSemantics.fingerprint(route.route(), fingerprinter,
+                    request.getMethod(), path, request.getQueryString(), headerValues(request), contentType,
+                    formBytes(form)), null, null);
         }
         if (MultipartBody.isMultipart(contentType)) {
             MultipartBody.Read read = MultipartBody.read(request, max);
             if (read instanceof MultipartBody.Parts parts) {
                 // The container keeps the parts for the handler; the boundary is left out of the content type.
-                return new FingerprintedRequest(request, HttpSemantics.fingerprint(fingerprinter, request.getMethod(),
-                        path, request.getQueryString(), route.fingerprintHeaders(), headerValues(request), MultipartBody.MEDIA_TYPE, parts.canonical()), null, null);
+                return new FingerprintedRequest(request, HttpSemantics.fingerprint(route.route(),
+                        fingerprinter, request.getMethod(), path, request.getQueryString(), headerValues(request),
+                        MultipartBody.MEDIA_TYPE, parts.canonical()), null, null);
             } else if (read instanceof MultipartBody.TooLarge) {
                 return FingerprintedRequest.refused(Problem.PAYLOAD_TOO_LARGE, "the multipart body must have at most "
                         + max + " bytes, and stay within the server's limits for parts");
@@ -336,8 +344,8 @@ public final class RetrySafeFilter implements Filter {
         }
         try {
             return new FingerprintedRequest(new BufferedRequest(request, body),
-                    HttpSemantics.fingerprint(fingerprinter, request.getMethod(), path, request.getQueryString(), route.fingerprintHeaders(), headerValues(request),
-                            contentType, content), null, null);
+                    HttpSemantics.fingerprint(route.route(), fingerprinter, request.getMethod(), path,
+                            request.getQueryString(), headerValues(request), contentType, content), null, null);
         } catch (MalformedJsonException e) {
             return FingerprintedRequest.refused(Problem.MALFORMED_JSON, e.getMessage());
         }

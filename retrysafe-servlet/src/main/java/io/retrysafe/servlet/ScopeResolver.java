@@ -1,9 +1,9 @@
 package io.retrysafe.servlet;
 
+import io.retrysafe.http.HttpSemantics;
 import io.retrysafe.internal.Hex;
 import io.retrysafe.internal.Require;
 import jakarta.servlet.http.HttpServletRequest;
-import java.security.Principal;
 
 /**
  * Names whose intent a request carries, so that one caller's key can never replay another's
@@ -17,14 +17,10 @@ public interface ScopeResolver {
 
     /**
      * The authenticated principal's name (the default). A principal without a name (null or blank, such
-     * as a token without a subject) is no caller: its keys would be everyone's.
+     * as a token without a subject) or Spring Security's anonymous one is no caller: its keys would be everyone's.
      */
     static ScopeResolver principal() {
-        return request -> {
-            Principal p = request.getUserPrincipal();
-            String name = p == null ? null : p.getName();
-            return name == null || name.isBlank() ? null : "principal:" + name;
-        };
+        return request -> HttpSemantics.principalScope(request.getUserPrincipal());
     }
 
     /**

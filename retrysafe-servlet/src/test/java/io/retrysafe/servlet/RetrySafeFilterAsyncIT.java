@@ -7,6 +7,8 @@ import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.testservices.TestDatabases;
 import jakarta.servlet.AsyncContext;
+import jakarta.servlet.AsyncEvent;
+import jakarta.servlet.AsyncListener;
 import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
@@ -38,6 +40,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 class RetrySafeFilterAsyncIT {
     private static final String RECORDS = "rs_async_servlet_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
     private static final AtomicInteger RUNS = new AtomicInteger();
+    /** The container's time-out of the /timeout handlers' cycles; the key's lease is far longer. */
+    private static final Duration ASYNC_TIMEOUT = Duration.ofMillis(300);
 
     @TempDir
     static Path baseDir;
@@ -47,11 +51,41 @@ class RetrySafeFilterAsyncIT {
     private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(Duration.ofSeconds(10)).build();
 
-    /** Answers on another thread: by writing and calling complete(), or by a dispatch to /render. */
+    /**
+     * Answers on another thread: by writing and calling complete(), or by a dispatch to /render. On /timeout it
+     * never answers within the cycle's time-out, as work that is still running (and may yet commit) does not;
+     * on /timeout-dispatch a listener registered before the filter's dispatches the time-out to /render, as
+     * Spring MVC does for a {@code DeferredResult} or {@code Callable}.
+     */
     static final class LaterServlet extends HttpServlet {
         @Override
         protected void doPost(HttpServletRequest req, HttpServletResponse resp) {
             int run = RUNS.incrementAndGet();
+            if (req.getRequestURI().contains("/timeout")) {
+                AsyncContext async = req.startAsync(req, resp);
+                async.setTimeout(ASYNC_TIMEOUT.toMillis());
+                if (req.getRequestURI().endsWith("/timeout-dispatch")) {
+                    async.addListener(new AsyncListener() {
+                        @Override
+                        public void onTimeout(AsyncEvent event) {
+                            event.getAsyncContext().dispatch("/render");
+                        }
+
+                        @Override
+                        public void onComplete(AsyncEvent event) {
+                        }
+
+                        @Override
+                        public void onError(AsyncEvent event) {
+                        }
+
+                        @Override
+                        public void onStartAsync(AsyncEvent event) {
+                        }
+                    });
+                }
+                return;
+            }
             boolean dispatch = req.getRequestURI().endsWith("/dispatch");
             // A dispatch goes through the filter whichever response the cycle holds; complete() does not.
             AsyncContext async = dispatch || req.getRequestURI().endsWith("/unwrapped") ? req.startAsync()
@@ -145,6 +179,25 @@ class RetrySafeFilterAsyncIT {
         assertThat(first.body()).isEqualTo("completed run " + (before + 1));
         assertThat(retry.body()).isEqualTo("completed run " + (before + 2));
         assertThat(retry.headers().firstValue(RetrySafeFilter.REPLAYED_HEADER)).isEmpty();
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"timeout", "timeout-dispatch"})
+    void aTimedOutCycleIsOutcomeUnknownAndItsKeyStaysInProgress(String path) throws Exception {
+        String key = UUID.randomUUID().toString();
+        int before = RUNS.get();
+
+        HttpResponse<String> first = post(standalone, "/later/" + path, key);
+        HttpResponse<String> retry = post(standalone, "/later/" + path, key);
+
+        // The handler may still be working, and its work may still commit: no retry may run it a second time.
+        assertThat(first.statusCode()).as(first.body()).isEqualTo(503);
+        assertThat(first.headers().firstValue("Content-Type")).hasValue(Problem.CONTENT_TYPE);
+        assertThat(first.headers().firstValue("Retry-After")).isPresent();
+        assertThat(first.body()).contains("\"type\":\"/problems/outcome-unknown\"");
+        assertThat(retry.statusCode()).as("the key is still in progress: " + retry.body()).isEqualTo(409);
+        assertThat(retry.body()).contains("\"type\":\"/problems/request-in-progress\"");
+        assertThat(RUNS.get() - before).as("the handler ran once").isEqualTo(1);
     }
 
     @Test

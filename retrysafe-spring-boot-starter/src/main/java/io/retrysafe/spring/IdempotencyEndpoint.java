@@ -9,6 +9,7 @@ import io.retrysafe.servlet.HttpIdempotency;
 import io.retrysafe.servlet.IdempotentRoute;
 import java.time.Duration;
 import java.util.List;
+import java.util.function.Predicate;
 import org.springframework.boot.actuate.endpoint.OperationResponseBody;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.actuate.endpoint.annotation.ReadOperation;
@@ -29,7 +30,12 @@ public class IdempotencyEndpoint {
     /** The endpoint's id, and its path under the actuator's base path. */
     public static final String ID = "idempotency";
 
-    private final Description description;
+    private final RetrySafe retrySafe;
+    private final KeyRules keyRules;
+    private final HttpIdempotency http;
+    private final Duration lockTimeout;
+    private final Predicate<IdempotentRoute> standalone;
+    private volatile Description description;
 
     /**
      * @param http        the filter's configuration; null when the filter is off (then no route is listed)
@@ -37,29 +43,49 @@ public class IdempotencyEndpoint {
      *                    first request's transaction); null in standalone mode
      */
     public IdempotencyEndpoint(RetrySafe retrySafe, KeyRules keyRules, HttpIdempotency http, Duration lockTimeout) {
-        Require.notNull(retrySafe, "retrySafe");
-        Require.notNull(keyRules, "keyRules");
+        this(retrySafe, keyRules, http, lockTimeout, route -> false);
+    }
+
+    /** @param standalone in transactional mode, the routes that run in standalone mode all the same */
+    IdempotencyEndpoint(RetrySafe retrySafe, KeyRules keyRules, HttpIdempotency http, Duration lockTimeout,
+            Predicate<IdempotentRoute> standalone) {
+        this.retrySafe = Require.notNull(retrySafe, "retrySafe");
+        this.keyRules = Require.notNull(keyRules, "keyRules");
+        this.http = http;
+        this.lockTimeout = lockTimeout;
+        this.standalone = standalone;
+    }
+
+    /**
+     * The policy; computed once, at the first read: the configuration is immutable once the application runs,
+     * and which routes run in standalone mode is known once it has started.
+     */
+    @ReadOperation
+    public Description idempotency() {
+        Description d = description;
+        if (d == null) {
+            d = describe();
+            description = d;
+        }
+        return d;
+    }
+
+    private Description describe() {
         OperationPolicy defaults = retrySafe.policy();
         boolean transactional = lockTimeout != null;
-        List<Route> routes = http == null ? List.of()
-                : http.routes().stream().map(r -> route(r, r.policy().orElse(defaults), lockTimeout)).toList();
-        this.description = new Description(transactional ? "transactional" : "standalone",
+        List<Route> routes = http == null ? List.of() : http.routes().stream().map(r -> route(r,
+                r.policy().orElse(defaults), transactional && standalone.test(r))).toList();
+        return new Description(transactional ? "transactional" : "standalone",
                 new Key(HttpIdempotency.HEADER, keyRules.minLength(), keyRules.maxLength(),
                         http == null ? null : http.maxRequestBytes()),
                 policy(defaults, lockTimeout), routes);
     }
 
-    /** The policy; computed once, since the configuration is immutable once the application runs. */
-    @ReadOperation
-    public Description idempotency() {
-        return description;
-    }
-
-    private static Route route(IdempotentRoute r, OperationPolicy p, Duration lockTimeout) {
+    private Route route(IdempotentRoute r, OperationPolicy p, boolean standaloneRoute) {
         FingerprintPolicy fingerprint = r.jsonMembers().isEmpty() ? new FingerprintPolicy("body", List.of())
                 : new FingerprintPolicy("json-members", r.jsonMembers());
-        return new Route(r.method(), r.pattern(), r.keyRequired(), p.retention().toString(), inFlight(p, lockTimeout),
-                fingerprint);
+        return new Route(r.method(), r.pattern(), r.keyRequired(), p.retention().toString(),
+                inFlight(p, standaloneRoute ? null : lockTimeout), fingerprint, standaloneRoute ? "standalone" : null);
     }
 
     private static Policy policy(OperationPolicy p, Duration lockTimeout) {
@@ -119,9 +145,12 @@ public class IdempotencyEndpoint {
      * @param retention   this route's retention
      * @param inFlight    what a duplicate of a request in flight meets
      * @param fingerprint what decides whether a retry is the same request
+     * @param mode        {@code standalone} for a route that runs in standalone mode although the application is
+     *                    transactional (an asynchronous handler serves it); absent otherwise
      */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
     public record Route(String method, String pattern, boolean keyRequired, String retention, InFlight inFlight,
-            FingerprintPolicy fingerprint) {
+            FingerprintPolicy fingerprint, String mode) {
     }
 
     /**

@@ -29,6 +29,11 @@ final class ObservedExecutor implements IdempotentExecutor {
         return executor.isAsyncSupported();
     }
 
+    @Override
+    public boolean isAsyncSupported(HttpServletRequest request) {
+        return executor.isAsyncSupported(request);
+    }
+
     /** An asynchronous handler's observation ends when its outcome is durable, on the thread that completes it. */
     @Override
     public CompletionStage<Outcome<StoredResponse>> executeAsync(HttpServletRequest request, IdempotencyKey key,

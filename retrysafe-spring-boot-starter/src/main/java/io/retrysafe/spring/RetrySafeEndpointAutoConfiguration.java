@@ -29,9 +29,12 @@ public class RetrySafeEndpointAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     IdempotencyEndpoint retrySafeIdempotencyEndpoint(RetrySafe retrySafe, KeyRules keyRules,
-            ObjectProvider<HttpIdempotency> http, ObjectProvider<TransactionalRetrySafe> transactional) {
+            ObjectProvider<HttpIdempotency> http, ObjectProvider<TransactionalRetrySafe> transactional,
+            ObjectProvider<StandaloneRoutes> standaloneRoutes) {
         Duration lockTimeout = transactional.getIfAvailable() != null
                 && retrySafe.store() instanceof JdbcIdempotencyStore jdbc ? jdbc.lockTimeout() : null;
-        return new IdempotencyEndpoint(retrySafe, keyRules, http.getIfAvailable(), lockTimeout);
+        StandaloneRoutes routes = standaloneRoutes.getIfAvailable();
+        return new IdempotencyEndpoint(retrySafe, keyRules, http.getIfAvailable(), lockTimeout,
+                routes == null ? route -> false : routes::isStandalone);
     }
 }

@@ -34,25 +34,34 @@ final class RetrySafeHandlerGuard implements HandlerInterceptor {
                 || !(handler instanceof HandlerMethod method)) {
             return true;
         }
-        ResolvableType type = ResolvableType.forMethodReturnType(method.getMethod());
-        if (HttpEntity.class.isAssignableFrom(type.toClass())) {
-            type = type.as(HttpEntity.class).getGeneric(0);
-        }
-        Class<?> returned = type.toClass();
+        Class<?> returned = answerType(method);
         if (StreamingResponseBody.class.isAssignableFrom(returned) || ResponseBodyEmitter.class.isAssignableFrom(returned)) {
             Problem.STREAMING_REFUSED.send(response, method.getShortLogMessage() + " streams its body ("
                     + returned.getSimpleName() + "), which cannot be stored and replayed; take it off the idempotent "
                     + "routes, or return the whole body", null, null);
             return false;
         }
-        boolean async = CompletionStage.class.isAssignableFrom(returned) || DeferredResult.class.isAssignableFrom(returned)
-                || Callable.class.isAssignableFrom(returned) || WebAsyncTask.class.isAssignableFrom(returned);
-        if (async && !Boolean.TRUE.equals(asyncSupported)) {
+        if (isAsynchronous(returned) && !Boolean.TRUE.equals(asyncSupported)) {
             Problem.ASYNC_HANDLER_REFUSED.send(response, method.getShortLogMessage() + " answers asynchronously ("
                     + returned.getSimpleName() + "), and a transactional route's transaction cannot outlive the "
                     + "request thread; return the answer itself, or set retrysafe.mode=standalone", null, null);
             return false;
         }
         return true;
+    }
+
+    /** What a controller method answers with: its return type, or the body type of a {@code ResponseEntity}. */
+    static Class<?> answerType(HandlerMethod method) {
+        ResolvableType type = ResolvableType.forMethodReturnType(method.getMethod());
+        if (HttpEntity.class.isAssignableFrom(type.toClass())) {
+            type = type.as(HttpEntity.class).getGeneric(0);
+        }
+        return type.toClass();
+    }
+
+    /** Whether Spring MVC answers a method that returns this after the request thread has returned. */
+    static boolean isAsynchronous(Class<?> answerType) {
+        return CompletionStage.class.isAssignableFrom(answerType) || DeferredResult.class.isAssignableFrom(answerType)
+                || Callable.class.isAssignableFrom(answerType) || WebAsyncTask.class.isAssignableFrom(answerType);
     }
 }

@@ -258,10 +258,22 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
      * @param maxRequestBytes largest body fingerprinted; larger requests get 413
      * @param maxResponseBytes largest response body stored for replay; a larger one is stored without its body
      * @param replayedHeaders response headers stored and replayed; credentials and cookies never are
+     * @param asyncTransactional transactional mode, a route with a Spring MVC handler that answers asynchronously
+     *     (its transaction cannot follow the work to another thread): {@code standalone} runs that route in
+     *     standalone mode, said at start-up; {@code fail} stops the application from starting
      */
     public record Http(@DefaultValue("true") boolean enabled, @DefaultValue("principal") String scope,
             String scopeHeader, List<Route> routes, @DefaultValue("1048576") int maxRequestBytes,
-            @DefaultValue("1048576") int maxResponseBytes, Set<String> replayedHeaders) {
+            @DefaultValue("1048576") int maxResponseBytes, Set<String> replayedHeaders,
+            @DefaultValue("standalone") AsyncTransactional asyncTransactional) {
+    }
+
+    /** What transactional mode does with a route whose handler answers asynchronously. */
+    public enum AsyncTransactional {
+        /** The route runs in standalone mode: its key commits before the handler runs. */
+        STANDALONE,
+        /** The application does not start. */
+        FAIL
     }
 
     /**

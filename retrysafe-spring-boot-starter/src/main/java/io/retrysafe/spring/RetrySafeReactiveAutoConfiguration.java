@@ -28,6 +28,7 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplicat
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
 import org.springframework.core.annotation.Order;
 import org.springframework.transaction.ReactiveTransactionManager;
 
@@ -182,9 +183,13 @@ public class RetrySafeReactiveAutoConfiguration {
         return ReactiveIdempotentExecutor.standalone(engine);
     }
 
-    /** The filter, for {@code retrysafe.http.enabled} (the default). */
+    /**
+     * The filter, for {@code retrysafe.http.enabled} (the default); on Reactor Netty, requests it refuses itself
+     * on protected routes answered with the filter's problems.
+     */
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnProperty(prefix = "retrysafe.http", name = "enabled", havingValue = "true", matchIfMissing = true)
+    @Import(NettyRejectionsConfiguration.class)
     static class WebFilterConfiguration {
 
         @Bean

@@ -12,8 +12,10 @@ import io.retrysafe.servlet.ScopeResolver;
 import jakarta.servlet.DispatcherType;
 import javax.sql.DataSource;
 import org.springframework.beans.factory.BeanFactory;
+import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
@@ -69,7 +71,8 @@ public class RetrySafeWebAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     IdempotentExecutor retrySafeExecutor(RetrySafe retrySafe, ObjectProvider<TransactionalRetrySafe> transactional,
-            ObjectProvider<PlatformTransactionManager> transactionManager, ObjectProvider<DataSource> dataSource) {
+            ObjectProvider<PlatformTransactionManager> transactionManager, ObjectProvider<DataSource> dataSource,
+            ObjectProvider<StandaloneRoutes> standaloneRoutes) {
         TransactionalRetrySafe tx = transactional.getIfAvailable();
         if (tx == null) {
             return IdempotentExecutor.standalone(retrySafe);
@@ -79,7 +82,23 @@ public class RetrySafeWebAutoConfiguration {
             throw new IllegalStateException("retrysafe.mode=transactional needs one PlatformTransactionManager for the "
                     + "application's DataSource; set retrysafe.mode=standalone to run without one");
         }
-        return new SpringTransactionalExecutor(manager, dataSource.getObject(), tx);
+        IdempotentExecutor executor = new SpringTransactionalExecutor(manager, dataSource.getObject(), tx);
+        StandaloneRoutes routes = standaloneRoutes.getIfAvailable();
+        return routes == null ? executor
+                : new RouteModeExecutor(executor, IdempotentExecutor.standalone(retrySafe), routes);
+    }
+
+    /** Transactional mode with Spring MVC: routes served by asynchronous handlers, found once the handlers are known. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "org.springframework.web.servlet.mvc.method.RequestMappingInfoHandlerMapping")
+    @ConditionalOnBean(TransactionalRetrySafe.class)
+    static class AsyncHandlerRoutesConfiguration {
+        @Bean
+        @ConditionalOnMissingBean(IdempotentExecutor.class)
+        AsyncHandlerRoutes retrySafeAsyncHandlerRoutes(ListableBeanFactory beans, HttpIdempotency config,
+                RetrySafeProperties properties) {
+            return new AsyncHandlerRoutes(beans, config, properties);
+        }
     }
 
     /** Problem documents for refusals thrown by {@link Idempotent} controller or service methods. */

@@ -89,6 +89,33 @@ class RetrySafeEndpointAutoConfigurationTest {
                 });
     }
 
+    /** A route that an asynchronous Spring MVC handler serves runs standalone: its lease and wait, not the lock's. */
+    @Test
+    void inTransactionalModeARouteRunInStandaloneModeShowsItsModeAndLease() {
+        runner.withConfiguration(AutoConfigurations.of(BootLine.DATA_SOURCE,
+                        BootLine.DATA_SOURCE_TRANSACTION_MANAGER))
+                .withUserConfiguration(AsyncHandlerRoutesIT.Mvc.class)
+                .withPropertyValues(EXPOSED, "spring.datasource.url=" + TestDatabases.postgresJdbcUrl(),
+                        "spring.datasource.username=" + TestDatabases.postgresUser(),
+                        "spring.datasource.password=" + TestDatabases.postgresPassword(),
+                        "retrysafe.store.lock-timeout=7s", "retrysafe.policy.lease-ttl=20s",
+                        "retrysafe.policy.wait-for-result=2s",
+                        "retrysafe.http.routes[0].method=POST", "retrysafe.http.routes[0].pattern=/orders",
+                        "retrysafe.http.routes[1].method=POST", "retrysafe.http.routes[1].pattern=/orders/{id}")
+                .run(context -> {
+                    assertThat(context).hasNotFailed();
+                    Map<String, Object> json = json(context.getBean(IdempotencyEndpoint.class));
+
+                    assertThat(json).containsEntry("mode", "transactional");
+                    @SuppressWarnings("unchecked")
+                    List<Map<String, Object>> routes = (List<Map<String, Object>>) json.get("routes");
+                    assertThat(routes.get(0)).doesNotContainKey("mode").containsEntry("inFlight",
+                            Map.of("duplicateWait", "PT7S", "retryAfter", "PT1S"));
+                    assertThat(routes.get(1)).containsEntry("mode", "standalone").containsEntry("inFlight",
+                            Map.of("lease", "PT20S", "duplicateWait", "PT2S", "retryAfter", "PT1S"));
+                });
+    }
+
     @Test
     void withTheFilterOffItShowsTheDefaultsOfIdempotentMethodsAndNoRoute() {
         runner.withPropertyValues(EXPOSED, "retrysafe.http.enabled=false", "retrysafe.policy.retention=2h")

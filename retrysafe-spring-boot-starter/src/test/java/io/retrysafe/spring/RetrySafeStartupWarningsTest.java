@@ -2,12 +2,6 @@ package io.retrysafe.spring;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.logging.Handler;
-import java.util.logging.Level;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -22,34 +16,16 @@ class RetrySafeStartupWarningsTest {
     private final WebApplicationContextRunner runner = new WebApplicationContextRunner()
             .withConfiguration(AutoConfigurations.of(BootLine.JACKSON, RetrySafeAutoConfiguration.class,
                     RetrySafeWebAutoConfiguration.class));
-    /** The starter logs through System.Logger, which is java.util.logging unless the application says otherwise. */
-    private final Logger starterLogger = Logger.getLogger("io.retrysafe.spring");
-    private final List<String> warnings = new CopyOnWriteArrayList<>();
-    private final Handler handler = new Handler() {
-        @Override
-        public void publish(LogRecord record) {
-            if (record.getLevel().intValue() >= Level.WARNING.intValue()) {
-                warnings.add(record.getMessage());
-            }
-        }
-
-        @Override
-        public void flush() {
-        }
-
-        @Override
-        public void close() {
-        }
-    };
+    private StarterWarnings log;
 
     @BeforeEach
     void listen() {
-        starterLogger.addHandler(handler);
+        log = StarterWarnings.listen();
     }
 
     @AfterEach
     void stopListening() {
-        starterLogger.removeHandler(handler);
+        log.close();
     }
 
     @Test
@@ -57,8 +33,8 @@ class RetrySafeStartupWarningsTest {
         runner.withPropertyValues("retrysafe.http.scope=hashed-header", "retrysafe.http.scope-header=X-Api-Key")
                 .run(context -> assertThat(context).hasNotFailed());
 
-        assertThat(warnings).anySatisfy(w -> assertThat(w).contains("protects one instance only"));
-        assertThat(warnings).as("a hashed header is not a scope a caller can name")
+        assertThat(log.warnings()).anySatisfy(w -> assertThat(w).contains("protects one instance only"));
+        assertThat(log.warnings()).as("a hashed header is not a scope a caller can name")
                 .noneSatisfy(w -> assertThat(w).contains("retrysafe.http.scope="));
     }
 
@@ -66,7 +42,7 @@ class RetrySafeStartupWarningsTest {
     void aGlobalScopeWarns() {
         runner.withPropertyValues("retrysafe.http.scope=global").run(context -> assertThat(context).hasNotFailed());
 
-        assertThat(warnings).anySatisfy(w -> assertThat(w).contains("retrysafe.http.scope=global: every caller "
+        assertThat(log.warnings()).anySatisfy(w -> assertThat(w).contains("retrysafe.http.scope=global: every caller "
                 + "shares one key space"));
     }
 
@@ -75,7 +51,7 @@ class RetrySafeStartupWarningsTest {
         runner.withPropertyValues("retrysafe.http.scope=header", "retrysafe.http.scope-header=X-Tenant")
                 .run(context -> assertThat(context).hasNotFailed());
 
-        assertThat(warnings).anySatisfy(w -> assertThat(w).contains("retrysafe.http.scope=header: keys are scoped "
+        assertThat(log.warnings()).anySatisfy(w -> assertThat(w).contains("retrysafe.http.scope=header: keys are scoped "
                 + "to the value of X-Tenant"));
     }
 }

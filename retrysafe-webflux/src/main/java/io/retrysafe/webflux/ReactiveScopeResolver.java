@@ -1,5 +1,6 @@
 package io.retrysafe.webflux;
 
+import io.retrysafe.http.HttpSemantics;
 import io.retrysafe.internal.Hex;
 import io.retrysafe.internal.Require;
 import org.springframework.web.server.ServerWebExchange;
@@ -17,11 +18,11 @@ public interface ReactiveScopeResolver {
 
     /**
      * The authenticated principal's name (the default): {@link ServerWebExchange#getPrincipal()}, which
-     * Spring Security fills from the reactive security context. A principal without a name is no caller.
+     * Spring Security fills from the reactive security context. A principal without a name, or Spring
+     * Security's anonymous one (which the exchange carries when anonymous access is on), is no caller.
      */
     static ReactiveScopeResolver principal() {
-        return exchange -> exchange.getPrincipal()
-                .mapNotNull(p -> p.getName() == null || p.getName().isBlank() ? null : "principal:" + p.getName());
+        return exchange -> exchange.getPrincipal().mapNotNull(HttpSemantics::principalScope);
     }
 
     /** A request header such as a tenant id; only safe behind something that authenticates the header's value. */

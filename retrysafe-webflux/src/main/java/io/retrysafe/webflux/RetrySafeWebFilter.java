@@ -146,8 +146,9 @@ public final class RetrySafeWebFilter implements WebFilter {
         ServerHttpRequest request = exchange.getRequest();
         Fingerprint fingerprint;
         try {
-            fingerprint = HttpSemantics.fingerprint(fingerprinters.get(route), request.getMethod().name(), path,
-                    request.getURI().getRawQuery(), fingerprinted.contentType(), fingerprinted.body());
+            fingerprint = HttpSemantics.fingerprint(route, fingerprinters.get(route), request.getMethod().name(), path,
+                    request.getURI().getRawQuery(), name -> values(request.getHeaders(), name),
+                    fingerprinted.contentType(), fingerprinted.body());
         } catch (MalformedJsonException e) {
             return send(exchange.getResponse(), ProblemType.MALFORMED_JSON.answer(e.getMessage(), null, null));
         }

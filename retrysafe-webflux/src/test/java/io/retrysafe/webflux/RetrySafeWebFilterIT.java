@@ -69,6 +69,7 @@ class RetrySafeWebFilterIT {
                         .policy(OperationPolicy.custom().waitForResult(BOUND).build()).build())
                 .route(HttpRoute.of("POST", "/slow").build())
                 .route(HttpRoute.of("POST", "/optional").keyRequired(false).build())
+                .route(HttpRoute.of("POST", "/transfers").fingerprintHeaders("X-Account").build())
                 .route(HttpRoute.of("POST", "/forms").build())
                 .route(HttpRoute.of("POST", "/uploads").build())
                 // A body past the bound reaches the client before its outcome is stored: a retry sent at once
@@ -83,6 +84,7 @@ class RetrySafeWebFilterIT {
                 .POST("/payments", RetrySafeWebFilterIT::pay)
                 .POST("/waiting/payments", RetrySafeWebFilterIT::pay)
                 .POST("/optional", RetrySafeWebFilterIT::pay)
+                .POST("/transfers", RetrySafeWebFilterIT::pay)
                 // The handlers read the form and the parts the filter fingerprinted, as the client sent them.
                 .POST("/forms", request -> request.formData().flatMap(form -> ran(request,
                         "{\"amount\":\"" + form.getFirst("amount") + "\"}")))
@@ -235,6 +237,25 @@ class RetrySafeWebFilterIT {
     }
 
     @Test
+    void theSameKeyWithAnotherValueOfAFingerprintedHeaderIsRefusedWith422() throws Exception {
+        HttpResponse<String> first = send(post("/transfers", "{\"amount\":100}").header("X-User", "alice")
+                .header("Idempotency-Key", key).header("X-Account", "acc-1"));
+        HttpResponse<String> retry = send(post("/transfers", "{\"amount\":100}").header("X-User", "alice")
+                .header("Idempotency-Key", key).header("X-Account", "acc-1"));
+        HttpResponse<String> otherAccount = send(post("/transfers", "{\"amount\":100}").header("X-User", "alice")
+                .header("Idempotency-Key", key).header("X-Account", "acc-2"));
+        HttpResponse<String> noAccount = send(post("/transfers", "{\"amount\":100}").header("X-User", "alice")
+                .header("Idempotency-Key", key));
+
+        assertThat(first.statusCode()).isEqualTo(201);
+        assertThat(retry.headers().firstValue("Idempotent-Replayed")).hasValue("true");
+        assertThat(otherAccount.statusCode()).isEqualTo(422);
+        assertThat(otherAccount.body()).contains("\"type\":\"/problems/key-reused\"");
+        assertThat(noAccount.statusCode()).as("an absent header counts too").isEqualTo(422);
+        assertThat(runs()).isEqualTo(1);
+    }
+
+    @Test
     void malformedJsonIsRefusedWith400() throws Exception {
         HttpResponse<String> response = pay("alice", "{\"amount\":");
 
@@ -336,6 +357,21 @@ class RetrySafeWebFilterIT {
 
         assertThat(response.statusCode()).isEqualTo(401);
         assertThat(response.body()).contains("\"type\":\"/problems/unauthenticated\"");
+        assertThat(runs()).isZero();
+    }
+
+    @Test
+    void anAnonymousCallerIsNoCallerAndIsRefusedWith401() throws Exception {
+        // Anonymous callers all have the one name "anonymousUser": their keys must not be one another's.
+        HttpResponse<String> first = send(post("/payments", "{}").header("X-Anonymous", "true")
+                .header("Idempotency-Key", key));
+        HttpResponse<String> other = send(post("/payments", "{}").header("X-Anonymous", "true")
+                .header("Idempotency-Key", key));
+
+        assertThat(first.statusCode()).isEqualTo(401);
+        assertThat(first.body()).contains("\"type\":\"/problems/unauthenticated\"");
+        assertThat(other.statusCode()).isEqualTo(401);
+        assertThat(other.headers().firstValue("Idempotent-Replayed")).isEmpty();
         assertThat(runs()).isZero();
     }
 

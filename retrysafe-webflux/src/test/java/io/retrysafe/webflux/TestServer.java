@@ -11,6 +11,8 @@ import java.security.Principal;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import org.springframework.http.server.reactive.HttpHandler;
+import org.springframework.security.authentication.AnonymousAuthenticationToken;
+import org.springframework.security.core.authority.AuthorityUtils;
 import org.springframework.http.server.reactive.ReactorHttpHandlerAdapter;
 import org.springframework.web.reactive.function.server.HandlerStrategies;
 import org.springframework.web.reactive.function.server.RouterFunction;
@@ -28,13 +30,19 @@ final class TestServer {
 
     /**
      * Serves {@code routes} behind {@code retrySafe}, which runs after a stand-in for Spring Security:
-     * the caller named by the {@code X-User} header is the exchange's principal.
+     * the caller named by the {@code X-User} header is the exchange's principal; without one, a request
+     * with {@code X-Anonymous} carries Spring Security's anonymous authentication, as with anonymous access on.
      */
     static DisposableServer start(RouterFunction<ServerResponse> routes, WebFilter retrySafe) {
         WebFilter authentication = (exchange, chain) -> {
             String user = exchange.getRequest().getHeaders().getFirst("X-User");
-            Principal principal = () -> user;
-            return chain.filter(user == null ? exchange : exchange.mutate().principal(Mono.just(principal)).build());
+            Principal principal = user != null ? () -> user
+                    : exchange.getRequest().getHeaders().getFirst("X-Anonymous") != null
+                            ? new AnonymousAuthenticationToken("test", "anonymousUser",
+                                    AuthorityUtils.createAuthorityList("ROLE_ANONYMOUS"))
+                            : null;
+            return chain.filter(principal == null ? exchange
+                    : exchange.mutate().principal(Mono.just(principal)).build());
         };
         HttpHandler handler = RouterFunctions.toHttpHandler(routes, HandlerStrategies.builder()
                 .webFilter(authentication).webFilter(retrySafe).build());

@@ -20,7 +20,8 @@ import reactor.core.publisher.Mono;
 
 /**
  * HTTP Basic with the two demo users of the servlet example. The authenticated principal is the scope
- * of every {@code Idempotency-Key}: alice's key never replays bob's answer. Everything needs a user.
+ * of every {@code Idempotency-Key}: alice's key never replays bob's answer. Health is open, for load
+ * balancers and orchestrators; everything else needs a user.
  */
 @Configuration(proxyBeanMethods = false)
 class SecurityConfiguration {
@@ -37,7 +38,8 @@ class SecurityConfiguration {
             return response.writeWith(Mono.fromSupplier(() -> response.bufferFactory().wrap(problem.body())));
         };
         return http
-                .authorizeExchange(a -> a.anyExchange().authenticated())
+                .authorizeExchange(a -> a.pathMatchers("/actuator/health", "/actuator/health/**").permitAll()
+                        .anyExchange().authenticated())
                 .httpBasic(b -> b.authenticationEntryPoint(unauthenticated))
                 .exceptionHandling(e -> e.authenticationEntryPoint(unauthenticated))
                 // An API for programs: no session, no cookie, so no CSRF token either.

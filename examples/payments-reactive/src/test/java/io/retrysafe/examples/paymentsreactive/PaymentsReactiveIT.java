@@ -8,7 +8,15 @@ import io.retrysafe.conformance.HttpConformance;
 import io.retrysafe.conformance.PaymentsClient;
 import io.retrysafe.examples.paymentstesting.PaymentsDatabase;
 import io.retrysafe.testservices.NonBlockingCheck;
+import io.retrysafe.testservices.RawHttp;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.UUID;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Nested;
@@ -74,5 +82,56 @@ class PaymentsReactiveIT {
         assertThat(read.statusCode()).isEqualTo(200);
         assertThat(read.body()).contains("\"amount\":100", "\"account\":\"" + account + "\"");
         assertThat(client.send(client.request(target.secondUser(), location).GET()).statusCode()).isEqualTo(404);
+    }
+
+    /** As on the servlet example: open, and UP only when its checks (the R2DBC database among them) are. */
+    @Test
+    void healthNeedsNoCredentials() throws Exception {
+        HttpResponse<String> health = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                URI.create("http://127.0.0.1:" + port + "/actuator/health")).build(), HttpResponse.BodyHandlers.ofString());
+
+        assertThat(health.statusCode()).as(health.body()).isEqualTo(200);
+        assertThat(health.body()).contains("\"status\":\"UP\"");
+    }
+
+    /** A request written as raw bytes: HTTP clients refuse to send a control character in a header. */
+    private RawHttp.Response rawPost(String target, String header, String value) throws Exception {
+        Map<String, String> headers = new LinkedHashMap<>();
+        headers.put("Authorization", "Basic " + Base64.getEncoder().encodeToString(
+                "alice:alice-secret".getBytes(StandardCharsets.UTF_8)));
+        headers.put("Content-Type", "application/json");
+        headers.put("Idempotency-Key", UUID.randomUUID().toString());
+        headers.put(header, value);
+        return RawHttp.exchange(port, RawHttp.request("POST", target, headers,
+                "{\"account\":\"acc-1\",\"amount\":1}".getBytes(StandardCharsets.UTF_8)));
+    }
+
+    /** Reactor Netty refuses these before any filter runs; on a protected route the answer is still a problem. */
+    @Test
+    void aKeyWithAControlCharacterIsTheInvalidKeyProblemNotAnEmpty400() throws Exception {
+        RawHttp.Response response = rawPost("/payments", "Idempotency-Key", "abc\u0001def");
+
+        assertThat(response.status()).as(response.toString()).isEqualTo(400);
+        assertThat(response.header("Content-Type")).isEqualTo("application/problem+json");
+        assertThat(response.text()).contains("\"type\":\"/problems/invalid-key\"", "\"status\":400",
+                "\"rule\":\"not_printable_ascii\"");
+    }
+
+    @Test
+    void anotherHeaderWithAControlCharacterOnAProtectedRouteIsTheRequestRejectedProblem() throws Exception {
+        RawHttp.Response response = rawPost("/payments", "X-Note", "abc\u007fdef");
+
+        assertThat(response.status()).as(response.toString()).isEqualTo(400);
+        assertThat(response.header("Content-Type")).isEqualTo("application/problem+json");
+        assertThat(response.text()).contains("\"type\":\"/problems/request-rejected\"");
+    }
+
+    @Test
+    void anUnprotectedRouteKeepsTheServersOwnAnswer() throws Exception {
+        RawHttp.Response response = rawPost("/elsewhere", "Idempotency-Key", "abc\u0001def");
+
+        assertThat(response.status()).isEqualTo(400);
+        assertThat(response.header("Content-Type")).isNull();
+        assertThat(response.body()).isEmpty();
     }
 }
