@@ -136,7 +136,9 @@ public class RetrySafeKafkaAutoConfiguration {
          * Kafka's {@code DefaultErrorHandler} retrying with the inbox's back-off and attempts, then
          * publishing to the inbox's dead-letter topic ({@code <topic><dead-letter-suffix>}, the partition
          * the producer's partitioner picks) with the inbox's headers besides Spring's {@code kafka_dlt-*}.
-         * Spring Kafka's own default would retry nine times at once and then only log.
+         * Spring Kafka's own default would retry nine times at once and then only log. The inbox's "later"
+         * (the message id held elsewhere, the database failing) is no fault of the record: it is taken
+         * again for as long as it lasts, never dead-lettered.
          */
         @Bean
         @Conditional(DeadLettersByErrorHandler.class)
@@ -154,7 +156,23 @@ public class RetrySafeKafkaAutoConfiguration {
             DeadLetterPublishingRecoverer recoverer = new DeadLetterPublishingRecoverer(template,
                     (record, failure) -> new TopicPartition(record.topic() + suffix, -1));
             recoverer.addHeadersFunction(advice.getObject().recovererHeaders()::headers);
-            return new DefaultErrorHandler(recoverer, new SpringBackOff(backoff(options), options.maxAttempts()));
+            return KafkaRetryLater.untilDone(new DefaultErrorHandler(recoverer,
+                    new SpringBackOff(backoff(options), options.maxAttempts())));
+        }
+
+        /**
+         * {@code dead-letters=inbox} (the default) without an error handler of the application's: the inbox
+         * retried and dead-lettered a failing listener itself, so what reaches the container is the inbox's
+         * "later" (the message id held by another transaction, the database failing). Spring Kafka's own
+         * default would try such a record ten times at once, then log and skip it; this one waits each
+         * failure's {@code retryAfter} and takes the record again, seeking back, for as long as the cause
+         * lasts. Any other failure keeps Spring Kafka's default back-off.
+         */
+        @Bean
+        @Conditional(DeadLettersByInbox.class)
+        @ConditionalOnMissingBean(CommonErrorHandler.class)
+        DefaultErrorHandler retrySafeKafkaInboxErrorHandler() {
+            return KafkaRetryLater.untilDone(new DefaultErrorHandler());
         }
 
         @Bean
@@ -263,6 +281,14 @@ public class RetrySafeKafkaAutoConfiguration {
             return Binder.get(context.getEnvironment()).bind("retrysafe.kafka.dead-letters",
                     RetrySafeProperties.KafkaDeadLetters.class)
                     .map(mode -> mode == RetrySafeProperties.KafkaDeadLetters.ERROR_HANDLER).orElse(false);
+        }
+    }
+
+    /** {@code retrysafe.kafka.dead-letters=inbox}, or not set. */
+    static final class DeadLettersByInbox implements Condition {
+        @Override
+        public boolean matches(ConditionContext context, AnnotatedTypeMetadata metadata) {
+            return !new DeadLettersByErrorHandler().matches(context, metadata);
         }
     }
 
