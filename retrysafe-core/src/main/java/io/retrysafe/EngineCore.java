@@ -166,7 +166,7 @@ final class EngineCore {
         StoreUnavailableException failure = e instanceof StoreUnavailableException sue
                 ? sue.withRetryAfter(policy.retryAfter())
                 : new StoreUnavailableException(storeName, policy.retryAfter(),
-                        "[" + name + "] idempotency store " + storeName + " failed: " + e.getMessage(), e);
+                        "[" + name + "] idempotency store " + storeName + " failed: " + e.getMessage(), e, false);
         return new Step.Answer<>(new Outcome.StoreUnavailable<>(failure));
     }
 

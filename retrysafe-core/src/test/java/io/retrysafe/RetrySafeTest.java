@@ -571,7 +571,8 @@ class RetrySafeTest {
             store.failClaims(new StoreUnavailableException("faulty", null, "relation does not exist", null, false));
             Outcome<Reply> misconfigured = retrySafe.execute(key, REQUEST, REPLY, answering(new Reply(200, "ran")));
 
-            assertThat(corrupt).isInstanceOf(Outcome.StoreUnavailable.class);
+            assertThat(corrupt).isInstanceOfSatisfying(Outcome.StoreUnavailable.class, s -> assertThat(
+                    s.failure().isUnreachable()).as("a store that threw was reached").isFalse());
             assertThat(misconfigured).isInstanceOf(Outcome.StoreUnavailable.class);
             assertThat(runs).hasValue(0);
         }

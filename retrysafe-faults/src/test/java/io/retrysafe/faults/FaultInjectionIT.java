@@ -3,6 +3,7 @@ package io.retrysafe.faults;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.retrysafe.faults.Workload.Log;
+import io.retrysafe.testservices.TcpProxy;
 import io.retrysafe.testservices.TestRedis;
 import java.nio.file.Files;
 import java.nio.file.Path;

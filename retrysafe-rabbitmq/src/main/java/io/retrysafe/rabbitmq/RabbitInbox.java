@@ -103,6 +103,19 @@ public final class RabbitInbox {
         return Inbox.scope(BROKER, consumerName, queue);
     }
 
+    /**
+     * Refuses a queue whose messages this inbox could never take: its name makes their scope too long.
+     * A consumer checks it when it starts, rather than failing at each message.
+     */
+    void checkQueue(String queue) {
+        try {
+            scope(consumerName, queue);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalStateException("queue " + queue + " cannot be consumed by consumerName " + consumerName
+                    + ": " + e.getMessage(), e);
+        }
+    }
+
     /** The key a message of {@code queue} with id {@code messageId} is stored under. */
     public IdempotencyKey key(String queue, String messageId) {
         return inbox.keyRules().key(scope(consumerName, queue), messageId);

@@ -17,6 +17,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
 
 /**
  * Consumes a queue with manual acknowledgement: each delivery is processed on a worker thread of
@@ -61,11 +62,11 @@ public final class RetrySafeRabbitConsumer implements AutoCloseable {
             throw new IllegalArgumentException("the RabbitInbox has no handler: build it with RabbitInbox.builder(inbox, "
                     + "handler)");
         }
-        return new Builder(connection, inbox::settle, inbox.name());
+        return new Builder(connection, inbox::settle, inbox.name(), inbox::checkQueue);
     }
 
     static Builder builder(Connection connection, DeliveryProcessor processor, String name) {
-        return new Builder(connection, processor, name);
+        return new Builder(connection, processor, name, queue -> { });
     }
 
     public String queue() {
@@ -256,6 +257,7 @@ public final class RetrySafeRabbitConsumer implements AutoCloseable {
         private final Connection connection;
         private final DeliveryProcessor processor;
         private final String name;
+        private final Consumer<String> queueCheck;
         private String queue;
         private Integer concurrency;
         private Integer prefetch;
@@ -263,10 +265,12 @@ public final class RetrySafeRabbitConsumer implements AutoCloseable {
         private Duration errorDelay = Duration.ofSeconds(1);
         private boolean started;
 
-        private Builder(Connection connection, DeliveryProcessor processor, String name) {
+        private Builder(Connection connection, DeliveryProcessor processor, String name,
+                Consumer<String> queueCheck) {
             this.connection = Require.notNull(connection, "connection");
             this.processor = Require.notNull(processor, "processor");
             this.name = name;
+            this.queueCheck = queueCheck;
         }
 
         /** The queue to consume; it must exist (declare it, and its bindings, before). */
@@ -311,7 +315,8 @@ public final class RetrySafeRabbitConsumer implements AutoCloseable {
         /**
          * Checks that the queue exists and starts the workers.
          *
-         * @throws IllegalStateException if the queue does not exist, or no queue was set
+         * @throws IllegalStateException if the queue does not exist, or no queue was set, or the queue's name
+         *         makes the scope of its messages' keys longer than the inbox takes
          */
         public RetrySafeRabbitConsumer start() throws IOException {
             if (started) {
@@ -320,6 +325,7 @@ public final class RetrySafeRabbitConsumer implements AutoCloseable {
             if (queue == null) {
                 throw new IllegalStateException("queue must be set");
             }
+            queueCheck.accept(queue);
             concurrency = concurrency == null ? DEFAULT_CONCURRENCY : concurrency;
             prefetch = prefetch == null ? DEFAULT_PREFETCH : prefetch;
             closeTimeout = closeTimeout == null ? DEFAULT_CLOSE_TIMEOUT : closeTimeout;

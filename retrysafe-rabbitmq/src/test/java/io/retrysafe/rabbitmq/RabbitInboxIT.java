@@ -21,6 +21,7 @@ import io.retrysafe.inbox.RetryStyle;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.testservices.TestDatabases;
+import io.retrysafe.testservices.TestRabbit;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -194,6 +195,31 @@ class RabbitInboxIT {
                 .deadLetters(ConfirmedPublisher.of(queues.connection())).build())
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessage("consumerName must be set: it is part of the scope rabbitmq:<consumer name>:<queue>");
+    }
+
+    /**
+     * The scope is {@code rabbitmq:<consumer name>:<queue>}, at most 255 characters: a queue whose name
+     * makes it longer is refused when the consumer starts, not at each of its messages.
+     */
+    @Test
+    void aQueueWhoseScopeIsTooLongIsRefusedAtStart() throws Exception {
+        String queue = TestRabbit.uniqueName("long-scope") + "-" + "q".repeat(230); // 254 characters: a valid name
+        queues.channel().queueDeclare(queue, false, true, true, Map.of());
+        try {
+            Inbox inbox = Inbox.builder(transactional).build();
+            RabbitInbox rabbit = RabbitInbox.builder(inbox, (delivery, c, attempt) -> { }).consumerName("billing")
+                    .deadLetters(ConfirmedPublisher.of(queues.connection())).build();
+
+            assertThatThrownBy(() -> consumers.add(RetrySafeRabbitConsumer.builder(queues.connection(), rabbit)
+                    .queue(queue).start()))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageStartingWith("queue " + queue + " cannot be consumed by consumerName billing: the scope")
+                    .hasMessageContaining("must have at most 255 characters, but had "
+                            + ("rabbitmq:billing:" + queue).length());
+            assertThat(queues.channel().queueDeclarePassive(queue).getConsumerCount()).as("nobody consumes it").isZero();
+        } finally {
+            queues.channel().queueDelete(queue);
+        }
     }
 
     /** A consumer of {@code queue} whose dead letters go to the queue {@code deadLetters}. */

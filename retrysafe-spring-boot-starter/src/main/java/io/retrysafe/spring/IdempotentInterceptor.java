@@ -150,6 +150,7 @@ final class IdempotentInterceptor implements MethodInterceptor {
         }
         IdempotentMethod settings = IdempotentMethod.of(method, annotation);
         RetrySafe methodEngine = engine.with(settings.policy(engine.policy()));
+        // Key first always: the start-up check refuses key last for @Idempotent methods.
         return new Bound(settings, methodEngine, transactional == null ? null : TransactionalRetrySafe.of(methodEngine),
                 codec(settings, method.getGenericReturnType()));
     }

@@ -72,10 +72,11 @@ final class IdempotentMethod {
      * Checks every {@link Idempotent} method of the beans' classes against {@code defaults}, without
      * creating a bean.
      *
+     * @return the methods checked
      * @throws IllegalStateException naming the first method whose settings are wrong
      */
-    static int checkAll(ListableBeanFactory beans, OperationPolicy defaults) {
-        int checked = 0;
+    static List<IdempotentMethod> checkAll(ListableBeanFactory beans, OperationPolicy defaults) {
+        List<IdempotentMethod> checked = new ArrayList<>();
         for (String name : beans.getBeanDefinitionNames()) {
             Class<?> type = beans.getType(name, false);
             if (type == null) {
@@ -91,8 +92,9 @@ final class IdempotentMethod {
                 continue;
             }
             for (Map.Entry<Method, Idempotent> e : methods.entrySet()) {
-                of(e.getKey(), e.getValue()).policy(defaults);
-                checked++;
+                IdempotentMethod method = of(e.getKey(), e.getValue());
+                method.policy(defaults);
+                checked.add(method);
             }
         }
         return checked;

@@ -3,7 +3,9 @@ package io.retrysafe.spring;
 import io.retrysafe.KeyRules;
 import io.retrysafe.OperationPolicy;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.jdbc.KeyOrder;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
+import java.util.List;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.springframework.aop.support.DefaultPointcutAdvisor;
@@ -68,13 +70,29 @@ public class RetrySafeIdempotentAutoConfiguration {
         return ServletCaller.of(beans);
     }
 
-    /** Checks every {@link Idempotent} method's settings once the beans exist: a mistake fails the start, not a call. */
+    /**
+     * Checks every {@link Idempotent} method's settings once the beans exist: a mistake fails the start, not a
+     * call. The key written last ({@code retrysafe.store.key-order=last}) is refused when there is such a
+     * method: it is only for work whose every effect is in a transaction of its own, as a duplicate in flight
+     * runs the work too and is rolled back at its insert; a method may call out, and in its caller's
+     * transaction that rollback would take the caller's own writes.
+     */
     @Bean
     static SmartInitializingSingleton retrySafeIdempotentMethodsCheck(ListableBeanFactory beans,
-            ObjectProvider<RetrySafe> engine) {
+            ObjectProvider<RetrySafe> engine, ObjectProvider<TransactionalRetrySafe> transactional) {
         return () -> {
             RetrySafe e = engine.getIfAvailable();
-            IdempotentMethod.checkAll(beans, e == null ? OperationPolicy.ofDefaults() : e.policy());
+            List<IdempotentMethod> methods = IdempotentMethod.checkAll(beans,
+                    e == null ? OperationPolicy.ofDefaults() : e.policy());
+            TransactionalRetrySafe tx = transactional.getIfAvailable();
+            if (tx != null && tx.keyOrder() == KeyOrder.LAST && !methods.isEmpty()) {
+                throw new IllegalStateException("@Idempotent on " + methods.get(0)
+                        + (methods.size() > 1 ? " (and " + (methods.size() - 1) + " more methods)" : "")
+                        + " cannot run with the key written last (retrysafe.store.key-order=last): that order is "
+                        + "only for work whose every effect is in a transaction of its own, and a method may call "
+                        + "out or join its caller's transaction, which a duplicate in flight would roll back with "
+                        + "the caller's own writes; set retrysafe.store.key-order=first");
+            }
         };
     }
 }

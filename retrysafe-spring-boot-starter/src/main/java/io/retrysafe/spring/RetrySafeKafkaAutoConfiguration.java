@@ -3,7 +3,6 @@ package io.retrysafe.spring;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.retrysafe.FingerprintMismatchException;
 import io.retrysafe.InvalidKeyException;
-import io.retrysafe.RetrySafe;
 import io.retrysafe.Backoff;
 import io.retrysafe.inbox.Inbox;
 import io.retrysafe.inbox.InboxListener;
@@ -78,6 +77,8 @@ public class RetrySafeKafkaAutoConfiguration {
 
     /** The phase of the check: before the listener containers (and their registry) start. */
     static final int CHECK_PHASE = AbstractMessageListenerContainer.DEFAULT_PHASE - 100;
+    /** The {@code source} tag of the Kafka inbox's meters. */
+    static final String SOURCE = "kafka";
 
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(name = {"org.springframework.kafka.config.AbstractKafkaListenerContainerFactory",
@@ -91,7 +92,7 @@ public class RetrySafeKafkaAutoConfiguration {
                 ObjectProvider<DataSource> dataSources, ObjectProvider<MessageIdExtractor> messageIds,
                 ObjectProvider<PayloadBytes> payloadBytes, ObjectProvider<InboxListener> inboxListeners,
                 ObjectProvider<KafkaOperations<?, ?>> templates, ObjectProvider<RetrySafeListener> listeners,
-                ObjectProvider<KafkaInboxMetrics> metrics, BeanFactory beans) {
+                ObjectProvider<InboxMeters> metrics, BeanFactory beans) {
             return new KafkaInboxAdvice(() -> inbox(properties, transactional, managers, dataSources, messageIds,
                     payloadBytes, inboxListeners, templates, listeners, metrics, beans));
         }
@@ -135,7 +136,9 @@ public class RetrySafeKafkaAutoConfiguration {
          * Kafka's {@code DefaultErrorHandler} retrying with the inbox's back-off and attempts, then
          * publishing to the inbox's dead-letter topic ({@code <topic><dead-letter-suffix>}, the partition
          * the producer's partitioner picks) with the inbox's headers besides Spring's {@code kafka_dlt-*}.
-         * Spring Kafka's own default would retry nine times at once and then only log.
+         * Spring Kafka's own default would retry nine times at once and then only log. The inbox's "later"
+         * (the message id held elsewhere, the database failing) is no fault of the record: it is taken
+         * again for as long as it lasts, never dead-lettered.
          */
         @Bean
         @Conditional(DeadLettersByErrorHandler.class)
@@ -153,7 +156,23 @@ public class RetrySafeKafkaAutoConfiguration {
             DeadLetterPublishingRecoverer recoverer = new DeadLetterPublishingRecoverer(template,
                     (record, failure) -> new TopicPartition(record.topic() + suffix, -1));
             recoverer.addHeadersFunction(advice.getObject().recovererHeaders()::headers);
-            return new DefaultErrorHandler(recoverer, new SpringBackOff(backoff(options), options.maxAttempts()));
+            return KafkaRetryLater.untilDone(new DefaultErrorHandler(recoverer,
+                    new SpringBackOff(backoff(options), options.maxAttempts())));
+        }
+
+        /**
+         * {@code dead-letters=inbox} (the default) without an error handler of the application's: the inbox
+         * retried and dead-lettered a failing listener itself, so what reaches the container is the inbox's
+         * "later" (the message id held by another transaction, the database failing). Spring Kafka's own
+         * default would try such a record ten times at once, then log and skip it; this one waits each
+         * failure's {@code retryAfter} and takes the record again, seeking back, for as long as the cause
+         * lasts. Any other failure keeps Spring Kafka's default back-off.
+         */
+        @Bean
+        @Conditional(DeadLettersByInbox.class)
+        @ConditionalOnMissingBean(CommonErrorHandler.class)
+        DefaultErrorHandler retrySafeKafkaInboxErrorHandler() {
+            return KafkaRetryLater.untilDone(new DefaultErrorHandler());
         }
 
         @Bean
@@ -167,7 +186,7 @@ public class RetrySafeKafkaAutoConfiguration {
                 ObjectProvider<DataSource> dataSources, ObjectProvider<MessageIdExtractor> messageIds,
                 ObjectProvider<PayloadBytes> payloadBytes, ObjectProvider<InboxListener> inboxListeners,
                 ObjectProvider<KafkaOperations<?, ?>> templates, ObjectProvider<RetrySafeListener> listeners,
-                ObjectProvider<KafkaInboxMetrics> metrics, BeanFactory beans) {
+                ObjectProvider<InboxMeters> metrics, BeanFactory beans) {
             TransactionalRetrySafe tx = transactional.getIfAvailable();
             if (tx == null) {
                 throw new IllegalStateException("retrysafe.kafka.enabled needs the JDBC store in transactional mode "
@@ -181,21 +200,7 @@ public class RetrySafeKafkaAutoConfiguration {
                         + "application's one DataSource, but had " + (manager == null ? "no unique transaction manager"
                         : "no unique DataSource"));
             }
-            RetrySafe base = tx.engine();
-            // The engine's own listeners, but the meters tagged source=kafka: HTTP and messages apart.
-            List<RetrySafeListener> all = new ArrayList<>();
-            KafkaInboxMetrics kafkaMetrics = metrics.getIfAvailable();
-            if (kafkaMetrics != null) {
-                all.add(kafkaMetrics.listener());
-            }
-            listeners.orderedStream()
-                    .filter(l -> kafkaMetrics == null || !kafkaMetrics.isHttpMeters(l))
-                    .forEach(all::add);
-            RetrySafe.Builder engine = RetrySafe.builder(base.store()).name(base.name()).policy(base.policy());
-            if (!all.isEmpty()) {
-                engine.listener(all.size() == 1 ? all.get(0) : new CompositeListener(all));
-            }
-            TransactionalRetrySafe kafka = TransactionalRetrySafe.of(engine.build());
+            TransactionalRetrySafe kafka = InboxMeters.engine(tx, SOURCE, metrics, listeners);
             PayloadBytes payloads = payloadBytes.getIfAvailable(() -> PayloadBytes.STANDARD);
             RetrySafeProperties.Kafka options = properties.kafka();
             boolean byInbox = options.deadLetters() == RetrySafeProperties.KafkaDeadLetters.INBOX;
@@ -251,9 +256,9 @@ public class RetrySafeKafkaAutoConfiguration {
     static class KafkaInboxMetricsConfiguration {
 
         @Bean
-        KafkaInboxMetrics retrySafeKafkaMetrics(MeterRegistry registry, RetrySafeProperties properties) {
-            return new KafkaInboxMetrics(MicrometerRetrySafeListener.builder(registry, properties.name())
-                    .source("kafka").build());
+        InboxMeters retrySafeKafkaMetrics(MeterRegistry registry, RetrySafeProperties properties) {
+            return new InboxMeters(SOURCE, MicrometerRetrySafeListener.builder(registry, properties.name())
+                    .source(SOURCE).build());
         }
     }
 
@@ -279,6 +284,14 @@ public class RetrySafeKafkaAutoConfiguration {
         }
     }
 
+    /** {@code retrysafe.kafka.dead-letters=inbox}, or not set. */
+    static final class DeadLettersByInbox implements Condition {
+        @Override
+        public boolean matches(ConditionContext context, AnnotatedTypeMetadata metadata) {
+            return !new DeadLettersByErrorHandler().matches(context, metadata);
+        }
+    }
+
     /** One of the three is missing ({@code @ConditionalOnMissingClass} would need both missing). */
     static final class KafkaClassesMissing implements Condition {
         @Override
@@ -294,13 +307,6 @@ public class RetrySafeKafkaAutoConfiguration {
      * Not a {@link RetrySafeListener} bean itself (the holder is the bean), so that the HTTP engine,
      * which takes every listener bean, does not count messages.
      */
-    record KafkaInboxMetrics(RetrySafeListener listener) {
-        /** True for the HTTP engine's Micrometer listener, which the inbox replaces with {@link #listener()}. */
-        boolean isHttpMeters(RetrySafeListener candidate) {
-            return candidate instanceof MicrometerRetrySafeListener;
-        }
-    }
-
     /**
      * Runs before the containers start: resolves the inbox (a misconfiguration stops the start-up
      * rather than the first record), and refuses covered containers it cannot make exactly once.

@@ -1,11 +1,14 @@
 package io.retrysafe.spring;
 
+import io.micrometer.core.instrument.MeterRegistry;
 import io.retrysafe.Backoff;
 import io.retrysafe.inbox.Inbox;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
+import io.retrysafe.micrometer.MicrometerRetrySafeListener;
 import io.retrysafe.rabbitmq.ConfirmedPublisher;
 import io.retrysafe.rabbitmq.MessageIds;
 import io.retrysafe.rabbitmq.RabbitInbox;
+import io.retrysafe.spi.RetrySafeListener;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -22,6 +25,8 @@ import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.context.properties.bind.Bindable;
 import org.springframework.boot.context.properties.bind.Binder;
@@ -46,15 +51,19 @@ import org.springframework.util.ClassUtils;
  * transactional mode, no transaction manager, no consumer name), or if a covered container does not
  * acknowledge after the listener returns (acknowledge mode {@code MANUAL} or {@code NONE}).
  */
-@AutoConfiguration(after = RetrySafeAutoConfiguration.class,
+@AutoConfiguration(after = {RetrySafeAutoConfiguration.class, RetrySafeMicrometerAutoConfiguration.class},
         afterName = {"org.springframework.boot.amqp.autoconfigure.RabbitAutoConfiguration",
-                "org.springframework.boot.autoconfigure.amqp.RabbitAutoConfiguration"})
+                "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration",
+                "org.springframework.boot.autoconfigure.amqp.RabbitAutoConfiguration",
+                "org.springframework.boot.actuate.autoconfigure.metrics.CompositeMeterRegistryAutoConfiguration"})
 @ConditionalOnProperty(prefix = "retrysafe", name = "enabled", havingValue = "true", matchIfMissing = true)
 @ConditionalOnProperty(prefix = "retrysafe.rabbit", name = "enabled", havingValue = "true")
 public class RetrySafeRabbitAutoConfiguration {
 
     /** The phase of the check: before the listener containers (and their registry) start. */
     static final int CHECK_PHASE = Integer.MAX_VALUE - 1000 - 100;
+    /** The {@code source} tag of the RabbitMQ inbox's meters. */
+    static final String SOURCE = "rabbitmq";
 
     @Configuration(proxyBeanMethods = false)
     @Conditional(RabbitClassesPresent.class)
@@ -65,9 +74,10 @@ public class RetrySafeRabbitAutoConfiguration {
         static RabbitInboxAdvice retrySafeRabbitInboxAdvice(RetrySafeProperties properties,
                 ObjectProvider<TransactionalRetrySafe> transactional, ObjectProvider<PlatformTransactionManager> managers,
                 ObjectProvider<DataSource> dataSources, ObjectProvider<ConnectionFactory> connectionFactories,
+                ObjectProvider<RetrySafeListener> listeners, ObjectProvider<InboxMeters> metrics,
                 Environment environment) {
             return new RabbitInboxAdvice(() -> inbox(properties.rabbit(), transactional, managers, dataSources,
-                    connectionFactories, environment));
+                    connectionFactories, listeners, metrics, environment));
         }
 
         @Bean
@@ -104,6 +114,7 @@ public class RetrySafeRabbitAutoConfiguration {
         private static RabbitInbox inbox(RetrySafeProperties.Rabbit rabbit,
                 ObjectProvider<TransactionalRetrySafe> transactional, ObjectProvider<PlatformTransactionManager> managers,
                 ObjectProvider<DataSource> dataSources, ObjectProvider<ConnectionFactory> connectionFactories,
+                ObjectProvider<RetrySafeListener> listeners, ObjectProvider<InboxMeters> metrics,
                 Environment environment) {
             TransactionalRetrySafe tx = transactional.getIfAvailable();
             if (tx == null) {
@@ -133,7 +144,8 @@ public class RetrySafeRabbitAutoConfiguration {
                 throw new IllegalStateException("retrysafe.rabbit.backoff must not exceed retrysafe.rabbit.max-backoff, "
                         + "but was " + rabbit.backoff() + " and " + rabbit.maxBackoff());
             }
-            Inbox inbox = Inbox.builder(tx).transactions(SpringInboxTransactions.ownTransaction(manager, dataSource))
+            Inbox inbox = Inbox.builder(InboxMeters.engine(tx, SOURCE, metrics, listeners))
+                    .transactions(SpringInboxTransactions.ownTransaction(manager, dataSource))
                     .maxAttempts(rabbit.maxAttempts())
                     .backoff(Backoff.exponential(rabbit.backoff(), rabbit.maxBackoff()))
                     .build();
@@ -147,6 +159,21 @@ public class RetrySafeRabbitAutoConfiguration {
                     .deadLetters(deadLetters, rabbit.deadLetterExchange() == null ? "" : rabbit.deadLetterExchange(),
                             queue -> queue + suffix)
                     .build();
+        }
+    }
+
+    /** Meters of the RabbitMQ inbox: the engine's meters with {@code source=rabbitmq}. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = {"io.micrometer.core.instrument.MeterRegistry",
+            "io.retrysafe.micrometer.MicrometerRetrySafeListener",
+            "org.springframework.amqp.rabbit.config.AbstractRabbitListenerContainerFactory"})
+    @ConditionalOnBean(MeterRegistry.class)
+    static class RabbitInboxMetricsConfiguration {
+
+        @Bean
+        InboxMeters retrySafeRabbitMetrics(MeterRegistry registry, RetrySafeProperties properties) {
+            return new InboxMeters(SOURCE, MicrometerRetrySafeListener.builder(registry, properties.name())
+                    .source(SOURCE).build());
         }
     }
 

@@ -2,6 +2,7 @@ package io.retrysafe.spring;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.retrysafe.testservices.TestDatabases;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
@@ -58,6 +59,29 @@ class IdempotentMethodSettingsTest {
         public String run(String id) {
             return id;
         }
+    }
+
+    /**
+     * Key last is only for work whose every effect is in a transaction of its own: a duplicate in flight
+     * runs the method too. A method may call out, or join its caller's transaction, whose other writes
+     * the duplicate's losing insert would abort; so the combination stops the start.
+     */
+    @Test
+    void theKeyWrittenLastFailsTheStartOfAnApplicationWithIdempotentMethods() {
+        ApplicationContextRunner postgres = runner.withConfiguration(AutoConfigurations.of(BootLine.DATA_SOURCE,
+                BootLine.DATA_SOURCE_TRANSACTION_MANAGER)).withPropertyValues("retrysafe.store.type=jdbc",
+                "spring.datasource.url=" + TestDatabases.postgresJdbcUrl(),
+                "spring.datasource.username=" + TestDatabases.postgresUser(),
+                "spring.datasource.password=" + TestDatabases.postgresPassword());
+
+        postgres.withPropertyValues("retrysafe.store.key-order=last").withBean(Valid.class)
+                .run(context -> assertThat(context).getFailure()
+                        .hasMessageContaining("retrysafe.store.key-order=last")
+                        .hasMessageContaining("@Idempotent on " + Valid.class.getName() + ".run(String)")
+                        .hasMessageContaining("set retrysafe.store.key-order=first"));
+        postgres.withPropertyValues("retrysafe.store.key-order=last")
+                .run(context -> assertThat(context).as("no @Idempotent method").hasNotFailed());
+        postgres.withBean(Valid.class).run(context -> assertThat(context).as("key first").hasNotFailed());
     }
 
     @Test

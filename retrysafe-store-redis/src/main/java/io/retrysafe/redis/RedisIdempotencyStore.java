@@ -2,9 +2,13 @@ package io.retrysafe.redis;
 
 import static java.nio.charset.StandardCharsets.US_ASCII;
 
+import io.lettuce.core.RedisBusyException;
 import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisException;
+import io.lettuce.core.RedisLoadingException;
 import io.lettuce.core.RedisNoScriptException;
+import io.lettuce.core.RedisReadOnlyException;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
 import io.retrysafe.IdempotencyKey;
@@ -24,6 +28,7 @@ import io.retrysafe.spi.OwnerToken;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -54,7 +59,9 @@ import java.util.function.Supplier;
  * lost, rather than waiting for Lettuce's own reconnection (the client stays the application's:
  * {@link #close()} closes the connection, not the client). Every failure of Redis is a
  * {@link StoreUnavailableException} naming this store: the engine answers it with 503 and does not
- * run the operation.
+ * run the operation. Only a Redis that could not answer is {@linkplain StoreUnavailableException#isUnreachable()
+ * unreachable}, the one failure fail-open runs through; an error Redis answered with (a record the
+ * scripts cannot read, {@code OOM}) and a record this store cannot decode are refused either way.
  */
 public final class RedisIdempotencyStore implements IdempotencyStore, AutoCloseable {
     public static final String DEFAULT_KEY_PREFIX = "retrysafe:";
@@ -141,8 +148,9 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
 
     @Override
     public ClaimResult tryClaim(ClaimRequest request) {
-        List<Object> answer = run(Script.CLAIM, "claim", recordKey(request.key()), RedisRecords.claimArgs(request));
-        return RedisRecords.claimResult(answer, request, name);
+        byte[] recordKey = recordKey(request.key());
+        List<Object> answer = run(Script.CLAIM, "claim", recordKey, RedisRecords.claimArgs(request));
+        return decoded("claim", recordKey, () -> RedisRecords.claimResult(answer, request, name));
     }
 
     @Override
@@ -170,11 +178,14 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     @Override
     public Optional<IdempotencyRecord> inspect(IdempotencyKey key) {
         Link l = link("inspect");
+        byte[] recordKey = recordKey(key);
+        Map<byte[], byte[]> raw;
         try {
-            return RedisRecords.record(key, l.commands().hgetall(recordKey(key)));
+            raw = l.commands().hgetall(recordKey);
         } catch (RedisException e) {
-            throw failure("inspect", e);
+            throw failure("inspect", recordKey, e);
         }
+        return decoded("inspect", recordKey, () -> RedisRecords.record(key, raw));
     }
 
     /**
@@ -244,7 +255,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
                 return l.commands().evalsha(script.sha(), script.output(), keys, args);
             }
         } catch (RedisException e) {
-            throw failure(operation, e);
+            throw failure(operation, recordKey, e);
         }
     }
 
@@ -310,13 +321,57 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         }
     }
 
-    private StoreUnavailableException failure(String operation, RedisException e) {
-        return unavailable(operation, e.getMessage(), e);
+    private StoreUnavailableException failure(String operation, byte[] recordKey, RedisException e) {
+        if (isUnreachable(e)) {
+            return unavailable(operation, e.getMessage(), e);
+        }
+        return refused(operation, "Redis answered with an error on " + new String(recordKey, US_ASCII) + ": "
+                + e.getMessage(), e);
+    }
+
+    /**
+     * Whether Redis could not answer, as opposed to answering with an error: a script's error on a
+     * record it cannot read ({@code WRONGTYPE}, a field that is not a number), {@code OOM} when it is
+     * full. A server loading its data, busy with a script, or without a writable master (read-only
+     * after a failover, cluster or master down) cannot answer for now, as a server not accepting
+     * connections yet.
+     */
+    static boolean isUnreachable(RedisException e) {
+        if (!(e instanceof RedisCommandExecutionException)) {
+            return true; // no connection, a lost one, a timeout
+        }
+        if (e instanceof RedisLoadingException || e instanceof RedisBusyException
+                || e instanceof RedisReadOnlyException) {
+            return true;
+        }
+        String error = e.getMessage() == null ? "" : e.getMessage();
+        return error.startsWith("MASTERDOWN") || error.startsWith("CLUSTERDOWN") || error.startsWith("TRYAGAIN");
+    }
+
+    /**
+     * What Redis answered about a record, decoded; a record this store cannot decode (written by
+     * something else, or altered) is refused and reported with its Redis key, never taken as absent.
+     */
+    private <T> T decoded(String operation, byte[] recordKey, Supplier<T> decode) {
+        try {
+            return decode.get();
+        } catch (RuntimeException e) {
+            throw refused(operation, "cannot read the record at " + new String(recordKey, US_ASCII) + ": " + e, e);
+        }
     }
 
     private StoreUnavailableException unavailable(String operation, String what, Throwable cause) {
-        return new StoreUnavailableException(name, RETRY_AFTER, "idempotency store " + name + " failed to " + operation
-                + " (Redis " + topology + ", keyPrefix " + keyPrefix + "): " + what, cause);
+        return new StoreUnavailableException(name, RETRY_AFTER, message(operation, what), cause);
+    }
+
+    /** Redis was reached and the call failed all the same: never run unprotected, also when failing open. */
+    private StoreUnavailableException refused(String operation, String what, Throwable cause) {
+        return new StoreUnavailableException(name, RETRY_AFTER, message(operation, what), cause, false);
+    }
+
+    private String message(String operation, String what) {
+        return "idempotency store " + name + " failed to " + operation + " (Redis " + topology + ", keyPrefix "
+                + keyPrefix + "): " + what;
     }
 
     // ------------------------------------------------------------------------------------------
@@ -330,18 +385,19 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
      */
     private <T> CompletableFuture<T> runAsync(Script script, String operation, byte[] recordKey, byte[][] args) {
         byte[][] keys = {recordKey};
-        return onConnection(operation, l -> l.evalAsync(script, keys, args));
+        return onConnection(operation, recordKey, l -> l.evalAsync(script, keys, args));
     }
 
-    /** {@code command} on the connection; its failure as the blocking store would throw it. */
-    private <T> CompletableFuture<T> onConnection(String operation, Function<Link, CompletableFuture<T>> command) {
+    /** {@code command} on {@code recordKey}; its failure as the blocking store would throw it. */
+    private <T> CompletableFuture<T> onConnection(String operation, byte[] recordKey,
+            Function<Link, CompletableFuture<T>> command) {
         return connection.getAsync().thenCompose(command).exceptionallyCompose(e -> {
             Throwable cause = LazyConnection.unwrap(e);
             if (cause instanceof NotConnected nc) {
                 return CompletableFuture.failedFuture(notConnected(operation, nc));
             }
             if (cause instanceof RedisException re) {
-                return CompletableFuture.failedFuture(failure(operation, re));
+                return CompletableFuture.failedFuture(failure(operation, recordKey, re));
             }
             return CompletableFuture.failedFuture(cause);
         });
@@ -360,9 +416,13 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     private final class AsyncView implements AsyncIdempotencyStore {
         @Override
         public CompletionStage<ClaimResult> tryClaim(ClaimRequest request) {
-            return checked(() -> RedisIdempotencyStore.this.<List<Object>>runAsync(Script.CLAIM, "claim",
-                    recordKey(request.key()), RedisRecords.claimArgs(request))
-                    .thenApply(answer -> RedisRecords.claimResult(answer, request, name)));
+            return checked(() -> {
+                byte[] recordKey = recordKey(request.key());
+                return RedisIdempotencyStore.this.<List<Object>>runAsync(Script.CLAIM, "claim", recordKey,
+                        RedisRecords.claimArgs(request))
+                        .thenApply(answer -> decoded("claim", recordKey,
+                                () -> RedisRecords.claimResult(answer, request, name)));
+            });
         }
 
         @Override
@@ -394,8 +454,8 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         public CompletionStage<Optional<IdempotencyRecord>> inspect(IdempotencyKey key) {
             return checked(() -> {
                 byte[] recordKey = recordKey(key);
-                return onConnection("inspect", l -> l.async().hgetall(recordKey).toCompletableFuture())
-                        .thenApply(raw -> RedisRecords.record(key, raw));
+                return onConnection("inspect", recordKey, l -> l.async().hgetall(recordKey).toCompletableFuture())
+                        .thenApply(raw -> decoded("inspect", recordKey, () -> RedisRecords.record(key, raw)));
             });
         }
 

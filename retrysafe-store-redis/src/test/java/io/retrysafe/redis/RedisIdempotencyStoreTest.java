@@ -5,6 +5,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisCommandExecutionException;
+import io.lettuce.core.RedisCommandTimeoutException;
+import io.lettuce.core.RedisConnectionException;
+import io.lettuce.core.RedisException;
+import io.lettuce.core.RedisLoadingException;
+import io.lettuce.core.RedisReadOnlyException;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.internal.Hex;
 import io.retrysafe.redis.internal.Script;
@@ -85,6 +91,28 @@ class RedisIdempotencyStoreTest {
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("at least 1 ms, but was PT0.00000001S");
         assertThatThrownBy(() -> RedisIdempotencyStore.builder(client).name(" "))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("but was \" \"");
+    }
+
+    /** Fail-open runs past a Redis that could not answer, never past an error it answered with. */
+    @Test
+    void onlyARedisThatCouldNotAnswerIsUnreachable() {
+        assertThat(RedisIdempotencyStore.isUnreachable(new RedisConnectionException("Connection refused"))).isTrue();
+        assertThat(RedisIdempotencyStore.isUnreachable(new RedisCommandTimeoutException("Command timed out")))
+                .isTrue();
+        assertThat(RedisIdempotencyStore.isUnreachable(new RedisException("Connection closed"))).isTrue();
+        assertThat(RedisIdempotencyStore.isUnreachable(
+                new RedisLoadingException("LOADING Redis is loading the dataset in memory"))).isTrue();
+        assertThat(RedisIdempotencyStore.isUnreachable(
+                new RedisReadOnlyException("READONLY You can't write against a read only replica."))).isTrue();
+        assertThat(RedisIdempotencyStore.isUnreachable(
+                new RedisCommandExecutionException("CLUSTERDOWN The cluster is down"))).isTrue();
+
+        assertThat(RedisIdempotencyStore.isUnreachable(new RedisCommandExecutionException(
+                "WRONGTYPE Operation against a key holding the wrong kind of value"))).isFalse();
+        assertThat(RedisIdempotencyStore.isUnreachable(new RedisCommandExecutionException(
+                "ERR user_script:33: attempt to compare number with nil"))).isFalse();
+        assertThat(RedisIdempotencyStore.isUnreachable(new RedisCommandExecutionException(
+                "OOM command not allowed when used memory > 'maxmemory'."))).as("full: it answered").isFalse();
     }
 
     @Test

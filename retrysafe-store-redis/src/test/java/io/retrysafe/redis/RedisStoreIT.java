@@ -19,6 +19,10 @@ import io.lettuce.core.protocol.CommandType;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.Delay;
 import io.retrysafe.IdempotencyKey;
+import io.retrysafe.Operation;
+import io.retrysafe.Outcome;
+import io.retrysafe.ResponseCodec;
+import io.retrysafe.RetrySafe;
 import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.redis.internal.Script;
@@ -44,6 +48,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Pattern;
@@ -343,6 +348,53 @@ class RedisStoreIT {
             assertThat(third).as("a second later: a new attempt").isInstanceOf(StoreUnavailableException.class)
                     .hasMessageContaining("failed to inspect").hasMessageContaining("connecting to Redis failed");
             assertThat(third.getCause()).as("the new attempt's own failure").isNotSameAs(first.getCause());
+        } finally {
+            nowhere.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        }
+    }
+
+    /**
+     * Fail-open runs an operation unprotected only while Redis cannot be reached. A record Redis holds
+     * but the store cannot use (a key of another type, a field the claim script cannot compare, a
+     * stored response that cannot be decoded) is refused even so, with an error that says what is
+     * wrong, not that Redis was unreachable: otherwise every retry of that key would run again.
+     */
+    @Test
+    void failOpenNeverRunsPastARecordTheStoreCannotRead() {
+        RetrySafe failOpen = RetrySafe.builder(store).failOpen(true).build();
+        AtomicInteger runs = new AtomicInteger();
+        Operation<String> operation = attempt -> "ran " + runs.incrementAndGet();
+        IdempotencyKey notAHash = key("corrupt-type");
+        admin.sync().set(store.redisKey(notAHash), "not a record");
+        IdempotencyKey badLease = key("corrupt-lease");
+        admin.sync().hset(store.redisKey(badLease), Map.of("fingerprint", Fingerprints.ANY.hex(),
+                "status", "IN_PROGRESS", "attempt", "1", "lease", "soon"));
+        IdempotencyKey badResponse = key("corrupt-response");
+        admin.sync().hset(store.redisKey(badResponse), Map.of("fingerprint", Fingerprints.ANY.hex(),
+                "status", "COMPLETED", "attempt", "1", "rstatus", "two hundred"));
+
+        for (IdempotencyKey corrupt : List.of(notAHash, badLease, badResponse)) {
+            Outcome<String> outcome = failOpen.execute(corrupt, Fingerprints.ANY, ResponseCodec.utf8(), operation);
+
+            assertThat(outcome).as("key %s", corrupt.value()).isInstanceOfSatisfying(Outcome.StoreUnavailable.class,
+                    refused -> assertThat(refused.failure()).satisfies(
+                            e -> assertThat(e.isUnreachable()).as("Redis answered").isFalse(),
+                            e -> assertThat(e.storeName()).isEqualTo(RedisIdempotencyStore.DEFAULT_NAME),
+                            e -> assertThat(e.getMessage()).contains(store.redisKey(corrupt))
+                                    .containsAnyOf("Redis answered with an error", "cannot read the record")));
+        }
+        assertThat(runs).as("nothing ran unprotected").hasValue(0);
+        assertThat(admin.sync().get(store.redisKey(notAHash))).as("the record is left as it was")
+                .isEqualTo("not a record");
+
+        RedisClient nowhere = RedisClient.create(RedisURI.builder().withHost("127.0.0.1").withPort(1)
+                .withTimeout(Duration.ofSeconds(2)).build());
+        try (RedisIdempotencyStore down = RedisIdempotencyStore.builder(nowhere).name("redis-down").build()) {
+            Outcome<String> outcome = RetrySafe.builder(down).failOpen(true).build()
+                    .execute(key("down"), Fingerprints.ANY, ResponseCodec.utf8(), operation);
+
+            assertThat(outcome).as("unreachable: fail-open runs it").isInstanceOfSatisfying(Outcome.Unprotected.class,
+                    unprotected -> assertThat(unprotected.value()).isEqualTo("ran 1"));
         } finally {
             nowhere.shutdown(Duration.ZERO, Duration.ofSeconds(2));
         }

@@ -3,6 +3,7 @@ package io.retrysafe.spring.rabbit;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.micrometer.core.instrument.MeterRegistry;
 import io.retrysafe.inbox.DeadLetterHeaders;
 import io.retrysafe.rabbitmq.RabbitInbox;
 import io.retrysafe.testservices.TestDatabases;
@@ -51,6 +52,8 @@ class RabbitInboxIT {
     RabbitTemplate rabbit;
     @Autowired
     RabbitInboxTestApp.Listeners listeners;
+    @Autowired
+    MeterRegistry meters;
 
     @DynamicPropertySource
     static void properties(DynamicPropertyRegistry registry) {
@@ -111,6 +114,10 @@ class RabbitInboxIT {
         assertThat(ids).allSatisfy(id -> assertThat(listeners.calls.get(id)).as("the second copy was replayed")
                 .isEqualTo(1));
         assertThat(inboxRows()).isEqualTo(ids.size() + 1);
+        assertThat(meters.get("retrysafe.requests").tags("source", "rabbitmq", "outcome", "replayed").counter()
+                .count()).as("the second copies, counted as RabbitMQ's").isEqualTo(ids.size());
+        assertThat(meters.find("retrysafe.requests").tag("source", "http").counters())
+                .as("no message counted as an HTTP request").allSatisfy(c -> assertThat(c.count()).isZero());
     }
 
     @Test

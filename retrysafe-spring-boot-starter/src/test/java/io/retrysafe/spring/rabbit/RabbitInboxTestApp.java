@@ -1,5 +1,7 @@
 package io.retrysafe.spring.rabbit;
 
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -27,6 +29,11 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
 public class RabbitInboxTestApp {
     /** Printed by the crash child's listener once its transaction has committed. */
     public static final String COMMITTED = "COMMITTED";
+
+    @Bean
+    MeterRegistry meterRegistry() {
+        return new SimpleMeterRegistry();
+    }
 
     /** A quorum queue: it counts deliveries. */
     @Bean

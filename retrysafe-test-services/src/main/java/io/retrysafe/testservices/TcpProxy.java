@@ -1,4 +1,4 @@
-package io.retrysafe.faults;
+package io.retrysafe.testservices;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -13,21 +13,24 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * A TCP proxy on loopback between the service and its database, which the fault driver uses to
- * {@linkplain #dropAll() cut every connection} (reset, as a failing network or a restarted
- * load balancer would) or to {@linkplain #stall stall} them (bytes held back both ways, connections
- * left open, as a congested or partitioned network would).
+ * A TCP proxy on loopback between a service and its database, which a test uses to
+ * {@linkplain #dropAll() reset every connection} (as a failing network or a restarted load balancer
+ * would), to {@linkplain #stall stall} them (bytes held back both ways, connections left open, as a
+ * congested or partitioned network would), or to {@linkplain #cut() cut} the database off until it is
+ * {@linkplain #restore() restored}.
  */
-final class TcpProxy implements AutoCloseable {
+public final class TcpProxy implements AutoCloseable {
     private final ServerSocket server;
     private final int targetPort;
     private final Set<Pipe> pipes = ConcurrentHashMap.newKeySet();
     private final Object stallLock = new Object();
     private final AtomicInteger accepted = new AtomicInteger();
     private volatile long stalledUntilNanos;
+    private volatile boolean cut;
     private volatile boolean closed;
 
-    TcpProxy(int targetPort) throws IOException {
+    /** A proxy to {@code targetPort} on loopback, listening on a free port of its own. */
+    public TcpProxy(int targetPort) throws IOException {
         this.targetPort = targetPort;
         this.server = new ServerSocket();
         server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
@@ -36,16 +39,16 @@ final class TcpProxy implements AutoCloseable {
         acceptor.start();
     }
 
-    int port() {
+    public int port() {
         return server.getLocalPort();
     }
 
-    int connectionsAccepted() {
+    public int connectionsAccepted() {
         return accepted.get();
     }
 
     /** Resets every open connection (RST, not FIN: the peer sees "connection reset"). New ones are accepted. */
-    int dropAll() {
+    public int dropAll() {
         int n = 0;
         for (Pipe pipe : pipes) {
             pipe.reset();
@@ -55,8 +58,22 @@ final class TcpProxy implements AutoCloseable {
     }
 
     /** For {@code millis}, no byte passes in either direction, on open connections and new ones alike. */
-    void stall(long millis) {
+    public void stall(long millis) {
         stalledUntilNanos = System.nanoTime() + millis * 1_000_000L;
+    }
+
+    /**
+     * Until {@link #restore()}, the database cannot be reached: every open connection is reset, and every
+     * new one is reset as soon as it is accepted.
+     */
+    public void cut() {
+        cut = true;
+        dropAll();
+    }
+
+    /** Ends {@link #cut()}: new connections reach the database again. */
+    public void restore() {
+        cut = false;
     }
 
     private void awaitNotStalled() throws InterruptedException {
@@ -80,6 +97,10 @@ final class TcpProxy implements AutoCloseable {
                 continue;
             }
             accepted.incrementAndGet();
+            if (cut) {
+                reset(client);
+                continue;
+            }
             Socket upstream = new Socket();
             try {
                 upstream.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), targetPort), 5_000);
@@ -91,6 +112,10 @@ final class TcpProxy implements AutoCloseable {
             }
             Pipe pipe = new Pipe(client, upstream);
             pipes.add(pipe);
+            if (cut) {
+                pipe.reset(); // cut while it was being connected
+                continue;
+            }
             pipe.start();
         }
     }
@@ -100,6 +125,16 @@ final class TcpProxy implements AutoCloseable {
         closed = true;
         closeQuietly(server);
         pipes.forEach(Pipe::reset);
+    }
+
+    /** Closes with RST, not FIN: the peer sees "connection reset". */
+    private static void reset(Socket s) {
+        try {
+            s.setSoLinger(true, 0);
+        } catch (SocketException ignored) {
+            // closed already
+        }
+        closeQuietly(s);
     }
 
     private static void closeQuietly(AutoCloseable c) {
@@ -154,14 +189,8 @@ final class TcpProxy implements AutoCloseable {
         }
 
         void reset() {
-            for (Socket s : new Socket[] {client, upstream}) {
-                try {
-                    s.setSoLinger(true, 0);
-                } catch (SocketException ignored) {
-                    // closed already
-                }
-                closeQuietly(s);
-            }
+            TcpProxy.reset(client);
+            TcpProxy.reset(upstream);
             pipes.remove(this);
         }
     }
