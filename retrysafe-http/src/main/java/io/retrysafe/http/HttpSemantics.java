@@ -44,10 +44,10 @@ public final class HttpSemantics {
     /** Never stored, whatever is configured: they carry credentials or per-session state. */
     public static final Set<String> FORBIDDEN_HEADERS = Set.of("set-cookie", "set-cookie2", "authorization",
             "proxy-authorization", "www-authenticate", "proxy-authenticate", "cookie");
-    private static final String ANONYMOUS_AUTHENTICATION =
-            "org.springframework.security.authentication.AnonymousAuthenticationToken";
     /** The pause a client is told when the store failed and the engine named none. */
     public static final Duration STORE_RETRY_AFTER = Duration.ofSeconds(1);
+    private static final String ANONYMOUS_AUTHENTICATION =
+            "org.springframework.security.authentication.AnonymousAuthenticationToken";
 
     private HttpSemantics() {
     }

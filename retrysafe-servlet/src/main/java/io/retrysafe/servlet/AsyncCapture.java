@@ -119,7 +119,7 @@ final class AsyncCapture implements AsyncListener {
             return;
         }
         if (!record) {
-            // The key was released when the cycle timed out or failed: the answer given since goes out unstored.
+            // The key was released when the cycle failed: the answer given since goes out unstored.
             capture.sendHeldBack();
             return;
         }

@@ -25,6 +25,11 @@ final class RouteModeExecutor implements IdempotentExecutor {
         this.routes = routes;
     }
 
+    /** The executor of every route that does not run in standalone mode. */
+    IdempotentExecutor transactional() {
+        return transactional;
+    }
+
     private IdempotentExecutor of(HttpServletRequest request) {
         return routes.isStandalone(request) ? standalone : transactional;
     }

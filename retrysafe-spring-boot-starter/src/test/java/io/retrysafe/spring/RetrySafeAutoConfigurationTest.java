@@ -573,7 +573,7 @@ class RetrySafeAutoConfigurationTest {
                 assertThat(context).hasNotFailed();
                 // Transactional, but for routes an asynchronous Spring MVC handler serves (none here).
                 assertThat(context).getBean(IdempotentExecutor.class).isInstanceOfSatisfying(RouteModeExecutor.class,
-                        executor -> assertThat(executor.isAsyncSupported()).isFalse());
+                        executor -> assertThat(executor.transactional()).isInstanceOf(SpringTransactionalExecutor.class));
             });
         }
 

@@ -74,7 +74,8 @@ class RetrySafeFastFilterAutoConfigurationTest {
                 assertThat(context).hasNotFailed();
                 assertThat(context).doesNotHaveBean(RedisFastFilter.class);
                 assertThat(context).doesNotHaveBean(FastPath.class);
-                assertThat(context).getBean(IdempotentExecutor.class).isInstanceOf(SpringTransactionalExecutor.class);
+                assertThat(context).getBean(IdempotentExecutor.class).isInstanceOfSatisfying(RouteModeExecutor.class,
+                        executor -> assertThat(executor.transactional()).isInstanceOf(SpringTransactionalExecutor.class));
                 assertThat(context).doesNotHaveBean("retrysafeHealthIndicator");
             });
         }
@@ -86,7 +87,8 @@ class RetrySafeFastFilterAutoConfigurationTest {
                 RedisFastFilter filter = context.getBean(RedisFastFilter.class);
                 assertThat(context).getBean(IdempotentExecutor.class).isInstanceOfSatisfying(FastFilterExecutor.class,
                         executor -> {
-                            assertThat(executor.delegate()).isInstanceOf(SpringTransactionalExecutor.class);
+                            assertThat(executor.delegate()).isInstanceOfSatisfying(RouteModeExecutor.class, routes ->
+                                    assertThat(routes.transactional()).isInstanceOf(SpringTransactionalExecutor.class));
                             assertThat(executor.fastPath()).isSameAs(filter);
                             assertThat(executor.replayTtl()).isEqualTo(FastFilterExecutor.DEFAULT_REPLAY_TTL);
                         });
