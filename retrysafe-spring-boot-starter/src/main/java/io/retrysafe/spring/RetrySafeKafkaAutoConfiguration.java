@@ -61,8 +61,9 @@ import org.springframework.util.ClassUtils;
  * is dead-lettered by the inbox ({@code dead-letters=inbox}, the default), or by Spring Kafka's error
  * handler ({@code dead-letters=error-handler}): the application's, or else one of the starter's with the
  * inbox's back-off and dead-letter topic; each {@link DeadLetterPublishingRecoverer} adds the inbox's
- * dead-letter headers. Before the
- * containers start, the application is refused if the inbox cannot work (no JDBC store in
+ * dead-letter headers. Without an error handler of the application's, the starter's never gives up a
+ * record for the inbox's "later" (a held message id, a failing database): it waits and takes it again.
+ * Before the containers start, the application is refused if the inbox cannot work (no JDBC store in
  * transactional mode, no transaction manager), or if a covered container commits offsets from
  * inside the listener ({@code MANUAL_IMMEDIATE}, or {@code MANUAL} for a batch listener).
  */

@@ -68,14 +68,20 @@ class KafkaAutoConfigurationIT {
                 });
     }
 
+    /** By default the inbox dead-letters; the starter's error handler only waits out its "later", if the application has none. */
     @Test
-    void byDefaultTheInboxDeadLettersAndTheStarterAddsNoErrorHandler() {
+    void byDefaultTheInboxDeadLettersAndTheStarterGivesAnErrorHandlerOnlyIfTheApplicationHasNone() {
         runner.withUserConfiguration(RecordListener.class).withPropertyValues("retrysafe.kafka.enabled=true")
                 .run(context -> {
-                    assertThat(context).hasNotFailed().doesNotHaveBean(CommonErrorHandler.class);
+                    assertThat(context).hasNotFailed().hasSingleBean(CommonErrorHandler.class)
+                            .hasBean("retrySafeKafkaInboxErrorHandler");
                     assertThat(context.getBean(RetrySafeProperties.class).kafka().deadLetters())
                             .isEqualTo(RetrySafeProperties.KafkaDeadLetters.INBOX);
                 });
+        runner.withUserConfiguration(RecordListener.class, ErrorHandler.class)
+                .withPropertyValues("retrysafe.kafka.enabled=true")
+                .run(context -> assertThat(context).hasNotFailed().hasSingleBean(CommonErrorHandler.class)
+                        .hasBean("errorHandler"));
     }
 
     @Test
