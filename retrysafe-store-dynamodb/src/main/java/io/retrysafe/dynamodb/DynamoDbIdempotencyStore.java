@@ -49,6 +49,7 @@ import java.util.Optional;
 import java.util.UUID;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
+import software.amazon.awssdk.awscore.AwsRequestOverrideConfiguration;
 import software.amazon.awssdk.core.exception.SdkException;
 import software.amazon.awssdk.core.retry.backoff.FixedDelayBackoffStrategy;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
@@ -98,6 +99,12 @@ public final class DynamoDbIdempotencyStore implements IdempotencyStore {
     static final int MAX_CLAIM_ROUNDS = 16;
     private static final Duration RETRY_AFTER = Duration.ofSeconds(1);
     private static final Duration TABLE_ACTIVE_TIMEOUT = Duration.ofSeconds(60);
+    /**
+     * The calls that create the table run once, at start-up, often on a cold client: they are not bound by
+     * the client's call timeout, which is set for the request path.
+     */
+    private static final Consumer<AwsRequestOverrideConfiguration.Builder> SLOW_CALL =
+            o -> o.apiCallTimeout(TABLE_ACTIVE_TIMEOUT);
     private static final System.Logger LOG = System.getLogger(DynamoDbIdempotencyStore.class.getName());
 
     private final DynamoDbClient client;
@@ -148,7 +155,8 @@ public final class DynamoDbIdempotencyStore implements IdempotencyStore {
     public void createTableIfAbsent() {
         boolean created = call("create table", () -> {
             try {
-                client.createTable(r -> r.tableName(tableName).billingMode(BillingMode.PAY_PER_REQUEST)
+                client.createTable(r -> r.overrideConfiguration(SLOW_CALL).tableName(tableName)
+                        .billingMode(BillingMode.PAY_PER_REQUEST)
                         .attributeDefinitions(AttributeDefinition.builder().attributeName(ID)
                                 .attributeType(ScalarAttributeType.S).build())
                         .keySchema(KeySchemaElement.builder().attributeName(ID).keyType(KeyType.HASH).build()));
@@ -162,7 +170,7 @@ public final class DynamoDbIdempotencyStore implements IdempotencyStore {
                     .overrideConfiguration(o -> o.maxAttempts(Math.toIntExact(TABLE_ACTIVE_TIMEOUT.toMillis() / 200))
                             .backoffStrategy(FixedDelayBackoffStrategy.create(Duration.ofMillis(200))))
                     .build()) {
-                waiter.waitUntilTableExists(r -> r.tableName(tableName)).matched().exception().ifPresent(e -> {
+                waiter.waitUntilTableExists(r -> r.overrideConfiguration(SLOW_CALL).tableName(tableName)).matched().exception().ifPresent(e -> {
                     throw e instanceof SdkException se ? se : new IllegalStateException(e);
                 });
             }
@@ -170,7 +178,7 @@ public final class DynamoDbIdempotencyStore implements IdempotencyStore {
         });
         if (created) {
             try {
-                client.updateTimeToLive(r -> r.tableName(tableName)
+                client.updateTimeToLive(r -> r.overrideConfiguration(SLOW_CALL).tableName(tableName)
                         .timeToLiveSpecification(t -> t.attributeName(TTL).enabled(true)));
             } catch (SdkException e) {
                 LOG.log(Level.WARNING, () -> "[" + name + "] could not turn on TTL (attribute " + TTL + ") on table "
