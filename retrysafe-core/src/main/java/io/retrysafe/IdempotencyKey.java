@@ -46,11 +46,20 @@ public final class IdempotencyKey {
 
     /** The first 12 hex digits of SHA-256 over scope and key: enough to correlate log lines, useless to replay. */
     public String digest() {
+        return hash().substring(0, 12);
+    }
+
+    /**
+     * SHA-256 over UTF-8 scope, a 0x00 byte and the key, in 64 lower-case hex digits: the name a store
+     * gives the record where the raw key must not appear (a Redis key, a DynamoDB partition key). A key
+     * is printable ASCII, so the separator cannot be confused with part of it.
+     */
+    public String hash() {
         MessageDigest sha = Hex.sha256();
         sha.update(scope.getBytes(StandardCharsets.UTF_8));
         sha.update((byte) 0);
         sha.update(value.getBytes(StandardCharsets.US_ASCII));
-        return Hex.encode(sha.digest()).substring(0, 12);
+        return Hex.encode(sha.digest());
     }
 
     @Override

@@ -266,14 +266,14 @@ public final class ConfigLoader {
 
     private static Store store(YamlSection s, YamlSection top) {
         if (s == null) {
-            throw top.error("store", "store is required: type postgresql, mariadb or redis");
+            throw top.error("store", "store is required: type postgresql, mariadb, redis or dynamodb");
         }
         String typeName = s.requiredString("type");
         StoreType type;
         try {
             type = StoreType.valueOf(typeName.toUpperCase(Locale.ROOT));
         } catch (IllegalArgumentException e) {
-            throw s.error("type", "store.type must be postgresql, mariadb or redis, but was \"" + typeName + "\"");
+            throw s.error("type", "store.type must be postgresql, mariadb, redis or dynamodb, but was \"" + typeName + "\"");
         }
         Optional<String> url = Optional.ofNullable(s.string("url", null));
         List<String> cluster = s.strings("cluster-urls", List.of());
@@ -296,6 +296,16 @@ public final class ConfigLoader {
                     throw s.error(url.isPresent() ? "url" : "cluster-urls", "a redis URL starts with redis://, "
                             + "rediss:// or redis-sentinel://, but was \"" + u + "\"");
                 }
+            }
+        } else if (type == StoreType.DYNAMODB) {
+            if (url.isPresent() && !url.get().matches("https?://.+")) {
+                throw s.error("url", "a dynamodb store.url is an endpoint, http:// or https://, but was \"" + url.get()
+                        + "\"");
+            }
+            if (!cluster.isEmpty() || keyPrefix.isPresent() || username.isPresent() || passwordEnv.isPresent()) {
+                throw s.error(!cluster.isEmpty() ? "cluster-urls" : keyPrefix.isPresent() ? "key-prefix"
+                        : username.isPresent() ? "username" : "password-env", "a dynamodb store has url, table and "
+                        + "create-schema; its region and credentials come from the AWS SDK's environment");
             }
         } else {
             if (url.isEmpty()) {

@@ -83,13 +83,15 @@ public record GatewayConfig(Listen listen, Admin admin, Upstream upstream, Optio
     }
 
     public enum StoreType {
-        POSTGRESQL, MARIADB, REDIS
+        POSTGRESQL, MARIADB, REDIS, DYNAMODB
     }
 
     /**
      * The store. JDBC ({@code postgresql}, {@code mariadb}): {@code url}, {@code username}, the password from
      * the environment variable {@code passwordEnv}, {@code poolSize}, {@code table}. Redis: {@code url}
      * ({@code redis://}, {@code rediss://} or {@code redis-sentinel://}), or {@code clusterUrls}; {@code keyPrefix}.
+     * DynamoDB: {@code table}; {@code url}, an endpoint other than the region's; {@code createSchema} creates the
+     * table. Region and credentials come from the SDK's default chains ({@code AWS_REGION}, a role, …).
      */
     public record Store(StoreType type, Optional<String> url, List<String> clusterUrls, Optional<String> username,
             Optional<String> passwordEnv, int poolSize, Optional<String> table, Optional<String> keyPrefix,

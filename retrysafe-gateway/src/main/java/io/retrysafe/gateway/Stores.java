@@ -6,24 +6,31 @@ import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.retrysafe.IdempotencyKey;
+import io.retrysafe.dynamodb.DynamoDbIdempotencyStore;
 import io.retrysafe.gateway.GatewayConfig.Store;
 import io.retrysafe.gateway.GatewayConfig.StoreType;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.redis.RedisIdempotencyStore;
 import io.retrysafe.spi.IdempotencyStore;
 import java.lang.System.Logger.Level;
+import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
+import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
+import software.amazon.awssdk.services.dynamodb.DynamoDbClientBuilder;
 
-/** The store the configuration names, with what it holds open (a pool, a Redis client), closed with it. */
+/** The store the configuration names, with what it holds open (a pool, a Redis or DynamoDB client), closed with it. */
 final class Stores {
     /** How long the gateway's start waits for Redis: past it, it starts and connects on first use. */
     static final Duration STARTUP_WAIT = Duration.ofSeconds(10);
     private static final System.Logger LOG = System.getLogger(Stores.class.getName());
     /** What {@code /health} asks the store for: any key's record, to know the store answers. */
     private static final IdempotencyKey PROBE = IdempotencyKey.of("retrysafe-gateway", "health-probe");
+    /** Bound on each DynamoDB call (the SDK's synchronous client has none): past it, the request gets 503. */
+    private static final Duration DYNAMODB_CALL_TIMEOUT = Duration.ofSeconds(2);
 
     private Stores() {
     }
@@ -43,6 +50,9 @@ final class Stores {
     static Opened open(Store config, Map<String, String> env) {
         if (config.type() == StoreType.REDIS) {
             return redis(config);
+        }
+        if (config.type() == StoreType.DYNAMODB) {
+            return dynamodb(config);
         }
         HikariConfig pool = new HikariConfig();
         pool.setPoolName("retrysafe-gateway");
@@ -74,6 +84,31 @@ final class Stores {
             throw e;
         }
         return new Opened(store, dataSource);
+    }
+
+    private static Opened dynamodb(Store config) {
+        DynamoDbClientBuilder builder = DynamoDbClient.builder().httpClient(UrlConnectionHttpClient.create())
+                .overrideConfiguration(c -> c.apiCallTimeout(DYNAMODB_CALL_TIMEOUT));
+        config.url().ifPresent(u -> builder.endpointOverride(URI.create(u)));
+        DynamoDbClient client = builder.build();
+        try {
+            DynamoDbIdempotencyStore.Builder store = DynamoDbIdempotencyStore.builder(client);
+            config.table().ifPresent(store::tableName);
+            DynamoDbIdempotencyStore built = store.build();
+            if (config.createSchema()) {
+                built.createTableIfAbsent();
+            }
+            Opened opened = new Opened(built, client);
+            // The client's first call loads most of the SDK; made now, it does not cost the first request its bound.
+            if (!opened.isReachable()) {
+                LOG.log(Level.WARNING, () -> "DynamoDB did not answer at start; /health is DOWN and requests get 503 "
+                        + "until it does");
+            }
+            return opened;
+        } catch (RuntimeException e) {
+            client.close();
+            throw e;
+        }
     }
 
     private static Opened redis(Store config) {

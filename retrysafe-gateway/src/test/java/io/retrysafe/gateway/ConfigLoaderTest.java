@@ -147,8 +147,10 @@ class ConfigLoaderTest {
             listen:\\n  idle-timeout: soon\\n                                 | 2 | 17 | listen.idle-timeout must be a duration
             listen:\\n  prot: 8080\\n                                         | 2 | 3  | unknown key listen.prot
             upstream:\\n  url: ftp://x\\n                                     | 2 | 8  | upstream.url must be an http:// or https:// URL
-            store:\\n  type: mongodb\\n                                       | 2 | 9  | store.type must be postgresql, mariadb or redis, but was "mongodb"
+            store:\\n  type: mongodb\\n                                       | 2 | 9  | store.type must be postgresql, mariadb, redis or dynamodb, but was "mongodb"
             store:\\n  type: mariadb\\n  url: jdbc:postgresql://h/db\\n     | 3 | 8  | store.url must start with jdbc:mariadb:
+            store:\\n  type: dynamodb\\n  url: dynamo.local\\n             | 3 | 8  | a dynamodb store.url is an endpoint, http:// or https://
+            store:\\n  type: dynamodb\\n  key-prefix: gw\\n                | 3 | 15 | a dynamodb store has url, table and create-schema
             idempotency:\\n  lease: 2d\\n                                     | 2 | 10 | idempotency.lease must not exceed the retention
             idempotency:\\n  stored-headers: [Set-Cookie]\\n                  | 2 | 19 | must not include credentials or cookies
             """)

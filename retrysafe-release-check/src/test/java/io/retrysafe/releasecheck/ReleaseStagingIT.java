@@ -42,7 +42,8 @@ class ReleaseStagingIT {
     private static final Set<String> PUBLISHED_JARS = Set.of("retrysafe-core", "retrysafe-store-tck",
             "retrysafe-store-jdbc", "retrysafe-store-redis", "retrysafe-servlet", "retrysafe-client", "retrysafe-cli",
             "retrysafe-gateway", "retrysafe-micrometer", "retrysafe-inbox", "retrysafe-inbox-tck", "retrysafe-nats", "retrysafe-kafka", "retrysafe-spring-boot-starter",
-            "retrysafe-spring-boot3-starter", "retrysafe-rabbitmq", "retrysafe-http", "retrysafe-webflux", "retrysafe-store-r2dbc");
+            "retrysafe-spring-boot3-starter", "retrysafe-rabbitmq", "retrysafe-http", "retrysafe-webflux", "retrysafe-store-r2dbc",
+            "retrysafe-store-dynamodb");
     private static final Set<String> PUBLISHED_POMS = Set.of("retrysafe-parent", "retrysafe-bom",
             "retrysafe-spring-boot3-parent");
     /** The POMs that carry Central's metadata themselves; every other module inherits it from the first. */

@@ -7,6 +7,7 @@ import io.retrysafe.InMemoryIdempotencyStore;
 import io.retrysafe.KeyRules;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.StoredResponseProtection;
+import io.retrysafe.dynamodb.DynamoDbIdempotencyStore;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.JdbcLayout;
 import io.retrysafe.jdbc.KeyOrder;
@@ -32,11 +33,15 @@ import org.springframework.boot.context.properties.EnableConfigurationProperties
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
+import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
+import software.amazon.awssdk.services.dynamodb.DynamoDbClientBuilder;
 
 /**
  * The engine and its store: the application's DataSource (PostgreSQL or MariaDB) when there is
- * one, in transactional mode by default; Redis with {@code retrysafe.store.type=redis} (standalone
- * mode); the in-memory store otherwise or when {@code retrysafe.store.type=memory}. In a reactive
+ * one, in transactional mode by default; Redis with {@code retrysafe.store.type=redis} and DynamoDB with
+ * {@code retrysafe.store.type=dynamodb} (standalone mode); the in-memory store otherwise or when {@code retrysafe.store.type=memory}. In a reactive
  * application the filter's engine is {@link RetrySafeReactiveAutoConfiguration}'s, and this blocking one
  * is made only on a store configured for it (a DataSource, Redis, or {@code type=memory}). Every bean
  * backs off when the application defines its own.
@@ -124,6 +129,46 @@ public class RetrySafeAutoConfiguration {
         }
     }
 
+    /**
+     * The DynamoDB store (standalone mode), for {@code retrysafe.store.type=dynamodb}: on the application's
+     * {@code DynamoDbClient} bean, or on one made from {@code retrysafe.store.dynamodb.*} with the SDK's default
+     * credentials.
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = {"io.retrysafe.dynamodb.DynamoDbIdempotencyStore",
+            "software.amazon.awssdk.services.dynamodb.DynamoDbClient"})
+    @ConditionalOnProperty(prefix = "retrysafe.store", name = "type", havingValue = "dynamodb")
+    @ConditionalOnMissingBean(IdempotencyStore.class)
+    static class DynamoDbStoreConfiguration {
+
+        @Bean(destroyMethod = "close")
+        @ConditionalOnMissingBean(DynamoDbClient.class)
+        DynamoDbClient retrySafeDynamoDbClient(RetrySafeProperties properties) {
+            RetrySafeProperties.Dynamodb d = properties.store().dynamodb();
+            DynamoDbClientBuilder builder = DynamoDbClient.builder().httpClient(UrlConnectionHttpClient.create())
+                    .overrideConfiguration(c -> c.apiCallTimeout(d.callTimeout()));
+            if (d.endpoint() != null) {
+                builder.endpointOverride(d.endpoint());
+            }
+            if (d.region() != null) {
+                builder.region(Region.of(d.region()));
+            }
+            return builder.build();
+        }
+
+        @Bean
+        DynamoDbIdempotencyStore retrySafeStore(RetrySafeProperties properties, DynamoDbClient client) {
+            RetrySafeProperties.Dynamodb d = properties.store().dynamodb();
+            DynamoDbIdempotencyStore store = DynamoDbIdempotencyStore.builder(client).tableName(d.tableName())
+                    .maxClockSkew(d.maxClockSkew()).maxResponseSize(Math.toIntExact(d.maxResponseSize().toBytes()))
+                    .build();
+            if (d.createTable()) {
+                store.createTableIfAbsent();
+            }
+            return store;
+        }
+    }
+
     @Bean
     @ConditionalOnMissingBean(IdempotencyStore.class)
     @Conditional(BlockingMemoryStore.class)
@@ -140,7 +185,11 @@ public class RetrySafeAutoConfiguration {
             throw new IllegalStateException("retrysafe.store.type=redis needs io.retrysafe:retrysafe-store-redis "
                     + "(with Lettuce) on the class path");
         }
-        return memoryStore(properties, "no DataSource", "the JDBC or Redis store");
+        if (properties.store().type() == RetrySafeProperties.StoreType.DYNAMODB) {
+            throw new IllegalStateException("retrysafe.store.type=dynamodb needs io.retrysafe:retrysafe-store-dynamodb "
+                    + "on the class path");
+        }
+        return memoryStore(properties, "no DataSource", "the JDBC, Redis or DynamoDB store");
     }
 
     /**

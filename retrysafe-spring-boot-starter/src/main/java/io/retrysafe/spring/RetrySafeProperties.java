@@ -1,5 +1,6 @@
 package io.retrysafe.spring;
 
+import java.net.URI;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -38,7 +39,7 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
     }
 
     public enum StoreType {
-        JDBC, MEMORY, REDIS, R2DBC
+        JDBC, MEMORY, REDIS, R2DBC, DYNAMODB
     }
 
     /** Where a Kafka record's message id comes from (as {@code io.retrysafe.kafka.MessageIdExtractor}). */
@@ -63,7 +64,8 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
 
     /**
      * @param type {@code jdbc} (the application's DataSource; the default when there is one),
-     *     {@code memory}, {@code redis} (standalone mode only; needs {@code retrysafe-store-redis}), or
+     *     {@code memory}, {@code redis} (standalone mode only; needs {@code retrysafe-store-redis}),
+     *     {@code dynamodb} (standalone mode only; needs {@code retrysafe-store-dynamodb}), or
      *     {@code r2dbc} (a reactive application's R2DBC ConnectionFactory, PostgreSQL; the default of a
      *     reactive application when there is one; needs {@code retrysafe-store-r2dbc})
      * @param table the records table, optionally schema-qualified
@@ -72,6 +74,7 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
      *     by default: ship {@code schema-postgresql.sql} in your migrations instead
      * @param maxEntries bound of the in-memory store
      * @param redis the Redis store, for {@code type=redis}
+     * @param dynamodb the DynamoDB store, for {@code type=dynamodb}
      * @param layout {@code partitioned}: the JDBC table partitioned by expiry day (PostgreSQL only), purged by
      *     dropping whole days; its partitions are maintained at start and with every purge
      * @param partitionDaysAhead with {@code layout=partitioned}: days after today whose partitions exist ahead;
@@ -91,7 +94,8 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
             @DefaultValue("100000") int maxEntries, @DefaultValue Redis redis,
             @DefaultValue("standard") StoreLayout layout, @DefaultValue("7") int partitionDaysAhead,
             @DefaultValue("first") StoreKeyOrder keyOrder, Integer maxWaitingClaims,
-            @DefaultValue("64MB") DataSize maxBytes, @DefaultValue("50") int scopeSharePercent) {
+            @DefaultValue("64MB") DataSize maxBytes, @DefaultValue("50") int scopeSharePercent,
+            @DefaultValue Dynamodb dynamodb) {
     }
 
     /**
@@ -105,6 +109,24 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
      */
     public record Redis(String uri, @DefaultValue("retrysafe:") String keyPrefix,
             @DefaultValue("2s") Duration commandTimeout, @DefaultValue("10s") Duration startupWait) {
+    }
+
+    /**
+     * @param tableName the table
+     * @param createTable create the table at start-up if it is missing (on-demand capacity, TTL on {@code ttl});
+     *     off by default: create it with the application's infrastructure instead
+     * @param maxClockSkew how far apart the clocks of the instances sharing the table may be; a lease is taken
+     *     over only this long after it ended
+     * @param maxResponseSize the largest response a completion stores; larger is refused
+     * @param endpoint the endpoint of the client the starter makes (a VPC endpoint, a local server); not set:
+     *     the SDK's for the region. Ignored when the application has a {@code DynamoDbClient} bean
+     * @param region the region of the client the starter makes; not set: the SDK's default chain
+     * @param callTimeout bound on each call of the client the starter makes; past it the request gets 503
+     */
+    public record Dynamodb(@DefaultValue("retrysafe_idempotency") String tableName,
+            @DefaultValue("false") boolean createTable, @DefaultValue("1s") Duration maxClockSkew,
+            @DefaultValue("4MB") DataSize maxResponseSize, URI endpoint, String region,
+            @DefaultValue("2s") Duration callTimeout) {
     }
 
     /**

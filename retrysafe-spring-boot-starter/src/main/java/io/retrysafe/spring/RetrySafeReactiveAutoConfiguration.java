@@ -143,6 +143,10 @@ public class RetrySafeReactiveAutoConfiguration {
             throw new IllegalStateException("retrysafe.store.type=redis needs io.retrysafe:retrysafe-store-redis "
                     + "(with Lettuce) on the class path");
         }
+        if (type == RetrySafeProperties.StoreType.DYNAMODB) {
+            throw new IllegalStateException("retrysafe.store.type=dynamodb is a blocking store, and the filter of a "
+                    + "reactive application must not wait for its store: use retrysafe.store.type=r2dbc, redis or memory");
+        }
         if (type == RetrySafeProperties.StoreType.R2DBC) {
             throw new IllegalStateException("retrysafe.store.type=r2dbc needs io.retrysafe:retrysafe-store-r2dbc, an "
                     + "R2DBC driver for PostgreSQL (org.postgresql:r2dbc-postgresql) and exactly one ConnectionFactory "

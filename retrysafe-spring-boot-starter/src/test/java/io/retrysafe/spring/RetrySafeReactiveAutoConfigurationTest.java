@@ -346,6 +346,14 @@ class RetrySafeReactiveAutoConfigurationTest {
         }
 
         @Test
+        void dynamodbTypeIsRefusedAsBlocking() {
+            runner.withPropertyValues("retrysafe.store.type=dynamodb", "retrysafe.store.dynamodb.region=eu-west-1")
+                    .run(context -> {
+                        failure(context).hasMessageContaining("retrysafe.store.type=dynamodb is a blocking store");
+                    });
+        }
+
+        @Test
         void r2dbcTypeInAServletApplicationFails() {
             new WebApplicationContextRunner().withConfiguration(AutoConfigurations.of(BootLine.JACKSON))
                     .withConfiguration(RETRYSAFE)

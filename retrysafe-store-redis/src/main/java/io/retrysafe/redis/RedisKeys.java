@@ -1,12 +1,9 @@
 package io.retrysafe.redis;
 
 import static java.nio.charset.StandardCharsets.US_ASCII;
-import static java.nio.charset.StandardCharsets.UTF_8;
 
 import io.retrysafe.IdempotencyKey;
-import io.retrysafe.internal.Hex;
 import io.retrysafe.internal.Require;
-import java.security.MessageDigest;
 
 /**
  * The Redis key layout shared by the store and the fast filter:
@@ -44,11 +41,7 @@ final class RedisKeys {
 
     /** {@code prefix{hex(sha256(scope 0x00 key))}} as bytes. */
     static byte[] recordKey(byte[] prefix, IdempotencyKey key) {
-        MessageDigest sha = Hex.sha256();
-        sha.update(key.scope().getBytes(UTF_8));
-        sha.update((byte) 0);
-        sha.update(key.value().getBytes(UTF_8));
-        byte[] hex = Hex.encode(sha.digest()).getBytes(US_ASCII);
+        byte[] hex = key.hash().getBytes(US_ASCII);
         byte[] out = new byte[prefix.length + hex.length + 2];
         System.arraycopy(prefix, 0, out, 0, prefix.length);
         out[prefix.length] = '{';
