@@ -89,7 +89,9 @@ public @interface Idempotent {
      * Exceptions that are the call's answer (declared business refusals such as an insufficient balance):
      * stored like a result, the method's writes rolled back, and thrown again to every retry without
      * running the method. Stored as JSON by their properties and read back through their constructor.
-     * Every other exception releases the key: a retry runs again.
+     * Every other exception releases the key: a retry runs again. On a {@code JpaTransactionManager} the
+     * method's own {@code @Transactional} must not roll back on them ({@code noRollbackFor}): JPA cannot
+     * take a rollback-only mark back, so the start fails otherwise.
      */
     Class<? extends Throwable>[] replayedExceptions() default {};
 }

@@ -36,6 +36,7 @@ import org.springframework.transaction.interceptor.TransactionAspectSupport;
 import org.springframework.transaction.support.TransactionSynchronization;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 import org.springframework.transaction.support.TransactionTemplate;
+import org.springframework.util.ClassUtils;
 
 /**
  * Applies {@link Idempotent}: resolves whose key it is, evaluates the key, fingerprints the arguments,
@@ -46,6 +47,9 @@ final class IdempotentInterceptor implements MethodInterceptor {
     static final String EXCEPTION_HEADER = "retrysafe-exception";
     /** The observations' {@code retrysafe.kind} of these calls. */
     static final String KIND = "method";
+    /** spring-orm present: a transaction may be a JPA one, whose entity changes a savepoint alone does not cover. */
+    private static final boolean JPA = ClassUtils.isPresent("org.springframework.orm.jpa.EntityManagerHolder",
+            IdempotentInterceptor.class.getClassLoader());
 
     private final RetrySafe engine;
     private final TransactionalRetrySafe transactional;
@@ -219,13 +223,16 @@ final class IdempotentInterceptor implements MethodInterceptor {
     /**
      * Runs the method. A declared exception becomes the call's outcome; in a transaction ({@code
      * connection} not null) the method's writes are rolled back to a savepoint first, so that the key and
-     * the stored exception commit without them.
+     * the stored exception commit without them. In a JPA transaction the persistence context is flushed
+     * before the savepoint and cleared after its rollback ({@link JpaSavepoint}).
      */
     private Object proceed(MethodInvocation invocation, IdempotentMethod settings, Connection connection)
             throws Exception {
         Savepoint savepoint = null;
         boolean rollbackOnlyBefore = false;
+        JpaSavepoint jpa = null;
         if (connection != null && settings.hasReplayedExceptions()) {
+            jpa = JPA ? JpaSavepoint.flush(dataSource) : null;
             savepoint = connection.setSavepoint();
             rollbackOnlyBefore = isRollbackOnly();
         }
@@ -240,7 +247,18 @@ final class IdempotentInterceptor implements MethodInterceptor {
                 throw e;
             }
             if (savepoint != null) {
+                if (jpa != null) {
+                    jpa.clear();
+                }
                 connection.rollback(savepoint);
+                if (jpa != null && jpa.markedRollbackOnly()) {
+                    throw new IllegalStateException("@Idempotent " + settings + " threw " + e.getClass().getName()
+                            + ", and a transaction it joined (a @Transactional, a TransactionTemplate) marked the JPA "
+                            + "transaction rollback-only for it: JPA cannot take the mark back, so the exception cannot "
+                            + "be stored with the key. Keep that transaction from rolling back on it, e.g. "
+                            + "@Transactional(noRollbackFor = " + e.getClass().getSimpleName() + ".class); RetrySafe "
+                            + "discards the method's writes itself", e);
+                }
                 if (!rollbackOnlyBefore) {
                     // Marked by the method's own @Transactional on the way out; its writes are gone now.
                     resetRollbackOnly();

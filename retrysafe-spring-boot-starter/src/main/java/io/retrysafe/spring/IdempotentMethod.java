@@ -15,6 +15,9 @@ import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.expression.Expression;
 import org.springframework.expression.ParseException;
 import org.springframework.expression.spel.standard.SpelExpressionParser;
+import org.springframework.objenesis.SpringObjenesis;
+import org.springframework.transaction.interceptor.TransactionAttribute;
+import org.springframework.transaction.interceptor.TransactionAttributeSource;
 import org.springframework.util.ClassUtils;
 
 /**
@@ -27,6 +30,7 @@ final class IdempotentMethod {
     static final String SHARED_PREFIX = "shared|";
 
     private static final SpelExpressionParser PARSER = new SpelExpressionParser();
+    private static final SpringObjenesis OBJENESIS = new SpringObjenesis();
 
     private final Method method;
     private final Idempotent.Scope scope;
@@ -70,12 +74,14 @@ final class IdempotentMethod {
 
     /**
      * Checks every {@link Idempotent} method of the beans' classes against {@code defaults}, without
-     * creating a bean.
+     * creating a bean; with {@code irreversibleRollbackOnly} (the transaction manager cannot take a
+     * rollback-only mark back: JPA's), also that no method's own transaction rolls back on a declared exception.
      *
      * @return the methods checked
      * @throws IllegalStateException naming the first method whose settings are wrong
      */
-    static List<IdempotentMethod> checkAll(ListableBeanFactory beans, OperationPolicy defaults) {
+    static List<IdempotentMethod> checkAll(ListableBeanFactory beans, OperationPolicy defaults,
+            TransactionAttributeSource irreversibleRollbackOnly) {
         List<IdempotentMethod> checked = new ArrayList<>();
         for (String name : beans.getBeanDefinitionNames()) {
             Class<?> type = beans.getType(name, false);
@@ -94,6 +100,9 @@ final class IdempotentMethod {
             for (Map.Entry<Method, Idempotent> e : methods.entrySet()) {
                 IdempotentMethod method = of(e.getKey(), e.getValue());
                 method.policy(defaults);
+                if (irreversibleRollbackOnly != null) {
+                    method.checkNoRollbackOnReplayed(irreversibleRollbackOnly, ClassUtils.getUserClass(type));
+                }
                 checked.add(method);
             }
         }
@@ -170,6 +179,27 @@ final class IdempotentMethod {
             // Gone since it was stored: no answer to replay.
         }
         return null;
+    }
+
+    /**
+     * Refuses a method whose own {@code @Transactional} rolls back on one of its replayed exceptions, where
+     * the rollback-only mark it sets on the way out cannot be taken back: the whole transaction, the key and
+     * the stored exception with it, would roll back.
+     */
+    private void checkNoRollbackOnReplayed(TransactionAttributeSource source, Class<?> targetClass) {
+        TransactionAttribute attribute = source.getTransactionAttribute(method, targetClass);
+        if (attribute == null) {
+            return;
+        }
+        for (Class<? extends Throwable> type : replayedExceptions) {
+            // The rules match on the exception's class alone: an instance made without a constructor will do.
+            if (attribute.rollbackOn(OBJENESIS.newInstance(type))) {
+                throw invalid("its @Transactional rolls back on " + type.getName() + ", one of its replayedExceptions, "
+                        + "and with JPA the rollback-only mark it sets cannot be taken back: the key and the stored "
+                        + "exception would roll back with the method's writes. Declare @Transactional(noRollbackFor = "
+                        + type.getSimpleName() + ".class); RetrySafe discards the method's writes itself");
+            }
+        }
     }
 
     private boolean isDeclared(Class<? extends Throwable> type) {

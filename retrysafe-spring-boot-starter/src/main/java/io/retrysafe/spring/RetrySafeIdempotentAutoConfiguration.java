@@ -23,6 +23,8 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.Role;
 import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.annotation.AnnotationTransactionAttributeSource;
+import org.springframework.transaction.interceptor.TransactionAttributeSource;
 import org.springframework.util.ClassUtils;
 
 /** {@link Idempotent} methods on Spring beans, through a plain Spring AOP advisor (no AspectJ needed). */
@@ -33,6 +35,7 @@ import org.springframework.util.ClassUtils;
 @Import(MethodJsonConfiguration.class)
 public class RetrySafeIdempotentAutoConfiguration {
 
+    private static final String JPA_TRANSACTION_MANAGER = "org.springframework.orm.jpa.JpaTransactionManager";
     private static final String[] SERVLET_CALLER = {"jakarta.servlet.http.HttpServletRequest",
             "org.springframework.web.context.request.RequestContextHolder"};
 
@@ -79,11 +82,18 @@ public class RetrySafeIdempotentAutoConfiguration {
      */
     @Bean
     static SmartInitializingSingleton retrySafeIdempotentMethodsCheck(ListableBeanFactory beans,
-            ObjectProvider<RetrySafe> engine, ObjectProvider<TransactionalRetrySafe> transactional) {
+            ObjectProvider<RetrySafe> engine, ObjectProvider<TransactionalRetrySafe> transactional,
+            ObjectProvider<PlatformTransactionManager> manager) {
         return () -> {
             RetrySafe e = engine.getIfAvailable();
+            TransactionAttributeSource rules = null;
+            if (transactional.getIfAvailable() != null && isJpa(manager.getIfUnique())) {
+                // The application's own rules (the ones its @Transactional methods run by), or the annotations'.
+                rules = beans.getBeanProvider(TransactionAttributeSource.class)
+                        .getIfUnique(AnnotationTransactionAttributeSource::new);
+            }
             List<IdempotentMethod> methods = IdempotentMethod.checkAll(beans,
-                    e == null ? OperationPolicy.ofDefaults() : e.policy());
+                    e == null ? OperationPolicy.ofDefaults() : e.policy(), rules);
             TransactionalRetrySafe tx = transactional.getIfAvailable();
             if (tx != null && tx.keyOrder() == KeyOrder.LAST && !methods.isEmpty()) {
                 throw new IllegalStateException("@Idempotent on " + methods.get(0)
@@ -94,5 +104,12 @@ public class RetrySafeIdempotentAutoConfiguration {
                         + "the caller's own writes; set retrysafe.store.key-order=first");
             }
         };
+    }
+
+    /** A JPA transaction manager: a rollback-only mark on its transaction cannot be taken back. */
+    private static boolean isJpa(PlatformTransactionManager manager) {
+        ClassLoader loader = RetrySafeIdempotentAutoConfiguration.class.getClassLoader();
+        return manager != null && ClassUtils.isPresent(JPA_TRANSACTION_MANAGER, loader)
+                && ClassUtils.resolveClassName(JPA_TRANSACTION_MANAGER, loader).isInstance(manager);
     }
 }

@@ -15,7 +15,7 @@ import org.springframework.test.context.DynamicPropertySource;
 
 /** The service on a random port over the test PostgreSQL, seen by a client over real HTTP. One context for all subclasses. */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
-@Import(HoldingFilter.Config.class)
+@Import(HoldingFilterConfig.class)
 abstract class ServiceITSupport {
     static final String ALICE = "alice";
     static final String BOB = "bob";

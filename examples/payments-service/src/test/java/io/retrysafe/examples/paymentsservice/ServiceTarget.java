@@ -3,7 +3,7 @@ package io.retrysafe.examples.paymentsservice;
 import io.retrysafe.examples.paymentstesting.PaymentsTarget;
 import io.retrysafe.servlet.HttpIdempotency;
 
-/** This service as a target of the shared HTTP conformance suite, {@link HoldingFilter} holding a request in flight. */
+/** This service as a target of the shared HTTP conformance suite, {@link HoldingFilterConfig} holding a request in flight. */
 final class ServiceTarget extends PaymentsTarget {
 
     ServiceTarget(int port) {

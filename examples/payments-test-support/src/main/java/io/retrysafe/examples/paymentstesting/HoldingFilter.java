@@ -1,7 +1,5 @@
-package io.retrysafe.examples.paymentsservice;
+package io.retrysafe.examples.paymentstesting;
 
-import io.retrysafe.examples.paymentstesting.TestHold;
-import io.retrysafe.spring.RetrySafeWebAutoConfiguration;
 import jakarta.servlet.Filter;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;
@@ -12,16 +10,13 @@ import java.io.IOException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import org.springframework.boot.test.context.TestConfiguration;
-import org.springframework.boot.web.servlet.FilterRegistrationBean;
-import org.springframework.context.annotation.Bean;
 
 /**
- * Test only: holds a request marked with a {@link TestHold} right after the RetrySafe filter, that is
- * inside the request's transaction, after its key was claimed, until the test releases it. A duplicate
- * sent meanwhile meets a request that is provably in flight.
+ * Test only: holds a request marked with a {@link TestHold} until the test releases it. A servlet
+ * service registers it right after the RetrySafe filter, that is inside the request's transaction,
+ * after its key was claimed: a duplicate sent meanwhile meets a request that is provably in flight.
  */
-final class HoldingFilter implements Filter {
+public final class HoldingFilter implements Filter {
 
     @Override
     public void doFilter(ServletRequest request, ServletResponse response, FilterChain chain)
@@ -41,16 +36,5 @@ final class HoldingFilter implements Filter {
             }
         }
         chain.doFilter(request, response);
-    }
-
-    @TestConfiguration(proxyBeanMethods = false)
-    static class Config {
-        @Bean
-        FilterRegistrationBean<HoldingFilter> holdingFilter() {
-            FilterRegistrationBean<HoldingFilter> registration = new FilterRegistrationBean<>(new HoldingFilter());
-            registration.setOrder(RetrySafeWebAutoConfiguration.FILTER_ORDER + 1);
-            registration.addUrlPatterns("/payments");
-            return registration;
-        }
     }
 }
