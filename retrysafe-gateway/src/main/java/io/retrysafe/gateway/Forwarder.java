@@ -5,7 +5,6 @@ import io.retrysafe.OutcomeUnknownException;
 import io.retrysafe.servlet.HttpIdempotency;
 import io.retrysafe.servlet.Problem;
 import io.retrysafe.servlet.RetrySafeFilter;
-import jakarta.servlet.AsyncContext;
 import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
@@ -14,7 +13,6 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.lang.System.Logger.Level;
 import java.net.URI;
-import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.Locale;
@@ -29,7 +27,6 @@ import org.eclipse.jetty.client.InputStreamRequestContent;
 import org.eclipse.jetty.client.InputStreamResponseListener;
 import org.eclipse.jetty.client.Request;
 import org.eclipse.jetty.client.Response;
-import org.eclipse.jetty.client.Result;
 import org.eclipse.jetty.http.HttpField;
 
 /**
@@ -110,10 +107,6 @@ final class Forwarder extends HttpServlet {
         // after that may have reached the upstream. Connection refused and connect timeouts come before it.
         AtomicBoolean sent = new AtomicBoolean();
         upstream.onRequestBegin(r -> sent.set(true));
-        if (attempt == null && request.isAsyncSupported()) {
-            relay(request, response, upstream, target, sent);
-            return;
-        }
         InputStreamResponseListener listener = new InputStreamResponseListener();
         upstream.send(listener);
         Response answer;
@@ -220,53 +213,8 @@ final class Forwarder extends HttpServlet {
                 + " and " + what, cause);
     }
 
-    /**
-     * An unprotected request (no key: nothing to hold back or record) is relayed without a thread waiting for the
-     * upstream: its answer is written from the client's callbacks as it arrives, and the exchange ends there, so no
-     * request thread is parked for the answer and woken again to write it. A failure is answered as a blocking
-     * request's is, unless the answer was already on its way.
-     */
-    private void relay(HttpServletRequest request, HttpServletResponse response, Request upstream,
-            Routes.Target target, AtomicBoolean sent) {
-        AsyncContext async = request.startAsync();
-        async.setTimeout(0); // the upstream's idle timeout bounds the wait
-        upstream.send(new Response.Listener() {
-            @Override
-            public void onHeaders(Response answer) {
-                head(answer, response);
-            }
-
-            @Override
-            public void onContent(Response answer, ByteBuffer content) {
-                byte[] bytes = new byte[content.remaining()];
-                content.get(bytes);
-                try {
-                    response.getOutputStream().write(bytes);
-                } catch (IOException e) {
-                    // The client left: nothing is recorded for an unprotected request; the exchange ends.
-                    answer.abort(e);
-                }
-            }
-
-            @Override
-            public void onComplete(Result result) {
-                try {
-                    if (result.isFailed() && !response.isCommitted()) {
-                        response.reset();
-                        failed(request, response, target, sent.get(), String.valueOf(result.getFailure()),
-                                result.getFailure());
-                    }
-                } catch (IOException | RuntimeException e) {
-                    LOG.log(Level.DEBUG, () -> "answering the failure of " + target.upstream() + " failed: " + e);
-                } finally {
-                    async.complete();
-                }
-            }
-        });
-    }
-
-    /** The answer's status and end-to-end headers onto the response. */
-    private static void head(Response answer, HttpServletResponse response) {
+    private static void copy(Request upstream, Response answer, InputStreamResponseListener listener,
+            HttpServletResponse response, Routes.Target target) throws IOException {
         response.setStatus(answer.getStatus());
         for (HttpField field : answer.getHeaders()) {
             String lower = field.getLowerCaseName();
@@ -279,11 +227,6 @@ final class Forwarder extends HttpServlet {
                 response.addHeader(field.getName(), field.getValue());
             }
         }
-    }
-
-    private static void copy(Request upstream, Response answer, InputStreamResponseListener listener,
-            HttpServletResponse response, Routes.Target target) throws IOException {
-        head(answer, response);
         byte[] buffer = new byte[16 * 1024];
         try (InputStream in = listener.getInputStream()) {
             OutputStream out = response.getOutputStream();

@@ -156,17 +156,10 @@ public final class Gateway implements AutoCloseable {
             // Every path of the proxied port is the upstream's: the gateway's own endpoints are on the admin port.
             ServletContextHandler context = new ServletContextHandler("/");
             context.setVirtualHosts(List.of("@proxy"));
-            // Asynchronous, so that an unprotected request is relayed without a thread waiting for its answer.
-            FilterHolder accessLog = new FilterHolder(new AccessLog());
-            accessLog.setAsyncSupported(true);
-            context.addFilter(accessLog, "/*", EnumSet.of(DispatcherType.REQUEST));
-            FilterHolder edge = new FilterHolder(routes);
-            edge.setAsyncSupported(true);
-            context.addFilter(edge, "/*", EnumSet.of(DispatcherType.REQUEST));
-            ServletHolder forwarder = new ServletHolder(new Forwarder(client, config.upstream().retryAfter(),
-                    config.upstream().callerHeader(), config.upstream().chunkedRequests()));
-            forwarder.setAsyncSupported(true);
-            context.addServlet(forwarder, "/*");
+            context.addFilter(new FilterHolder(new AccessLog()), "/*", EnumSet.of(DispatcherType.REQUEST));
+            context.addFilter(new FilterHolder(routes), "/*", EnumSet.of(DispatcherType.REQUEST));
+            context.addServlet(new ServletHolder(new Forwarder(client, config.upstream().retryAfter(),
+                    config.upstream().callerHeader(), config.upstream().chunkedRequests())), "/*");
             ServletContextHandler admin = new ServletContextHandler("/");
             admin.setVirtualHosts(List.of("@admin"));
             admin.addServlet(new ServletHolder(new Health(store)), "/health");
