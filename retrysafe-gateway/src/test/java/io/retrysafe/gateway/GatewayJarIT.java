@@ -42,7 +42,7 @@ class GatewayJarIT {
         assertThat(gateway.exitValue()).isEqualTo(GatewayMain.CONFIG_ERROR);
         String stderr = Files.readString(dir.resolve("stderr.txt"), UTF_8);
         assertThat(stderr).contains("retrysafe-gateway: configuration error: " + config + ":6:9: store.type must be "
-                + "postgresql, mariadb or redis, but was \"cassandra\"");
+                + "postgresql, mariadb, redis or dynamodb, but was \"cassandra\"");
         assertThat(stderr).doesNotContain("Exception").doesNotContain("\tat ");
     }
 
