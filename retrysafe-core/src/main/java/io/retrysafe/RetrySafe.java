@@ -6,6 +6,7 @@ import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.FencedWrite;
 import io.retrysafe.spi.IdempotencyStore;
+import io.retrysafe.spi.OwnerToken;
 import io.retrysafe.spi.RetrySafeListener;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -145,6 +146,20 @@ public final class RetrySafe {
      */
     public <T> Outcome<T> execute(IdempotencyKey key, Fingerprint fingerprint, ResponseCodec<T> codec,
             Operation<T> operation) {
+        Require.notNull(operation, "operation");
+        return executeHeld(key, fingerprint, codec, (attempt, token) -> operation.run(attempt));
+    }
+
+    /** An operation that is also told the owner token its attempt holds the key with (a phased operation's steps are fenced by it). */
+    @FunctionalInterface
+    interface HeldOperation<T> {
+        /** {@code token} is null when the engine fails open and runs the operation without a key. */
+        T run(Attempt attempt, OwnerToken token) throws Exception;
+    }
+
+    /** {@link #execute}, telling the operation its owner token. */
+    <T> Outcome<T> executeHeld(IdempotencyKey key, Fingerprint fingerprint, ResponseCodec<T> codec,
+            HeldOperation<T> operation) {
         Require.notNull(key, "key");
         Require.notNull(fingerprint, "fingerprint");
         Require.notNull(codec, "codec");
@@ -156,7 +171,7 @@ public final class RetrySafe {
                 try (LeaseRenewal renewal = renewLease(key, claimed)) {
                     T value;
                     try {
-                        value = operation.run(attempt);
+                        value = operation.run(attempt, claimed.token());
                     } catch (Throwable t) {
                         releaseUnlessUnknown(key, claimed, t);
                         throw EngineCore.propagate(t);
@@ -173,7 +188,7 @@ public final class RetrySafe {
             @Override
             public Outcome<T> unprotected(RuntimeException storeFailure) {
                 try {
-                    return new Outcome.Unprotected<>(operation.run(new Attempt(key, 1)), storeFailure);
+                    return new Outcome.Unprotected<>(operation.run(new Attempt(key, 1), null), storeFailure);
                 } catch (Throwable t) {
                     throw EngineCore.propagate(t);
                 }

@@ -47,6 +47,11 @@ public final class GuardedListener implements RetrySafeListener {
         guard("onStoreLatency", () -> delegate.onStoreLatency(storeName, operation, nanos));
     }
 
+    @Override
+    public void onCompleterRun(io.retrysafe.PhaseCompleter.Run run) {
+        guard("onCompleterRun", () -> delegate.onCompleterRun(run));
+    }
+
     private void guard(String method, Runnable call) {
         try {
             call.run();

@@ -40,4 +40,11 @@ public interface RetrySafeListener {
     /** A store call took {@code nanos}; {@code operation} is {@code claim}, {@code complete} or {@code release}. */
     default void onStoreLatency(String storeName, String operation, long nanos) {
     }
+
+    /**
+     * A {@link io.retrysafe.PhaseCompleter} ran (or found another instance running and did nothing):
+     * what it found and how each operation ended.
+     */
+    default void onCompleterRun(io.retrysafe.PhaseCompleter.Run run) {
+    }
 }

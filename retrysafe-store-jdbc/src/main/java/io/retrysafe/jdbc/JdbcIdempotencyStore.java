@@ -261,7 +261,7 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
     }
 
     /** One call, one short transaction: committed before it returns, whatever the pool's default. */
-    private <R> R run(SqlCall<R> call, String operation) {
+    <R> R run(SqlCall<R> call, String operation) {
         SqlDialect dialectSql = sql();
         try (Connection c = dataSource.getConnection()) {
             if (!c.getAutoCommit()) {

@@ -22,8 +22,17 @@ CREATE TABLE IF NOT EXISTS ${table} (
     response_status  SMALLINT     NULL,
     response_headers MEDIUMTEXT   CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL,
     response_body    LONGBLOB     NULL,
+    phase_state      LONGBLOB     NULL,
+    phase_created_at DATETIME(6)  NULL,
     PRIMARY KEY (scope, idem_key),
     -- Purge walks this index from its oldest end, a bounded batch at a time.
     INDEX ${name}_expires_at_idx (expires_at),
     CONSTRAINT ${name}_status_chk CHECK (status IN ('IN_PROGRESS', 'COMPLETED', 'FAILED'))
 ) ENGINE = InnoDB DEFAULT CHARACTER SET = utf8mb4 COLLATE = utf8mb4_bin;
+-- Phased operations (docs/phased-operations.md): the saved steps of an operation that calls out, and the
+-- created_at of the record's life they belong to (a record that expired and was claimed anew has none).
+-- Added in place to a table made before they existed.
+ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS phase_state LONGBLOB NULL,
+    ADD COLUMN IF NOT EXISTS phase_created_at DATETIME(6) NULL;
+-- The completer's search: only operations with saved steps have a value here.
+CREATE INDEX IF NOT EXISTS ${name}_phased_idx ON ${table} (phase_created_at);

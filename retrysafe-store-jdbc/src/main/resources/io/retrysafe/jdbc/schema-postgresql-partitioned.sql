@@ -25,7 +25,9 @@ CREATE TABLE IF NOT EXISTS ${table} (
     expires_at       timestamptz  NOT NULL,
     response_status  smallint,
     response_headers text,
-    response_body    bytea
+    response_body    bytea,
+    phase_state      bytea,
+    phase_created_at timestamptz
 ) PARTITION BY RANGE (expires_at);
 -- A day the job did not create yet lands here, so no claim is ever refused for want of a partition;
 -- the job moves such rows into their day's partition when it creates it.
@@ -34,6 +36,23 @@ CREATE TABLE IF NOT EXISTS ${table}_pdefault PARTITION OF ${table} DEFAULT;
 CREATE INDEX IF NOT EXISTS ${name}_key_idx ON ${table} (scope, idem_key);
 -- purgeExpired(limit) and the job's checks walk this one.
 CREATE INDEX IF NOT EXISTS ${name}_expires_at_idx ON ${table} (expires_at);
+-- Phased operations (docs/phased-operations.md): the saved steps of an operation that calls out, and the
+-- created_at of the record's life they belong to (a record that expired and was claimed anew has none).
+-- Added in place to a table made before they existed; checked first, so that a start does not queue for the
+-- table's lock when there is nothing to do.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('${table}') AND attname = 'phase_state'
+            AND NOT attisdropped) THEN
+        ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS phase_state bytea,
+            ADD COLUMN IF NOT EXISTS phase_created_at timestamptz;
+    END IF;
+END
+$$;
+-- The completer's search: operations with saved steps that did not complete, by lease. Records of other
+-- operations are never in it, so their writes do not touch it.
+CREATE INDEX IF NOT EXISTS ${name}_phased_idx ON ${table} (lease_expires_at)
+    WHERE phase_created_at IS NOT NULL AND status <> 'COMPLETED';
 
 -- The claim: insert an absent key, or take over an expired record, a released one or one whose
 -- lease expired; otherwise return the record, for the caller to decide (replay, in progress, mismatch).

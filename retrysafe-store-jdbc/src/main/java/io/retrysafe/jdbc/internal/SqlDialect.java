@@ -7,7 +7,8 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * The statements of one database for one table, by job: the request path ({@link #requests()}), the
- * operators' queries ({@link #operators()}), the purge ({@link #maintenance()}) and, for PostgreSQL's
+ * operators' queries ({@link #operators()}), the purge ({@link #maintenance()}), phased operations'
+ * saved steps ({@link #phases()}) and, for PostgreSQL's
  * partitioned layout, the partition maintenance ({@link #partitions()}); and the table's shipped DDL.
  * Every statement takes the connection it runs on and leaves transaction control to the caller,
  * except where it says otherwise. Time is always the database's clock.
@@ -19,9 +20,11 @@ public final class SqlDialect {
     private final OperatorSql operators;
     private final MaintenanceSql maintenance;
     private final PostgresPartitionSql partitions;
+    private final PhaseSql phases;
 
     private SqlDialect(String table, String schemaResource, RequestSql requests, OperatorSql operators,
-            MaintenanceSql maintenance, PostgresPartitionSql partitions) {
+            MaintenanceSql maintenance, PostgresPartitionSql partitions, PhaseSql phases) {
+        this.phases = phases;
         this.table = table;
         this.schemaResource = schemaResource;
         this.requests = requests;
@@ -34,12 +37,13 @@ public final class SqlDialect {
     public static SqlDialect postgres(String table, PostgresLayout layout) {
         return new SqlDialect(table, layout.schemaResource(), new PostgresRequestSql(table, layout),
                 new PostgresOperatorSql(table, layout), new PostgresMaintenanceSql(layout),
-                layout instanceof PostgresPartitionedLayout partitioned ? partitioned.partitions() : null);
+                layout instanceof PostgresPartitionedLayout partitioned ? partitioned.partitions() : null,
+                PhaseSql.postgres(table));
     }
 
     public static SqlDialect mariaDb(String table) {
         return new SqlDialect(table, "/io/retrysafe/jdbc/schema-mariadb.sql", new MariaDbRequestSql(table),
-                new MariaDbOperatorSql(table), new MariaDbMaintenanceSql(table), null);
+                new MariaDbOperatorSql(table), new MariaDbMaintenanceSql(table), null, PhaseSql.mariaDb(table));
     }
 
     public RequestSql requests() {
@@ -52,6 +56,11 @@ public final class SqlDialect {
 
     public MaintenanceSql maintenance() {
         return maintenance;
+    }
+
+    /** The saved steps of phased operations. */
+    public PhaseSql phases() {
+        return phases;
     }
 
     /** The partition maintenance of PostgreSQL's partitioned layout. */
