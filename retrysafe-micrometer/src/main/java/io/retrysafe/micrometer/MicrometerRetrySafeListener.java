@@ -9,6 +9,7 @@ import io.micrometer.core.instrument.Timer;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.InvalidKeyException;
 import io.retrysafe.Outcome;
+import io.retrysafe.PhaseCompleter;
 import io.retrysafe.internal.Require;
 import io.retrysafe.spi.RetrySafeListener;
 import java.util.EnumMap;
@@ -69,6 +70,16 @@ import java.util.concurrent.atomic.AtomicLong;
  *     <td>rows left in the default partition after the last maintenance run: zero when the job keeps up</td></tr>
  * <tr><td>{@value #PARTITIONS_LAST_RUN}</td><td>gauge (seconds)</td><td></td>
  *     <td>when the last maintenance run ended, in seconds since the epoch: alert when it is older than a day</td></tr>
+ * <tr><td>{@value #COMPLETER_RUNS}</td><td>counter</td><td>{@code ran}: {@code true}, or {@code false} when
+ *     another instance held the completer's lock</td>
+ *     <td>runs of the phased operations' completer</td></tr>
+ * <tr><td>{@value #COMPLETER_OPERATIONS}</td><td>counter</td><td>{@code outcome}: {@code forwarded},
+ *     {@code compensated}, {@code failed}, {@code taken}</td>
+ *     <td>abandoned operations the completer drove to their end, forward or to their compensating end; failed
+ *     both ways (tried again on a later run); or found held or ended by a retry first</td></tr>
+ * <tr><td>{@value #COMPLETER_BACKLOG}</td><td>gauge</td><td></td>
+ *     <td>abandoned operations waiting for the completer, as reported through {@link #recordCompleterBacklog(long)}:
+ *     zero when it keeps up</td></tr>
  * </tbody>
  * </table>
  *
@@ -101,6 +112,9 @@ public final class MicrometerRetrySafeListener implements RetrySafeListener {
     public static final String PARTITIONS_FAILED = "retrysafe.partitions.failed";
     public static final String PARTITIONS_DEFAULT_ROWS = "retrysafe.partitions.default.rows";
     public static final String PARTITIONS_LAST_RUN = "retrysafe.partitions.last.run";
+    public static final String COMPLETER_RUNS = "retrysafe.completer.runs";
+    public static final String COMPLETER_OPERATIONS = "retrysafe.completer.operations";
+    public static final String COMPLETER_BACKLOG = "retrysafe.completer.backlog";
 
     /** Tag keys this listener sets itself; the builder's extra tags may not use them. */
     public static final Set<String> RESERVED_TAG_KEYS = Set.of("name", "source", "outcome", "completion", "store",
@@ -126,6 +140,7 @@ public final class MicrometerRetrySafeListener implements RetrySafeListener {
     private final Counter leaseLost;
     private final Counter purgeDeleted;
     private volatile PartitionMeters partitionMeters;
+    private volatile CompleterMeters completerMeters;
     /** Store name → operation → meters; bounded by the stores and operations the engine has. */
     private final Map<String, Map<String, StoreMeters>> storeMeters = new ConcurrentHashMap<>();
 
@@ -292,6 +307,63 @@ public final class MicrometerRetrySafeListener implements RetrySafeListener {
             }
             return partitionMeters;
         }
+    }
+
+    @Override
+    public void onCompleterRun(PhaseCompleter.Run run) {
+        CompleterMeters m = completerMeters();
+        (run.ran() ? m.ran() : m.skipped()).increment();
+        m.forwarded().increment(run.forwarded());
+        m.compensated().increment(run.compensated());
+        m.failed().increment(run.failed());
+        m.taken().increment(run.taken());
+    }
+
+    /**
+     * Reports how many abandoned phased operations wait for the completer ({@code PhaseCompleter.backlog()}),
+     * for the job that schedules it to call after each run.
+     *
+     * @throws IllegalArgumentException if {@code backlog} is negative
+     */
+    public void recordCompleterBacklog(long backlog) {
+        if (backlog < 0) {
+            throw new IllegalArgumentException("backlog must not be negative, but was " + backlog);
+        }
+        completerMeters().backlog().set(backlog);
+    }
+
+    private CompleterMeters completerMeters() {
+        CompleterMeters m = completerMeters;
+        if (m != null) {
+            return m;
+        }
+        synchronized (this) {
+            if (completerMeters == null) {
+                AtomicLong backlog = new AtomicLong();
+                Gauge.builder(COMPLETER_BACKLOG, backlog, AtomicLong::doubleValue)
+                        .description("Abandoned phased operations waiting for the completer")
+                        .tags(commonTags).register(registry);
+                completerMeters = new CompleterMeters(completerRuns("true"), completerRuns("false"),
+                        completerOperations("forwarded"), completerOperations("compensated"),
+                        completerOperations("failed"), completerOperations("taken"), backlog);
+            }
+            return completerMeters;
+        }
+    }
+
+    private Counter completerRuns(String ran) {
+        return Counter.builder(COMPLETER_RUNS).description("Runs of the phased operations' completer")
+                .tags(commonTags).tag("ran", ran).register(registry);
+    }
+
+    private Counter completerOperations(String outcome) {
+        return Counter.builder(COMPLETER_OPERATIONS)
+                .description("Abandoned phased operations the completer took up, by how each ended")
+                .tags(commonTags).tag("outcome", outcome).register(registry);
+    }
+
+    private record CompleterMeters(Counter ran, Counter skipped, Counter forwarded, Counter compensated, Counter failed,
+            Counter taken, AtomicLong backlog) {
     }
 
     private StoreMeters storeMeters(String storeName, String operation) {

@@ -43,4 +43,9 @@ final class CompositeListener implements RetrySafeListener {
     public void onStoreLatency(String storeName, String operation, long nanos) {
         listeners.forEach(l -> l.onStoreLatency(storeName, operation, nanos));
     }
+
+    @Override
+    public void onCompleterRun(io.retrysafe.PhaseCompleter.Run run) {
+        listeners.forEach(l -> l.onCompleterRun(run));
+    }
 }

@@ -26,13 +26,14 @@ import org.springframework.util.unit.DataSize;
  * @param rabbit exactly-once {@code @RabbitListener} listeners (Spring AMQP)
  * @param atRest encryption of stored responses (AES-GCM) with rotatable keys
  * @param completion standalone mode: how a failed write of an outcome is tried again
+ * @param phases phased operations (work that calls out): the bound on saved values and the completer
  */
 @ConfigurationProperties("retrysafe")
 public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @DefaultValue("retrysafe") String name,
         Mode mode, @DefaultValue("false") boolean failOpen, @DefaultValue Store store,
         @DefaultValue Policy policy, @DefaultValue Key key, @DefaultValue Http http, @DefaultValue Purge purge,
         @DefaultValue FastFilter fastFilter, @DefaultValue Kafka kafka, @DefaultValue Rabbit rabbit,
-        @DefaultValue AtRest atRest, @DefaultValue Completion completion) {
+        @DefaultValue AtRest atRest, @DefaultValue Completion completion, @DefaultValue Phases phases) {
 
     public enum Mode {
         TRANSACTIONAL, STANDALONE
@@ -319,5 +320,27 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
      */
     public record Purge(@DefaultValue("true") boolean enabled, @DefaultValue("0 0 3 * * *") String cron,
             @DefaultValue("UTC") String zone, @DefaultValue("1000") int batchSize) {
+    }
+
+    /**
+     * Phased operations on the JDBC store.
+     *
+     * @param maxSavedBytes the most one operation saves with its key: input, step names and values
+     * @param completer the job that drives operations nobody retried to their end
+     */
+    public record Phases(@DefaultValue("64KB") DataSize maxSavedBytes, @DefaultValue Completer completer) {
+    }
+
+    /**
+     * The completer of phased operations: runs on every instance, one at a time across them (a database lock).
+     *
+     * @param enabled whether it runs; it runs only when the application declares {@code PhasedOperation} beans
+     * @param interval the pause between the end of one run and the start of the next
+     * @param idleFor how long an operation nobody holds stays untouched before the completer takes it over:
+     *     longer than clients take to retry
+     * @param batchSize operations taken over per run, at most
+     */
+    public record Completer(@DefaultValue("true") boolean enabled, @DefaultValue("30s") Duration interval,
+            @DefaultValue("5m") Duration idleFor, @DefaultValue("100") int batchSize) {
     }
 }

@@ -1,0 +1,96 @@
+package io.retrysafe.spring;
+
+import io.retrysafe.PhaseCompleter;
+import java.lang.System.Logger.Level;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.ScheduledFuture;
+import java.util.function.LongConsumer;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler;
+
+/**
+ * Runs the completer of phased operations every {@code retrysafe.phases.completer.interval} (30 s by default)
+ * after the last run ended, and reports its backlog after each. Every instance schedules it; the completer's
+ * database lock lets one run at a time. Does nothing when the application declares no phased operation.
+ */
+public final class RetrySafeCompleterScheduler implements SmartLifecycle {
+    private static final System.Logger LOG = System.getLogger(RetrySafeCompleterScheduler.class.getName());
+
+    private final PhaseCompleter<?> completer;
+    private final Duration interval;
+    private final LongConsumer backlog;
+    private volatile PhaseCompleter.Run lastRun;
+    private volatile long lastBacklog = -1;
+    private ThreadPoolTaskScheduler scheduler;
+    private ScheduledFuture<?> future;
+
+    RetrySafeCompleterScheduler(PhaseCompleter<?> completer, Duration interval, LongConsumer backlog) {
+        this.completer = completer;
+        this.interval = interval;
+        this.backlog = backlog;
+    }
+
+    /** The completer, or empty when the application declares no phased operation. */
+    public Optional<PhaseCompleter<?>> completer() {
+        return Optional.ofNullable(completer);
+    }
+
+    /** Runs the completer now, then counts the backlog; what the schedule calls. */
+    public PhaseCompleter.Run runNow() {
+        if (completer == null) {
+            throw new IllegalStateException("the application declares no PhasedOperation bean: nothing to complete");
+        }
+        PhaseCompleter.Run run = completer.runOnce();
+        lastRun = run;
+        long left = completer.backlog();
+        lastBacklog = left;
+        backlog.accept(left);
+        return run;
+    }
+
+    /** The last run, if there was one since start. */
+    public Optional<PhaseCompleter.Run> lastRun() {
+        return Optional.ofNullable(lastRun);
+    }
+
+    /** The backlog counted after the last run, or -1 before the first. */
+    public long lastBacklog() {
+        return lastBacklog;
+    }
+
+    @Override
+    public synchronized void start() {
+        if (completer == null) {
+            return;
+        }
+        scheduler = new ThreadPoolTaskScheduler();
+        scheduler.setThreadNamePrefix("retrysafe-completer-");
+        scheduler.setDaemon(true);
+        scheduler.initialize();
+        future = scheduler.scheduleWithFixedDelay(() -> {
+            try {
+                runNow();
+            } catch (RuntimeException e) {
+                LOG.log(Level.WARNING, "the completer of phased operations failed; it runs again after its interval", e);
+            }
+        }, interval);
+    }
+
+    @Override
+    public synchronized void stop() {
+        if (future != null) {
+            future.cancel(false);
+        }
+        if (scheduler != null) {
+            scheduler.shutdown();
+        }
+        future = null;
+        scheduler = null;
+    }
+
+    @Override
+    public synchronized boolean isRunning() {
+        return scheduler != null;
+    }
+}
