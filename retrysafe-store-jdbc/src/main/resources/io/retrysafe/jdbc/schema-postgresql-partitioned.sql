@@ -137,7 +137,8 @@ BEGIN
 END
 $$;
 
--- The holder's release: FAILED, so that a retry runs again. Fenced first without the lock, as above.
+-- The holder's release: FAILED, so that a retry runs again, its lease ended now (nobody holds it). Fenced first
+-- without the lock, as above.
 CREATE OR REPLACE FUNCTION ${table}_release(p_scope varchar, p_key varchar, p_token uuid)
     RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
@@ -146,7 +147,7 @@ BEGIN
         RETURN false;
     END IF;
     PERFORM pg_advisory_xact_lock(hashtextextended(length(p_scope) || ':' || p_scope || p_key, hashtext('${table}')));
-    UPDATE ${table} x SET status = 'FAILED'
+    UPDATE ${table} x SET status = 'FAILED', lease_expires_at = LEAST(x.lease_expires_at, statement_timestamp())
         WHERE x.scope = p_scope AND x.idem_key = p_key AND x.owner_token = p_token AND x.status = 'IN_PROGRESS'
             AND x.expires_at > statement_timestamp();
     RETURN FOUND;

@@ -96,7 +96,9 @@ public final class MariaDbRequestSql extends RequestSql {
         renewSql = bounded(WRITE_LOCK_WAIT_SECONDS, "UPDATE " + table + " SET lease_expires_at = " + T
                 + " + INTERVAL ? MICROSECOND WHERE scope = ? AND idem_key = ? AND owner_token = ? AND status = 'IN_PROGRESS'"
                 + " AND expires_at > " + T);
-        releaseSql = bounded(WRITE_LOCK_WAIT_SECONDS, "UPDATE " + table + " SET status = 'FAILED'"
+        // Released: nobody holds it, so its lease ends now (the completer of phased operations counts from here).
+        releaseSql = bounded(WRITE_LOCK_WAIT_SECONDS, "UPDATE " + table + " SET status = 'FAILED',"
+                + " lease_expires_at = LEAST(lease_expires_at, " + T + ")"
                 + " WHERE scope = ? AND idem_key = ? AND owner_token = ? AND status = 'IN_PROGRESS' AND expires_at > " + T);
         // A plain (consistent) read: what is committed, without waiting for the transaction holding the row.
         holdsSql = "SELECT owner_token = ? AND status = 'IN_PROGRESS' AND expires_at > " + T + " AND lease_expires_at > "

@@ -146,11 +146,13 @@ public final class PostgresSqlText {
     }
 
     /**
-     * The standard layout's release: FAILED if the token holds the key. Parameters: 1 scope, 2 key,
+     * The standard layout's release: FAILED if the token holds the key, its lease ended now (nobody holds
+     * it; the completer of phased operations counts its idle time from here). Parameters: 1 scope, 2 key,
      * 3 token.
      */
     public String release() {
-        return "UPDATE " + table + " SET status = 'FAILED' WHERE scope = " + p(1, "varchar") + " AND idem_key = "
+        return "UPDATE " + table + " SET status = 'FAILED', lease_expires_at = LEAST(lease_expires_at, " + T
+                + ") WHERE scope = " + p(1, "varchar") + " AND idem_key = "
                 + p(2, "varchar") + " AND owner_token = " + p(3, "uuid") + " AND status = 'IN_PROGRESS' AND expires_at > " + T;
     }
 
