@@ -110,16 +110,21 @@ public class RedisClaimBenchmark {
     /** Outside the measured time: the iteration's keys go, so that Redis does not grow through a run. */
     @TearDown(Level.Iteration)
     public void deleteKeys() {
+        unlinkAll(admin.sync(), prefix);
+    }
+
+    /** Unlinks every key that starts with {@code prefix}, 1,000 at a time. */
+    static void unlinkAll(RedisCommands<String, String> redis, String prefix) {
         List<String> batch = new ArrayList<>(1000);
-        ScanIterator.scan(admin.sync(), ScanArgs.Builder.matches(prefix + "*").limit(1000)).forEachRemaining(key -> {
+        ScanIterator.scan(redis, ScanArgs.Builder.matches(prefix + "*").limit(1000)).forEachRemaining(key -> {
             batch.add(key);
             if (batch.size() == 1000) {
-                admin.sync().unlink(batch.toArray(String[]::new));
+                redis.unlink(batch.toArray(String[]::new));
                 batch.clear();
             }
         });
         if (!batch.isEmpty()) {
-            admin.sync().unlink(batch.toArray(String[]::new));
+            redis.unlink(batch.toArray(String[]::new));
         }
     }
 

@@ -85,6 +85,26 @@ public final class TestDynamo {
         return prefix + "-" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
     }
 
+    /**
+     * Deletes {@code table} (one the test created) on the server at {@code url}, and fails if the server
+     * refuses. For a test with no DynamoDB client of its own, such as one driving a child process.
+     */
+    public static void deleteTable(String url, String table) {
+        HttpResponse<String> response;
+        try {
+            response = call(URI.create(url), "DeleteTable", "{\"TableName\":\"" + table + "\"}");
+        } catch (IOException e) {
+            throw new IllegalStateException("DeleteTable " + table + " at " + url + ": " + oneLine(e), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while deleting " + table, e);
+        }
+        if (response.statusCode() != 200) {
+            throw new IllegalStateException("DeleteTable " + table + " at " + url + " answered " + response.statusCode()
+                    + ": " + response.body());
+        }
+    }
+
     /** Null if a DynamoDB-compatible server at {@code configured} answers {@code ListTables}, else a reason. */
     static String probe(String configured) {
         URI uri;
@@ -93,18 +113,8 @@ public final class TestDynamo {
         } catch (IllegalArgumentException e) {
             return "invalid URL: " + oneLine(e);
         }
-        HttpClient client = HttpClient.newBuilder().connectTimeout(PROBE_TIMEOUT).build();
-        // dynalite and DynamoDB Local check that a request is signed, not the signature.
-        String date = ZonedDateTime.now(ZoneOffset.UTC).format(AMZ_DATE);
-        HttpRequest request = HttpRequest.newBuilder(uri).timeout(PROBE_TIMEOUT)
-                .header("Content-Type", "application/x-amz-json-1.0")
-                .header("X-Amz-Target", "DynamoDB_20120810.ListTables")
-                .header("X-Amz-Date", date)
-                .header("Authorization", "AWS4-HMAC-SHA256 Credential=test/" + date.substring(0, 8)
-                        + "/us-east-1/dynamodb/aws4_request, SignedHeaders=host;x-amz-date, Signature=00")
-                .POST(HttpRequest.BodyPublishers.ofString("{\"Limit\":1}")).build();
         try {
-            HttpResponse<String> response = client.send(request, HttpResponse.BodyHandlers.ofString());
+            HttpResponse<String> response = call(uri, "ListTables", "{\"Limit\":1}");
             if (response.statusCode() != 200 || !response.body().contains("TableNames")) {
                 return "ListTables answered " + response.statusCode() + ": " + response.body();
             }
@@ -115,6 +125,22 @@ public final class TestDynamo {
             Thread.currentThread().interrupt();
             return "interrupted while probing";
         }
+    }
+
+    /** One DynamoDB API call, with a bound on connecting and on the answer. */
+    private static HttpResponse<String> call(URI uri, String action, String body)
+            throws IOException, InterruptedException {
+        HttpClient client = HttpClient.newBuilder().connectTimeout(PROBE_TIMEOUT).build();
+        // dynalite and DynamoDB Local check that a request is signed, not the signature.
+        String date = ZonedDateTime.now(ZoneOffset.UTC).format(AMZ_DATE);
+        HttpRequest request = HttpRequest.newBuilder(uri).timeout(PROBE_TIMEOUT)
+                .header("Content-Type", "application/x-amz-json-1.0")
+                .header("X-Amz-Target", "DynamoDB_20120810." + action)
+                .header("X-Amz-Date", date)
+                .header("Authorization", "AWS4-HMAC-SHA256 Credential=test/" + date.substring(0, 8)
+                        + "/us-east-1/dynamodb/aws4_request, SignedHeaders=host;x-amz-date, Signature=00")
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build();
+        return client.send(request, HttpResponse.BodyHandlers.ofString());
     }
 
     private static void resolve() {

@@ -20,6 +20,15 @@ class TestDynamoIT {
     }
 
     @Test
+    void deletingATableNobodyCreatedFailsWithTheServersAnswer() {
+        String url = TestDynamo.url();
+        String table = TestDynamo.uniqueTableName("rs-it");
+
+        assertThatThrownBy(() -> TestDynamo.deleteTable(url, table)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("DeleteTable " + table).hasMessageContaining("answered 400");
+    }
+
+    @Test
     void aPortNobodyListensOnIsNotAServer() throws IOException {
         int port;
         try (ServerSocket socket = new ServerSocket()) {

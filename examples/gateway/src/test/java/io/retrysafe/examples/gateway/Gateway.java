@@ -1,6 +1,7 @@
 package io.retrysafe.examples.gateway;
 
 import io.retrysafe.testservices.TestDatabases;
+import io.retrysafe.testservices.TestDynamo;
 import io.retrysafe.testservices.TestRedis;
 import java.io.IOException;
 import java.net.URI;
@@ -8,6 +9,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -29,17 +31,30 @@ final class Gateway implements AutoCloseable {
     static final Duration LEASE = Duration.ofSeconds(3);
     static final Duration READY_BOUND = Duration.ofSeconds(60);
 
-    /** Where the gateway keeps its keys: the test databases, each under the example's default table, or Redis. */
+    /**
+     * Where the gateway keeps its keys: the test databases, each under the example's default table; Redis;
+     * or the DynamoDB test server, in a table of the gateway's own that {@link #close()} deletes.
+     */
     enum Store {
-        POSTGRESQL, MARIADB, REDIS;
+        POSTGRESQL, MARIADB, REDIS, DYNAMODB;
 
-        /** The password {@code password-env: GATEWAY_STORE_PASSWORD} names; none for Redis. */
+        /** The password {@code password-env: GATEWAY_STORE_PASSWORD} names; none for Redis or DynamoDB. */
         String password() {
             return switch (this) {
                 case POSTGRESQL -> TestDatabases.postgresPassword();
                 case MARIADB -> TestDatabases.mariadbPassword();
-                case REDIS -> "";
+                case REDIS, DYNAMODB -> "";
             };
+        }
+
+        /**
+         * The gateway's environment. A dynamodb store takes its region and credentials from the AWS SDK's
+         * environment, as a deployed gateway does; the test server checks neither.
+         */
+        Map<String, String> environment() {
+            return this == DYNAMODB
+                    ? Map.of("AWS_REGION", "us-east-1", "AWS_ACCESS_KEY_ID", "test", "AWS_SECRET_ACCESS_KEY", "test")
+                    : Map.of("GATEWAY_STORE_PASSWORD", password());
         }
     }
 
@@ -48,25 +63,33 @@ final class Gateway implements AutoCloseable {
     private final Path dir;
     private final Path config;
     private final Store store;
+    /** The DynamoDB server and table the gateway's keys are in, to delete on close; null for other stores. */
+    private final String dynamoUrl;
+    private final String dynamoTable;
     private ChildProcess process;
     private int port;
 
-    private Gateway(Path dir, Path config, Store store) {
+    private Gateway(Path dir, Path config, Store store, String dynamoUrl, String dynamoTable) {
         this.dir = dir;
         this.config = config;
         this.store = store;
+        this.dynamoUrl = dynamoUrl;
+        this.dynamoTable = dynamoTable;
     }
 
     static Gateway start(Path dir, Upstream upstream, Store store) throws IOException, InterruptedException {
         Path config = dir.resolve("gateway-" + store.name().toLowerCase() + ".yaml");
-        Files.writeString(config, config(upstream, store), StandardCharsets.UTF_8);
-        Gateway gateway = new Gateway(dir, config, store);
+        // The server first: none reachable aborts the class here (or fails it under CI=true).
+        String dynamoUrl = store == Store.DYNAMODB ? TestDynamo.url() : null;
+        String dynamoTable = store == Store.DYNAMODB ? TestDynamo.uniqueTableName("gw-example") : null;
+        Files.writeString(config, config(upstream, store, dynamoUrl, dynamoTable), StandardCharsets.UTF_8);
+        Gateway gateway = new Gateway(dir, config, store, dynamoUrl, dynamoTable);
         gateway.launch(0);
         return gateway;
     }
 
     /** The example's gateway.yaml, with what a test must change; every change must apply. */
-    static String config(Upstream upstream, Store store) throws IOException {
+    static String config(Upstream upstream, Store store, String dynamoUrl, String dynamoTable) throws IOException {
         String yaml = Files.readString(CONFIG, StandardCharsets.UTF_8);
         yaml = replace(yaml, "url: http://127.0.0.1:8081", "url: " + upstream.uri());
         yaml = replace(yaml, "users-file: users.txt", "users-file: " + USERS);
@@ -81,6 +104,8 @@ final class Gateway implements AutoCloseable {
             case MARIADB -> jdbc("mariadb", TestDatabases.mariadbJdbcUrl(), TestDatabases.mariadbUser(), store);
             case REDIS -> "  type: redis\n  url: " + TestRedis.standaloneUri().toURI() + "\n  key-prefix: \"gw-example-" + UUID.randomUUID()
                     + ":\"\n";
+            // create-schema, kept from gateway.yaml, creates the table.
+            case DYNAMODB -> "  type: dynamodb\n  url: " + dynamoUrl + "\n  table: " + dynamoTable + "\n";
         };
         yaml = replace(yaml, pgStore, testStore);
         if (store == Store.REDIS) {
@@ -104,9 +129,14 @@ final class Gateway implements AutoCloseable {
     private void launch(int onPort) throws IOException, InterruptedException {
         process = ChildProcess.start("gateway", dir, List.of(Path.of(System.getProperty("java.home"), "bin", "java")
                 .toString(), "-XX:TieredStopAtLevel=1", "-Xmx256m", "-jar", JAR.toString(), "--config", config.toString()),
-                Map.of("PORT", Integer.toString(onPort), "ADMIN_PORT", "0", "GATEWAY_STORE_PASSWORD", store.password()),
-                READY);
+                env(onPort), READY);
         port = process.awaitReady(READY_BOUND);
+    }
+
+    private Map<String, String> env(int onPort) {
+        Map<String, String> env = new HashMap<>(store.environment());
+        env.putAll(Map.of("PORT", Integer.toString(onPort), "ADMIN_PORT", "0"));
+        return env;
     }
 
     URI uri() {
@@ -136,6 +166,12 @@ final class Gateway implements AutoCloseable {
 
     @Override
     public void close() throws InterruptedException {
-        process.close();
+        try {
+            process.close();
+        } finally {
+            if (dynamoTable != null) {
+                TestDynamo.deleteTable(dynamoUrl, dynamoTable);
+            }
+        }
     }
 }
