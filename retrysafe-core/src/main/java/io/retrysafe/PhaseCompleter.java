@@ -42,6 +42,11 @@ public final class PhaseCompleter<C> {
         this.batchSize = b.batchSize == null ? DEFAULT_BATCH_SIZE : b.batchSize;
     }
 
+    /** The names of the operations it may find. */
+    public java.util.Set<String> operations() {
+        return operations.keySet();
+    }
+
     public Duration idleFor() {
         return idleFor;
     }

@@ -9,6 +9,7 @@ import io.retrysafe.StoredResponse;
 import io.retrysafe.jdbc.JdbcDialect;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.JdbcLayout;
+import io.retrysafe.jdbc.JdbcPhaseJournal;
 import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.FencedWrite;
@@ -274,6 +275,31 @@ class RetrySafeCliIT {
     }
 
     // ---------------------------------------------------------------- inspect, list
+
+    @ParameterizedTest
+    @EnumSource(JdbcDialect.class)
+    void phasesListsTheCompletersBacklogByDigest(JdbcDialect d) throws Exception {
+        open(d, true);
+        IdempotencyKey abandoned = IdempotencyKey.of("tenant-1:POST /checkouts", "k-" + UUID.randomUUID());
+        OwnerToken token = OwnerToken.random();
+        assertThat(store.tryClaim(new ClaimRequest(abandoned, fp, token, LONG_LEASE, RETENTION)))
+                .isEqualTo(new ClaimResult.Claimed(token, 1));
+        JdbcPhaseJournal journal = JdbcPhaseJournal.of(store);
+        assertThat(journal.advance(abandoned, token, LONG_LEASE, c -> new byte[] {1})).isEqualTo(FencedWrite.COMMITTED);
+        assertThat(store.release(abandoned, token)).isEqualTo(FencedWrite.COMMITTED);
+        shift(abandoned, "lease_expires_at", Duration.ofMinutes(10));
+        inProgress("tenant-1:POST /checkouts"); // held, and without saved steps: not the completer's
+
+        Run listed = runOnDb("phases");
+
+        assertThat(listed.exitCode()).as(listed.err()).isZero();
+        assertThat(listed.out()).contains("(idle 5m or more) in " + table + ": 1").contains(abandoned.digest())
+                .contains("tenant-1:POST /checkouts").doesNotContain(abandoned.value());
+        Run recent = runOnDb("phases", "--idle-for", "1h");
+        assertThat(recent.exitCode()).isEqualTo(Exit.NOTHING);
+        assertThat(recent.out()).contains("(idle 1h or more) in " + table + ": 0");
+        assertThat(runOnDb("phases", "--limit", "0").exitCode()).isEqualTo(Exit.USAGE);
+    }
 
     @ParameterizedTest
     @EnumSource(JdbcDialect.class)

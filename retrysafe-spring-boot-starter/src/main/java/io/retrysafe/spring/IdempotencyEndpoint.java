@@ -35,6 +35,7 @@ public class IdempotencyEndpoint {
     private final HttpIdempotency http;
     private final Duration lockTimeout;
     private final Predicate<IdempotentRoute> standalone;
+    private final RetrySafeCompleterScheduler completer;
     private volatile Description description;
 
     /**
@@ -43,12 +44,16 @@ public class IdempotencyEndpoint {
      *                    first request's transaction); null in standalone mode
      */
     public IdempotencyEndpoint(RetrySafe retrySafe, KeyRules keyRules, HttpIdempotency http, Duration lockTimeout) {
-        this(retrySafe, keyRules, http, lockTimeout, route -> false);
+        this(retrySafe, keyRules, http, lockTimeout, route -> false, null);
     }
 
-    /** @param standalone in transactional mode, the routes that run in standalone mode all the same */
+    /**
+     * @param standalone in transactional mode, the routes that run in standalone mode all the same
+     * @param completer  the completer of phased operations; null when there is none
+     */
     IdempotencyEndpoint(RetrySafe retrySafe, KeyRules keyRules, HttpIdempotency http, Duration lockTimeout,
-            Predicate<IdempotentRoute> standalone) {
+            Predicate<IdempotentRoute> standalone, RetrySafeCompleterScheduler completer) {
+        this.completer = completer;
         this.retrySafe = Require.notNull(retrySafe, "retrySafe");
         this.keyRules = Require.notNull(keyRules, "keyRules");
         this.http = http;
@@ -67,7 +72,16 @@ public class IdempotencyEndpoint {
             d = describe();
             description = d;
         }
-        return d;
+        return completer == null ? d : d.withCompleter(completer());
+    }
+
+    /** The completer as of its last run: read from memory, never from the store. */
+    private Completer completer() {
+        return completer.completer().map(c -> new Completer(List.copyOf(c.operations()), c.idleFor().toString(),
+                c.batchSize(), completer.lastBacklog() < 0 ? null : completer.lastBacklog(),
+                completer.lastRun().map(r -> new CompleterRun(r.ran(), r.found(), r.forwarded(), r.compensated(),
+                        r.failed(), r.taken(), r.duration().toString())).orElse(null)))
+                .orElse(null);
     }
 
     private Description describe() {
@@ -78,7 +92,7 @@ public class IdempotencyEndpoint {
         return new Description(transactional ? "transactional" : "standalone",
                 new Key(HttpIdempotency.HEADER, keyRules.minLength(), keyRules.maxLength(),
                         http == null ? null : http.maxRequestBytes()),
-                policy(defaults, lockTimeout), routes);
+                policy(defaults, lockTimeout), routes, null);
     }
 
     private Route route(IdempotentRoute r, OperationPolicy p, boolean standaloneRoute) {
@@ -106,8 +120,34 @@ public class IdempotencyEndpoint {
      * @param defaults the policy of {@code @Idempotent} methods and of routes without their own
      * @param routes   the protected routes, in the order they are matched (the first match applies)
      */
-    public record Description(String mode, Key key, Policy defaults, List<Route> routes)
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record Description(String mode, Key key, Policy defaults, List<Route> routes, Completer completer)
             implements OperationResponseBody {
+
+        Description withCompleter(Completer completer) {
+            return new Description(mode, key, defaults, routes, completer);
+        }
+    }
+
+    /**
+     * The completer of phased operations; absent when the application declares none.
+     *
+     * @param operations the operations it may find
+     * @param idleFor    how long an operation nobody holds stays untouched before it is taken over
+     * @param batchSize  operations taken over per run, at most
+     * @param backlog    abandoned operations counted after the last run; absent before the first
+     * @param lastRun    what the last run on this instance did; absent before the first
+     */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record Completer(List<String> operations, String idleFor, int batchSize, Long backlog, CompleterRun lastRun) {
+    }
+
+    /**
+     * @param ran false when another instance held the completer's lock
+     * @param taken operations a retry held or ended first
+     */
+    public record CompleterRun(boolean ran, int found, int forwarded, int compensated, int failed, int taken,
+            String took) {
     }
 
     /**

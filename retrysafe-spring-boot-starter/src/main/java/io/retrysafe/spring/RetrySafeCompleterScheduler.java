@@ -3,6 +3,7 @@ package io.retrysafe.spring;
 import io.retrysafe.PhaseCompleter;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Optional;
 import java.util.concurrent.ScheduledFuture;
 import java.util.function.LongConsumer;
@@ -74,7 +75,7 @@ public final class RetrySafeCompleterScheduler implements SmartLifecycle {
             } catch (RuntimeException e) {
                 LOG.log(Level.WARNING, "the completer of phased operations failed; it runs again after its interval", e);
             }
-        }, interval);
+        }, Instant.now().plus(interval), interval); // the first run one interval after start, as every later one
     }
 
     @Override

@@ -30,11 +30,11 @@ public class RetrySafeEndpointAutoConfiguration {
     @ConditionalOnMissingBean
     IdempotencyEndpoint retrySafeIdempotencyEndpoint(RetrySafe retrySafe, KeyRules keyRules,
             ObjectProvider<HttpIdempotency> http, ObjectProvider<TransactionalRetrySafe> transactional,
-            ObjectProvider<StandaloneRoutes> standaloneRoutes) {
+            ObjectProvider<StandaloneRoutes> standaloneRoutes, ObjectProvider<RetrySafeCompleterScheduler> completer) {
         Duration lockTimeout = transactional.getIfAvailable() != null
                 && retrySafe.store() instanceof JdbcIdempotencyStore jdbc ? jdbc.lockTimeout() : null;
         StandaloneRoutes routes = standaloneRoutes.getIfAvailable();
         return new IdempotencyEndpoint(retrySafe, keyRules, http.getIfAvailable(), lockTimeout,
-                routes == null ? route -> false : routes::isStandalone);
+                routes == null ? route -> false : routes::isStandalone, completer.getIfAvailable());
     }
 }
