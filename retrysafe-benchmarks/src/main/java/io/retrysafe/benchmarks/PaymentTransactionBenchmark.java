@@ -37,7 +37,9 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  * good as that drift allows; {@link PaymentInterleavedBenchmark} runs them taking turns instead.
  * Investigation variants ({@code bare_plus_select1}, {@code bare_plus_insert},
  * {@code transactional_hot}, {@code insert_last}, see {@link PaymentWorkload.Variant}) are selected
- * with {@code -p variant=bare,transactional_hot,...}.
+ * with {@code -p variant=bare,transactional_hot,...}. The checkout that calls out, as one transaction after
+ * an unprotected provider call and as a phased operation, side by side:
+ * {@code -p variant=call_then_transaction,phased}.
  *
  * <p>PostgreSQL: {@code RETRYSAFE_PG_URL} / {@code _USER} / {@code _PASSWORD}, default
  * {@code jdbc:postgresql://127.0.0.1:5432/test} as {@code postgres} (see {@link TestDatabases}).

@@ -7,10 +7,14 @@ import io.retrysafe.Fingerprint;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.OperationPolicy;
 import io.retrysafe.Outcome;
+import io.retrysafe.PhasedOperation;
+import io.retrysafe.PhasedRetrySafe;
 import io.retrysafe.ResponseCodec;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.StepCodec;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
+import io.retrysafe.jdbc.JdbcPhaseJournal;
 import io.retrysafe.jdbc.KeyOrder;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.spi.OwnerToken;
@@ -86,7 +90,18 @@ final class PaymentWorkload implements AutoCloseable {
          * with its response, in the round trip that commits; no lookup first, so a retry would not
          * be replayed. The bound KEY_LAST cannot beat.
          */
-        INSERT_LAST;
+        INSERT_LAST,
+        /**
+         * The checkout that calls out, written without RetrySafe: the provider's call (in this JVM, so that
+         * only the database work differs between the two checkout variants), then the payment's one transaction.
+         */
+        CALL_THEN_TRANSACTION,
+        /**
+         * The same checkout as a phased operation: claim; local step {@code reserve} (lock the account, update
+         * its balance) saved with the key; foreign step {@code charge} (the same in-JVM provider) with its
+         * derived key; local step {@code book} (payment and ledger rows) saving the charge; completion.
+         */
+        PHASED;
 
         static Variant parse(String name) {
             return valueOf(name.toUpperCase(Locale.ROOT));
@@ -102,6 +117,8 @@ final class PaymentWorkload implements AutoCloseable {
     private final TransactionalRetrySafe transactional;
     private final TransactionalRetrySafe transactionalHot;
     private final TransactionalRetrySafe keyLast;
+    private final PhasedRetrySafe<Connection> phased;
+    private final PhasedOperation<Payment, String, Connection> checkout;
 
     private PaymentWorkload(HikariDataSource dataSource) {
         this.dataSource = dataSource;
@@ -114,6 +131,29 @@ final class PaymentWorkload implements AutoCloseable {
         this.keyLastStore = JdbcIdempotencyStore.builder(dataSource).table(KEY_LAST_RECORD_TABLE).build();
         this.keyLast = TransactionalRetrySafe.of(RetrySafe.builder(keyLastStore).name("bench-key-last").build(),
                 KeyOrder.LAST);
+        this.phased = PhasedRetrySafe.builder(standalone, JdbcPhaseJournal.of(store)).build();
+        this.checkout = PhasedOperation.of("checkout", Payment.CODEC, CODEC, (p, phases) -> {
+            long after = phases.local("reserve", LONG, c -> reserve(c, p));
+            String charge = phases.foreign("charge", StepCodec.utf8(), PaymentWorkload::charge);
+            return phases.local("book", StepCodec.utf8(), c -> book(c, p, after) + charge.length());
+        });
+    }
+
+    private static final StepCodec<Long> LONG = new StepCodec<>() {
+        @Override
+        public byte[] encode(Long value) {
+            return Long.toString(value).getBytes(StandardCharsets.US_ASCII);
+        }
+
+        @Override
+        public Long decode(byte[] saved) {
+            return Long.parseLong(new String(saved, StandardCharsets.US_ASCII));
+        }
+    };
+
+    /** The provider, in this JVM: what both checkout variants call, so that it costs them the same. */
+    private static String charge(String idempotencyKey) {
+        return "ch_" + idempotencyKey.substring(0, 24);
     }
 
     /** Opens a pool of {@code poolSize} connections (all opened up front) and creates the tables if absent. */
@@ -237,6 +277,11 @@ final class PaymentWorkload implements AutoCloseable {
                 }
             }
             case INSERT_LAST -> insertLast(p);
+            case CALL_THEN_TRANSACTION -> {
+                String charge = charge(p.key().value());
+                yield bare(p, Extra.NONE) + charge.length();
+            }
+            case PHASED -> stored(phased.execute(p.key(), p.fingerprint(), checkout, p));
             case STANDALONE -> stored(standalone.execute(p.key(), p.fingerprint(), CODEC,
                     attempt -> bare(p, Extra.NONE)));
         };
@@ -313,6 +358,11 @@ final class PaymentWorkload implements AutoCloseable {
                 ps.executeUpdate();
             }
         }
+        return book(c, p, reserve(c, p));
+    }
+
+    /** The payment's first half: lock the account and take the amount; returns the balance after. */
+    private static long reserve(Connection c, Payment p) throws SQLException {
         long balance;
         try (PreparedStatement ps = c.prepareStatement(LOCK_ACCOUNT)) {
             ps.setInt(1, p.account());
@@ -332,6 +382,11 @@ final class PaymentWorkload implements AutoCloseable {
             ps.setInt(2, p.account());
             ps.executeUpdate();
         }
+        return after;
+    }
+
+    /** The payment's second half: the payment and its ledger entry; returns the receipt. */
+    private static String book(Connection c, Payment p, long after) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(INSERT_PAYMENT)) {
             ps.setObject(1, p.paymentId());
             ps.setInt(2, p.account());
@@ -367,6 +422,19 @@ final class PaymentWorkload implements AutoCloseable {
 
     /** One request: a fresh key (scope "bench", a random UUID), an account, an amount, and its fingerprint. */
     private record Payment(IdempotencyKey key, UUID paymentId, int account, long amount) {
+        /** The phased checkout's saved input: the payment's own fields, the key aside. */
+        static final StepCodec<Payment> CODEC = new StepCodec<>() {
+            @Override
+            public byte[] encode(Payment p) {
+                return (p.paymentId + " " + p.account + " " + p.amount).getBytes(StandardCharsets.US_ASCII);
+            }
+
+            @Override
+            public Payment decode(byte[] saved) {
+                String[] f = new String(saved, StandardCharsets.US_ASCII).split(" ");
+                return new Payment(null, UUID.fromString(f[0]), Integer.parseInt(f[1]), Long.parseLong(f[2]));
+            }
+        };
 
         static Payment random() {
             ThreadLocalRandom r = ThreadLocalRandom.current();
