@@ -31,6 +31,12 @@ import org.springframework.aot.hint.annotation.Reflective;
  * none): the key, the method's writes and its stored result commit together. Results are stored as
  * JSON and read back as the method's return type. An exception releases the key, unless it is one of
  * {@link #replayedExceptions()}. Every setting is checked when the application starts.
+ *
+ * <p>A method that calls another service takes a {@link io.retrysafe.Phases Phases&lt;Connection&gt;}
+ * parameter (callers pass null) and writes its work as steps: it is then a phased operation on the JDBC
+ * store, with its own claim and a transaction per local step, never its caller's transaction (it must not be
+ * {@code @Transactional}). A call that failed mid-way resumes at its last step; one nobody called again is
+ * driven to its end by the starter's completer, which calls the method with its saved arguments.
  */
 @Target(ElementType.METHOD)
 @Retention(RetentionPolicy.RUNTIME)

@@ -7,6 +7,7 @@ import io.retrysafe.InvalidKeyException;
 import io.retrysafe.KeyRules;
 import io.retrysafe.OperationFailedException;
 import io.retrysafe.Outcome;
+import io.retrysafe.PhasedRetrySafe;
 import io.retrysafe.ResponseCodec;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.StoredResponse;
@@ -59,25 +60,31 @@ final class IdempotentInterceptor implements MethodInterceptor {
     private final MethodJson json;
     private final Supplier<String> caller;
     private final RetrySafeObservations observations;
+    private final PhasedRetrySafe<Connection> phased;
+    private final PhasedMethods phasedMethods;
     private final ParameterNameDiscoverer names = new DefaultParameterNameDiscoverer();
     private final Map<Method, Bound> methods = new ConcurrentHashMap<>();
 
     /** A method's settings with what runs it: the engine on its policy, and the codec of its return type. */
     private record Bound(IdempotentMethod settings, RetrySafe engine, TransactionalRetrySafe transactional,
-            ResponseCodec<Object> codec) {
+            ResponseCodec<Object> codec, PhasedRetrySafe<Connection> phased) {
     }
 
     /** What a call ended with when it threw a declared exception: stored, and thrown again. */
-    private record Thrown(Throwable exception) {
+    record Thrown(Throwable exception) {
     }
 
     /**
      * @param transactional null with a non-JDBC store, and then so are {@code transactionManager} and {@code dataSource}
      * @param caller the current caller's scope, null when there is none
+     * @param phased the phased engine, null without a JDBC store (a method that takes {@code Phases} is refused then)
      */
     IdempotentInterceptor(RetrySafe engine, TransactionalRetrySafe transactional,
             PlatformTransactionManager transactionManager, DataSource dataSource, KeyRules keyRules, MethodJson json,
-            Supplier<String> caller, RetrySafeObservations observations) {
+            Supplier<String> caller, RetrySafeObservations observations, PhasedRetrySafe<Connection> phased,
+            PhasedMethods phasedMethods) {
+        this.phased = phased;
+        this.phasedMethods = phasedMethods;
         this.engine = engine;
         this.transactional = transactional;
         this.transactionManager = transactionManager;
@@ -154,9 +161,17 @@ final class IdempotentInterceptor implements MethodInterceptor {
         }
         IdempotentMethod settings = IdempotentMethod.of(method, annotation);
         RetrySafe methodEngine = engine.with(settings.policy(engine.policy()));
+        PhasedRetrySafe<Connection> methodPhased = null;
+        if (settings.isPhased()) {
+            if (phased == null) {
+                throw new IllegalStateException("@Idempotent on " + settings + " takes Phases: phased operations need "
+                        + "the JDBC store (retrysafe.store.type=jdbc), whose steps commit with their saved values");
+            }
+            methodPhased = phased.with(settings.policy(engine.policy()));
+        }
         // Key first always: the start-up check refuses key last for @Idempotent methods.
         return new Bound(settings, methodEngine, transactional == null ? null : TransactionalRetrySafe.of(methodEngine),
-                codec(settings, method.getGenericReturnType()));
+                codec(json, settings, method.getGenericReturnType()), methodPhased);
     }
 
     /**
@@ -184,6 +199,16 @@ final class IdempotentInterceptor implements MethodInterceptor {
     private Outcome<Object> run(Bound bound, IdempotencyKey key, Fingerprint fingerprint, MethodInvocation invocation) {
         IdempotentMethod settings = bound.settings();
         ResponseCodec<Object> codec = bound.codec();
+        if (bound.phased() != null) {
+            // Its own claim, committed first, and a transaction per local step: never the caller's transaction.
+            PhasedRetrySafe<Connection> p = bound.phased();
+            Object[] arguments = invocation.getArguments();
+            return p.engine().oncePerInstance(key, fingerprint, p.engine().policy().waitForResult(),
+                    () -> p.execute(key, fingerprint, phasedMethods.operation(settings, (args, phases) -> {
+                        arguments[settings.phasesIndex()] = phases;
+                        return proceed(invocation, settings, null);
+                    }), arguments));
+        }
         if (bound.transactional() == null) {
             RetrySafe e = bound.engine();
             // A duplicate of a call in flight on this instance waits here, in memory, for it to end.
@@ -319,7 +344,7 @@ final class IdempotentInterceptor implements MethodInterceptor {
     }
 
     /** The return type as JSON; a declared exception as its class name and its properties as JSON. */
-    private ResponseCodec<Object> codec(IdempotentMethod settings, Type returnType) {
+    static ResponseCodec<Object> codec(MethodJson json, IdempotentMethod settings, Type returnType) {
         Function<byte[], Object> reader = json.reader(returnType);
         return new ResponseCodec<>() {
             @Override

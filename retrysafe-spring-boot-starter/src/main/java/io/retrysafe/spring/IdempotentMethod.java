@@ -3,7 +3,10 @@ package io.retrysafe.spring;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.OperationPolicy;
 import io.retrysafe.OutcomePolicy;
+import io.retrysafe.Phases;
 import java.lang.reflect.Method;
+import java.lang.reflect.Type;
+import java.sql.Connection;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -11,11 +14,13 @@ import java.util.Map;
 import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.boot.convert.DurationStyle;
 import org.springframework.core.MethodIntrospector;
+import org.springframework.core.ResolvableType;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.expression.Expression;
 import org.springframework.expression.ParseException;
 import org.springframework.expression.spel.standard.SpelExpressionParser;
 import org.springframework.objenesis.SpringObjenesis;
+import org.springframework.transaction.annotation.Transactional;
 import org.springframework.transaction.interceptor.TransactionAttribute;
 import org.springframework.transaction.interceptor.TransactionAttributeSource;
 import org.springframework.util.ClassUtils;
@@ -40,9 +45,11 @@ final class IdempotentMethod {
     private final Duration retention;
     private final Duration waitForResult;
     private final List<Class<? extends Throwable>> replayedExceptions;
+    private final int phasesIndex;
 
     private IdempotentMethod(Method method, Idempotent annotation) {
         this.method = method;
+        this.phasesIndex = phasesIndex(method);
         this.scope = annotation.scope();
         this.operation = annotation.operation().isEmpty()
                 ? method.getDeclaringClass().getName() + "." + method.getName() : annotation.operation();
@@ -67,6 +74,50 @@ final class IdempotentMethod {
         }
     }
 
+    /**
+     * The parameter of type {@link Phases} that makes the method a phased operation, or -1. It must be
+     * {@code Phases<Connection>} (the JDBC store's steps), the method's only one, and the method must not be
+     * {@code @Transactional}: each local step is a transaction of its own.
+     */
+    private int phasesIndex(Method m) {
+        int found = -1;
+        Type[] types = m.getGenericParameterTypes();
+        for (int i = 0; i < types.length; i++) {
+            if (!Phases.class.equals(ResolvableType.forType(types[i]).toClass())) {
+                continue;
+            }
+            if (found >= 0) {
+                throw invalid("it has more than one Phases parameter; a phased method has one");
+            }
+            Class<?> step = ResolvableType.forType(types[i]).getGeneric(0).resolve();
+            if (step != null && step != Connection.class) {
+                throw invalid("its steps take " + step.getName() + ", but the starter's phased operations run on the "
+                        + "JDBC store, whose steps take a java.sql.Connection: declare Phases<Connection>");
+            }
+            found = i;
+        }
+        if (found >= 0 && (AnnotatedElementUtils.hasAnnotation(m, Transactional.class)
+                || AnnotatedElementUtils.hasAnnotation(m.getDeclaringClass(), Transactional.class))) {
+            throw invalid("it is a phased operation (it takes Phases) and @Transactional: each local step commits in a "
+                    + "transaction of its own, which one around the method would hold open; remove @Transactional");
+        }
+        return found;
+    }
+
+    /** The index of the method's {@link Phases} parameter, or -1 when it is not a phased operation. */
+    int phasesIndex() {
+        return phasesIndex;
+    }
+
+    boolean isPhased() {
+        return phasesIndex >= 0;
+    }
+
+    /** The name its phased operation is saved under: found again by it after a restart. */
+    String phasedName() {
+        return "method:" + operation;
+    }
+
     /** The settings of {@code method}, checked. */
     static IdempotentMethod of(Method method, Idempotent annotation) {
         return new IdempotentMethod(method, annotation);
@@ -82,6 +133,12 @@ final class IdempotentMethod {
      */
     static List<IdempotentMethod> checkAll(ListableBeanFactory beans, OperationPolicy defaults,
             TransactionAttributeSource irreversibleRollbackOnly) {
+        return checkAll(beans, defaults, irreversibleRollbackOnly, (bean, method) -> { });
+    }
+
+    /** As {@link #checkAll(ListableBeanFactory, OperationPolicy, TransactionAttributeSource)}, telling {@code each} every method's bean. */
+    static List<IdempotentMethod> checkAll(ListableBeanFactory beans, OperationPolicy defaults,
+            TransactionAttributeSource irreversibleRollbackOnly, java.util.function.BiConsumer<String, IdempotentMethod> each) {
         List<IdempotentMethod> checked = new ArrayList<>();
         for (String name : beans.getBeanDefinitionNames()) {
             Class<?> type = beans.getType(name, false);
@@ -104,6 +161,7 @@ final class IdempotentMethod {
                     method.checkNoRollbackOnReplayed(irreversibleRollbackOnly, ClassUtils.getUserClass(type));
                 }
                 checked.add(method);
+                each.accept(name, method);
             }
         }
         return checked;

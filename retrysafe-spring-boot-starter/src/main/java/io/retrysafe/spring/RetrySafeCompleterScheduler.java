@@ -7,18 +7,22 @@ import java.time.Instant;
 import java.util.Optional;
 import java.util.concurrent.ScheduledFuture;
 import java.util.function.LongConsumer;
+import java.util.function.Supplier;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler;
 
 /**
  * Runs the completer of phased operations every {@code retrysafe.phases.completer.interval} (30 s by default)
  * after the last run ended, and reports its backlog after each. Every instance schedules it; the completer's
- * database lock lets one run at a time. Does nothing when the application declares no phased operation.
+ * database lock lets one run at a time. Does nothing when the application declares no phased operation
+ * ({@code PhasedOperation} bean or {@code @Idempotent} method that takes {@code Phases}).
  */
 public final class RetrySafeCompleterScheduler implements SmartLifecycle {
     private static final System.Logger LOG = System.getLogger(RetrySafeCompleterScheduler.class.getName());
 
-    private final PhaseCompleter<?> completer;
+    private final Supplier<PhaseCompleter<?>> build;
+    private volatile PhaseCompleter<?> completer;
+    private volatile boolean built;
     private final Duration interval;
     private final LongConsumer backlog;
     private volatile PhaseCompleter.Run lastRun;
@@ -26,19 +30,34 @@ public final class RetrySafeCompleterScheduler implements SmartLifecycle {
     private ThreadPoolTaskScheduler scheduler;
     private ScheduledFuture<?> future;
 
-    RetrySafeCompleterScheduler(PhaseCompleter<?> completer, Duration interval, LongConsumer backlog) {
-        this.completer = completer;
+    /** @param build the completer, or null when there is nothing to complete; called once, at start */
+    RetrySafeCompleterScheduler(Supplier<PhaseCompleter<?>> build, Duration interval, LongConsumer backlog) {
+        this.build = build;
         this.interval = interval;
         this.backlog = backlog;
     }
 
     /** The completer, or empty when the application declares no phased operation. */
     public Optional<PhaseCompleter<?>> completer() {
-        return Optional.ofNullable(completer);
+        return Optional.ofNullable(built());
+    }
+
+    /** The operations are known once every bean exists: built at start, or at the first use before it. */
+    private PhaseCompleter<?> built() {
+        if (!built) {
+            synchronized (this) {
+                if (!built) {
+                    completer = build.get();
+                    built = true;
+                }
+            }
+        }
+        return completer;
     }
 
     /** Runs the completer now, then counts the backlog; what the schedule calls. */
     public PhaseCompleter.Run runNow() {
+        PhaseCompleter<?> completer = built();
         if (completer == null) {
             throw new IllegalStateException("the application declares no PhasedOperation bean: nothing to complete");
         }
@@ -62,7 +81,7 @@ public final class RetrySafeCompleterScheduler implements SmartLifecycle {
 
     @Override
     public synchronized void start() {
-        if (completer == null) {
+        if (built() == null) {
             return;
         }
         scheduler = new ThreadPoolTaskScheduler();

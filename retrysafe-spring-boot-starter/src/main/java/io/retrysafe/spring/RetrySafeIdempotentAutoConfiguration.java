@@ -2,9 +2,11 @@ package io.retrysafe.spring;
 
 import io.retrysafe.KeyRules;
 import io.retrysafe.OperationPolicy;
+import io.retrysafe.PhasedRetrySafe;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.jdbc.KeyOrder;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
+import java.sql.Connection;
 import java.util.List;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
@@ -45,13 +47,15 @@ public class RetrySafeIdempotentAutoConfiguration {
     static DefaultPointcutAdvisor retrySafeIdempotentAdvisor(ObjectProvider<RetrySafe> engine,
             ObjectProvider<TransactionalRetrySafe> transactional, ObjectProvider<PlatformTransactionManager> manager,
             ObjectProvider<DataSource> dataSource, ObjectProvider<KeyRules> keyRules, ObjectProvider<MethodJson> json,
+            ObjectProvider<PhasedRetrySafe<Connection>> phased, ObjectProvider<PhasedMethods> phasedMethods,
             BeanFactory beans) {
         // Resolved on first use: an advisor is created before ordinary beans, and must not pull them in early.
         LazyInterceptor interceptor = new LazyInterceptor(() -> {
             TransactionalRetrySafe tx = transactional.getIfAvailable();
             return new IdempotentInterceptor(engine.getObject(), tx, tx == null ? null : manager.getObject(),
                     tx == null ? null : dataSource.getObject(), keyRules.getObject(),
-                    json.getObject(), caller(beans), RetrySafeObservations.of(beans));
+                    json.getObject(), caller(beans), RetrySafeObservations.of(beans), phased.getIfAvailable(),
+                    phasedMethods.getObject());
         });
         DefaultPointcutAdvisor advisor = new DefaultPointcutAdvisor(
                 new AnnotationMatchingPointcut(null, Idempotent.class, true), interceptor);
@@ -80,10 +84,18 @@ public class RetrySafeIdempotentAutoConfiguration {
      * runs the work too and is rolled back at its insert; a method may call out, and in its caller's
      * transaction that rollback would take the caller's own writes.
      */
+    /** The phased {@code @Idempotent} methods, found at start, for the interceptor and the completer. */
+    @Bean
+    @ConditionalOnMissingBean
+    PhasedMethods retrySafePhasedMethods(MethodJson json) {
+        return new PhasedMethods(json);
+    }
+
     @Bean
     static SmartInitializingSingleton retrySafeIdempotentMethodsCheck(ListableBeanFactory beans,
             ObjectProvider<RetrySafe> engine, ObjectProvider<TransactionalRetrySafe> transactional,
-            ObjectProvider<PlatformTransactionManager> manager) {
+            ObjectProvider<PlatformTransactionManager> manager, ObjectProvider<PhasedRetrySafe<Connection>> phased,
+            ObjectProvider<PhasedMethods> phasedMethods) {
         return () -> {
             RetrySafe e = engine.getIfAvailable();
             TransactionAttributeSource rules = null;
@@ -93,7 +105,17 @@ public class RetrySafeIdempotentAutoConfiguration {
                         .getIfUnique(AnnotationTransactionAttributeSource::new);
             }
             List<IdempotentMethod> methods = IdempotentMethod.checkAll(beans,
-                    e == null ? OperationPolicy.ofDefaults() : e.policy(), rules);
+                    e == null ? OperationPolicy.ofDefaults() : e.policy(), rules, (bean, method) -> {
+                        if (!method.isPhased()) {
+                            return;
+                        }
+                        if (phased.getIfAvailable() == null) {
+                            throw new IllegalStateException("@Idempotent on " + method + " takes Phases: phased "
+                                    + "operations need the JDBC store (retrysafe.store.type=jdbc), whose steps commit "
+                                    + "with their saved values");
+                        }
+                        phasedMethods.getObject().register(method, bean, beans);
+                    });
             TransactionalRetrySafe tx = transactional.getIfAvailable();
             if (tx != null && tx.keyOrder() == KeyOrder.LAST && !methods.isEmpty()) {
                 throw new IllegalStateException("@Idempotent on " + methods.get(0)

@@ -8,6 +8,7 @@ import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.JdbcPhaseJournal;
 import io.retrysafe.micrometer.MicrometerRetrySafeListener;
 import java.sql.Connection;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.function.LongConsumer;
 import org.springframework.beans.factory.ObjectProvider;
@@ -53,10 +54,18 @@ public class RetrySafePhasesAutoConfiguration {
         return completer.build();
     }
 
+    /**
+     * The scheduler of the completer of the application's operations: its {@link PhasedOperation} beans and its
+     * phased {@code @Idempotent} methods, known once every bean exists (the completer is built at start).
+     */
     static RetrySafeCompleterScheduler scheduler(PhasedRetrySafe<Connection> phased, RetrySafeProperties properties,
-            ObjectProvider<PhasedOperation<?, ?, ?>> operations, LongConsumer backlog) {
-        PhaseCompleter<Connection> completer = completer(phased, properties, operations.orderedStream().toList());
-        return new RetrySafeCompleterScheduler(completer, properties.phases().completer().interval(), backlog);
+            ObjectProvider<PhasedOperation<?, ?, ?>> operations, ObjectProvider<PhasedMethods> methods,
+            LongConsumer backlog) {
+        return new RetrySafeCompleterScheduler(() -> {
+            List<PhasedOperation<?, ?, ?>> all = new ArrayList<>(operations.orderedStream().toList());
+            methods.ifAvailable(m -> all.addAll(m.operations()));
+            return completer(phased, properties, all);
+        }, properties.phases().completer().interval(), backlog);
     }
 
     @Configuration(proxyBeanMethods = false)
@@ -69,8 +78,8 @@ public class RetrySafePhasesAutoConfiguration {
         @ConditionalOnMissingBean
         RetrySafeCompleterScheduler retrySafeCompleterScheduler(PhasedRetrySafe<Connection> phased,
                 RetrySafeProperties properties, ObjectProvider<PhasedOperation<?, ?, ?>> operations,
-                ObjectProvider<MicrometerRetrySafeListener> metrics) {
-            return scheduler(phased, properties, operations,
+                ObjectProvider<PhasedMethods> methods, ObjectProvider<MicrometerRetrySafeListener> metrics) {
+            return scheduler(phased, properties, operations, methods,
                     backlog -> metrics.ifAvailable(m -> m.recordCompleterBacklog(backlog)));
         }
     }
@@ -80,7 +89,8 @@ public class RetrySafePhasesAutoConfiguration {
     @ConditionalOnProperty(prefix = "retrysafe.phases.completer", name = "enabled", havingValue = "true",
             matchIfMissing = true)
     RetrySafeCompleterScheduler retrySafeCompleterScheduler(PhasedRetrySafe<Connection> phased,
-            RetrySafeProperties properties, ObjectProvider<PhasedOperation<?, ?, ?>> operations) {
-        return scheduler(phased, properties, operations, backlog -> { });
+            RetrySafeProperties properties, ObjectProvider<PhasedOperation<?, ?, ?>> operations,
+            ObjectProvider<PhasedMethods> methods) {
+        return scheduler(phased, properties, operations, methods, backlog -> { });
     }
 }

@@ -54,6 +54,28 @@ class IdempotentMethodSettingsTest {
         }
     }
 
+    public static class PhasedOnMemory {
+        @Idempotent(key = "#id", scope = Idempotent.Scope.SHARED)
+        public String run(String id, io.retrysafe.Phases<java.sql.Connection> phases) {
+            return id;
+        }
+    }
+
+    public static class PhasedOnAnotherTransaction {
+        @Idempotent(key = "#id", scope = Idempotent.Scope.SHARED)
+        public String run(String id, io.retrysafe.Phases<String> phases) {
+            return id;
+        }
+    }
+
+    public static class PhasedAndTransactional {
+        @Idempotent(key = "#id", scope = Idempotent.Scope.SHARED)
+        @org.springframework.transaction.annotation.Transactional
+        public String run(String id, io.retrysafe.Phases<java.sql.Connection> phases) {
+            return id;
+        }
+    }
+
     public static class UndeclaredCheckedException {
         @Idempotent(key = "#id", replayedExceptions = java.io.IOException.class)
         public String run(String id) {
@@ -122,5 +144,26 @@ class IdempotentMethodSettingsTest {
         runner.withBean(UndeclaredCheckedException.class).run(context -> assertThat(context).getFailure()
                 .hasMessageContaining(UndeclaredCheckedException.class.getName() + ".run(String)")
                 .hasMessageContaining("java.io.IOException"));
+    }
+
+    @Test
+    void aPhasedMethodWithoutTheJdbcStoreFailsTheStart() {
+        runner.withBean(PhasedOnMemory.class).run(context -> assertThat(context).getFailure()
+                .hasMessageContaining(PhasedOnMemory.class.getName() + ".run(String, Phases)")
+                .hasMessageContaining("phased operations need the JDBC store"));
+    }
+
+    @Test
+    void aPhasedMethodWhoseStepsTakeAnotherTransactionFailsTheStart() {
+        runner.withBean(PhasedOnAnotherTransaction.class).run(context -> assertThat(context).getFailure()
+                .hasMessageContaining(PhasedOnAnotherTransaction.class.getName() + ".run(String, Phases)")
+                .hasMessageContaining("declare Phases<Connection>"));
+    }
+
+    @Test
+    void aPhasedMethodThatIsAlsoTransactionalFailsTheStart() {
+        runner.withBean(PhasedAndTransactional.class).run(context -> assertThat(context).getFailure()
+                .hasMessageContaining(PhasedAndTransactional.class.getName() + ".run(String, Phases)")
+                .hasMessageContaining("remove @Transactional"));
     }
 }
