@@ -1,12 +1,12 @@
 package io.retrysafe;
 
-import io.retrysafe.internal.Require;
 import io.retrysafe.spi.PhaseJournal;
+import io.retrysafe.spi.RetrySafeListener;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * Drives phased operations that nobody retried to their end. An operation is abandoned when it saved a
@@ -25,6 +25,8 @@ public final class PhaseCompleter<C> {
     public static final Duration DEFAULT_IDLE_FOR = Duration.ofMinutes(5);
     /** Operations taken over per run, at most. */
     public static final int DEFAULT_BATCH_SIZE = 100;
+    /** The lock both faces' completers take, so that one runs at a time across every instance. */
+    static final String LOCK = "retrysafe_completer";
 
     private final PhasedRetrySafe<C> phased;
     private final RetrySafe engine;
@@ -34,12 +36,15 @@ public final class PhaseCompleter<C> {
 
     private PhaseCompleter(Builder<C> b) {
         this.phased = b.phased;
-        // A key somebody holds now is not abandoned: go on at once instead of waiting for it.
-        this.engine = b.phased.engine().with(OperationPolicy.from(b.phased.engine().policy())
-                .waitForResult(Duration.ZERO).build());
-        this.operations = Map.copyOf(b.operations);
-        this.idleFor = b.idleFor == null ? DEFAULT_IDLE_FOR : b.idleFor;
-        this.batchSize = b.batchSize == null ? DEFAULT_BATCH_SIZE : b.batchSize;
+        this.engine = b.phased.engine().with(completerPolicy(b.phased.engine().policy()));
+        this.operations = b.operations();
+        this.idleFor = b.idleForOrDefault();
+        this.batchSize = b.batchSizeOrDefault();
+    }
+
+    /** A key somebody holds now is not abandoned: the completer goes on at once instead of waiting for it. */
+    static OperationPolicy completerPolicy(OperationPolicy policy) {
+        return OperationPolicy.from(policy).waitForResult(Duration.ZERO).build();
     }
 
     /** The names of the operations it may find. */
@@ -66,80 +71,117 @@ public final class PhaseCompleter<C> {
      */
     public Run runOnce() {
         long start = System.nanoTime();
-        Run run = phased.journal().exclusively("retrysafe_completer", this::drive)
-                .orElseGet(() -> new Run(false, 0, 0, 0, 0, 0, 0));
-        Run timed = run.took(Duration.ofNanos(System.nanoTime() - start));
-        engine.listener().onCompleterRun(timed);
+        return report(engine.name(), engine.listener(), phased.journal().exclusively(LOCK, this::drive), start);
+    }
+
+    /** A run's end, as both faces report it: timed, to the engine's listener, and logged when it found any. */
+    static Run report(String engine, RetrySafeListener listener, Optional<Run> ran, long start) {
+        Run timed = ran.orElseGet(() -> new Run(false, 0, 0, 0, 0, 0, 0)).took(Duration.ofNanos(System.nanoTime() - start));
+        listener.onCompleterRun(timed);
         if (timed.found() > 0) {
-            LOG.log(Level.INFO, () -> "[" + engine.name() + "] completer: " + timed);
+            LOG.log(Level.INFO, () -> "[" + engine + "] completer: " + timed);
         }
         return timed;
     }
 
     private Run drive() {
         List<PhaseJournal.Abandoned> found = phased.journal().abandoned(idleFor, batchSize);
-        int forwarded = 0;
-        int compensated = 0;
-        int failed = 0;
-        int taken = 0;
+        Tally tally = new Tally(engine.name());
         for (PhaseJournal.Abandoned abandoned : found) {
-            Ending[] ending = {null};
+            boolean[] compensated = {false};
             try {
-                Outcome<StoredResponse> outcome = engine.executeHeld(abandoned.key(), abandoned.fingerprint(),
-                        ResponseCodec.identity(), (attempt, token) -> {
+                tally.ended(engine.executeHeld(abandoned.key(), abandoned.fingerprint(), ResponseCodec.identity(),
+                        (attempt, token) -> {
                             PhaseState saved = PhaseRun.saved(phased, abandoned.key(), token, attempt);
-                            if (saved == null) {
-                                // Expired and claimed anew since it was listed: nothing of it is left to drive.
-                                throw new IllegalStateException("key " + abandoned.key().digest() + " has no saved steps now");
-                            }
-                            PhasedOperation<?, ?, C> operation = operations.get(saved.operation);
-                            if (operation == null) {
-                                throw new IllegalStateException("operation " + saved.operation + " of key "
-                                        + abandoned.key().digest() + " is not registered with the completer");
-                            }
-                            return end(operation, PhaseRun.resume(phased, abandoned.key(), token, attempt, saved), ending);
-                        });
-                if (outcome instanceof Outcome.Executed<StoredResponse> executed
-                        && executed.completion() == Outcome.Completion.STORED) {
-                    if (ending[0] == Ending.COMPENSATED) {
-                        compensated++;
-                    } else {
-                        forwarded++;
-                    }
-                } else if (outcome instanceof Outcome.Executed<StoredResponse>) {
-                    failed++;
-                } else {
-                    taken++; // a retry got there first, or holds it now
-                }
+                            PhasedOperation<?, ?, C> operation = operationOf(operations, abandoned.key(), saved);
+                            return end(operation, PhaseRun.resume(phased, abandoned.key(), token, attempt, saved),
+                                    compensated);
+                        }), compensated[0]);
             } catch (RuntimeException e) {
-                failed++;
-                LOG.log(Level.WARNING, () -> "[" + engine.name() + "] completer could not end the operation of key "
-                        + abandoned.key().digest() + "; it is tried again on a later run: " + e);
+                tally.failed(abandoned.key(), e);
             }
         }
-        return new Run(true, found.size(), forwarded, compensated, failed, taken, 0);
+        return tally.run(found.size());
     }
 
-    private enum Ending { FORWARD, COMPENSATED }
+    /**
+     * The registered operation whose steps {@code saved} holds.
+     *
+     * @throws IllegalStateException if there are none now, or their operation is not registered
+     */
+    static <O> O operationOf(Map<String, O> operations, IdempotencyKey key, PhaseState saved) {
+        if (saved == null) {
+            // Expired and claimed anew since it was listed: nothing of it is left to drive.
+            throw new IllegalStateException("key " + key.digest() + " has no saved steps now");
+        }
+        O operation = operations.get(saved.operation);
+        if (operation == null) {
+            throw new IllegalStateException("operation " + saved.operation + " of key " + key.digest()
+                    + " is not registered with the completer");
+        }
+        return operation;
+    }
 
-    private <I, T> StoredResponse end(PhasedOperation<I, T, C> operation, PhaseRun<C> run, Ending[] ending)
+    /** How the operations of one run ended. */
+    static final class Tally {
+        private final String engine;
+        private int forwarded;
+        private int compensated;
+        private int failed;
+        private int taken;
+
+        Tally(String engine) {
+            this.engine = engine;
+        }
+
+        /** The completer's execute of one operation answered {@code outcome}, from its compensation or not. */
+        void ended(Outcome<StoredResponse> outcome, boolean byCompensation) {
+            if (outcome instanceof Outcome.Executed<StoredResponse> executed
+                    && executed.completion() == Outcome.Completion.STORED) {
+                if (byCompensation) {
+                    compensated++;
+                } else {
+                    forwarded++;
+                }
+            } else if (outcome instanceof Outcome.Executed<StoredResponse>) {
+                failed++;
+            } else {
+                taken++; // a retry got there first, or holds it now
+            }
+        }
+
+        void failed(IdempotencyKey key, Throwable e) {
+            failed++;
+            LOG.log(Level.WARNING, () -> "[" + engine + "] completer could not end the operation of key "
+                    + key.digest() + "; it is tried again on a later run: " + e);
+        }
+
+        Run run(int found) {
+            return new Run(true, found, forwarded, compensated, failed, taken, 0);
+        }
+    }
+
+    static void compensating(String engine, String operation, Throwable forwardFailure) {
+        LOG.log(Level.INFO, () -> "[" + engine + "] operation " + operation + " failed forward (" + forwardFailure
+                + "); running its compensation");
+    }
+
+    private <I, T> StoredResponse end(PhasedOperation<I, T, C> operation, PhaseRun<C> run, boolean[] compensated)
             throws Exception {
         I input = operation.input().decode(run.state().input);
         T answer;
         try {
             answer = operation.forward().run(input, run);
-            ending[0] = Ending.FORWARD;
         } catch (OutcomeUnknownException e) {
             throw e; // another attempt holds the key now, or the step cannot know: not this run's to compensate
         } catch (Exception e) {
             if (!operation.hasCompensation()) {
                 throw e;
             }
-            LOG.log(Level.INFO, () -> "[" + engine.name() + "] operation " + operation.name() + " failed forward ("
-                    + e + "); running its compensation");
+            compensating(engine.name(), operation.name(), e);
             PhaseRun<C> again = PhaseRun.resume(phased, run.key(), run.token(), run.attempt(), run.state());
             answer = operation.compensation().run(input, again);
-            ending[0] = Ending.COMPENSATED;
+            compensated[0] = true;
         }
         return operation.answer().encode(answer);
     }
@@ -166,46 +208,19 @@ public final class PhaseCompleter<C> {
     }
 
     /** Builds a {@link PhaseCompleter}; each value may be set once, each operation registered once. */
-    public static final class Builder<C> {
+    public static final class Builder<C> extends CompleterBuilder<PhasedOperation<?, ?, C>, Builder<C>> {
         private final PhasedRetrySafe<C> phased;
-        private final Map<String, PhasedOperation<?, ?, C>> operations = new LinkedHashMap<>();
-        private Duration idleFor;
-        private Integer batchSize;
 
         Builder(PhasedRetrySafe<C> phased) {
             this.phased = phased;
         }
 
-        /** An operation the completer may find; every phased operation of the engine belongs here. */
-        public Builder<C> register(PhasedOperation<?, ?, C> operation) {
-            Require.notNull(operation, "operation");
-            if (operations.putIfAbsent(operation.name(), operation) != null) {
-                throw new IllegalStateException("operation " + operation.name() + " was already registered");
-            }
-            return this;
-        }
-
-        /**
-         * How long an operation nobody holds stays untouched before the completer takes it over;
-         * {@link #DEFAULT_IDLE_FOR} by default. Longer than clients take to retry, so that a client that
-         * comes back finds its own request still running forward.
-         */
-        public Builder<C> idleFor(Duration idleFor) {
-            Require.unset(this.idleFor, "idleFor");
-            this.idleFor = Require.notNegative(idleFor, "idleFor");
-            return this;
-        }
-
-        public Builder<C> batchSize(int batchSize) {
-            Require.unset(this.batchSize, "batchSize");
-            this.batchSize = Require.between(batchSize, 1, 100_000, "batchSize");
-            return this;
+        @Override
+        String nameOf(PhasedOperation<?, ?, C> operation) {
+            return operation.name();
         }
 
         public PhaseCompleter<C> build() {
-            if (operations.isEmpty()) {
-                throw new IllegalStateException("a completer needs the operations it may find: register each one");
-            }
             return new PhaseCompleter<>(this);
         }
     }

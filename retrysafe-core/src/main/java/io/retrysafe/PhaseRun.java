@@ -1,33 +1,16 @@
 package io.retrysafe;
 
-import io.retrysafe.internal.Hex;
-import io.retrysafe.internal.Require;
 import io.retrysafe.spi.FencedWrite;
 import io.retrysafe.spi.OwnerToken;
-import io.retrysafe.spi.PhaseJournal;
-import java.util.HashSet;
-import java.util.LinkedHashMap;
-import java.util.Map;
-import java.util.Optional;
-import java.util.Set;
 
-/** One attempt's {@link Phases}: the saved state it resumed from, and the foreign values not saved yet. */
-final class PhaseRun<C> implements Phases<C> {
+/** One attempt's {@link Phases}: the blocking face, whose steps run on the caller's thread. */
+final class PhaseRun<C> extends PhaseAttempt implements Phases<C> {
     private final PhasedRetrySafe<C> phased;
-    private final IdempotencyKey key;
-    private final OwnerToken token;
-    private final Attempt attempt;
-    private final Map<String, byte[]> unsaved = new LinkedHashMap<>();
-    private final Set<String> used = new HashSet<>();
-    private PhaseState state;
 
     private PhaseRun(PhasedRetrySafe<C> phased, IdempotencyKey key, OwnerToken token, Attempt attempt,
             PhaseState state) {
+        super(key, token, attempt, phased.maxSavedBytes(), state);
         this.phased = phased;
-        this.key = key;
-        this.token = token;
-        this.attempt = attempt;
-        this.state = state;
     }
 
     /**
@@ -38,12 +21,8 @@ final class PhaseRun<C> implements Phases<C> {
      */
     static <C> PhaseRun<C> begin(PhasedRetrySafe<C> phased, IdempotencyKey key, OwnerToken token, Attempt attempt,
             String operation, byte[] input) {
-        PhaseState saved = saved(phased, key, token, attempt);
-        if (saved != null && !saved.operation.equals(operation)) {
-            throw new IllegalStateException("key " + key.digest() + " holds the saved steps of operation "
-                    + saved.operation + ", not of " + operation);
-        }
-        return new PhaseRun<>(phased, key, token, attempt, saved != null ? saved : PhaseState.start(operation, input));
+        return new PhaseRun<>(phased, key, token, attempt,
+                startingPoint(key, saved(phased, key, token, attempt), operation, input));
     }
 
     /** The saved state of a key this attempt took over, or null when there is none (the first attempt has none). */
@@ -60,66 +39,24 @@ final class PhaseRun<C> implements Phases<C> {
         return new PhaseRun<>(phased, key, token, attempt, saved);
     }
 
-    PhaseState state() {
-        return state;
-    }
-
-    IdempotencyKey key() {
-        return key;
-    }
-
-    OwnerToken token() {
-        return token;
-    }
-
-    @Override
-    public Attempt attempt() {
-        return attempt;
-    }
-
-    @Override
-    public String derivedKey(String step) {
-        PhasedOperation.checkName(step, "step");
-        // The key's hash is 64 hex digits, so the separator cannot be confused with part of it.
-        return Hex.encode(Hex.sha256(key.hash() + '\u0000' + step));
-    }
-
-    @Override
-    public Optional<String> recoveryPoint() {
-        return Optional.ofNullable(state.recoveryPoint);
-    }
-
     @Override
     public <V> V local(String step, StepCodec<V> codec, LocalStep<C, V> work) throws Exception {
-        use(step);
-        Require.notNull(codec, "codec");
-        Require.notNull(work, "work");
-        if (state.has(step)) {
-            return codec.decode(state.value(step));
+        byte[] saved = take(step, codec, work);
+        if (saved != null) {
+            return codec.decode(saved);
         }
         Object[] result = new Object[1];
-        PhaseState[] next = new PhaseState[1];
-        FencedWrite write = phased.journal().advance(key, token, phased.engine().policy().leaseTtl(), transaction -> {
+        Saving[] next = new Saving[1];
+        FencedWrite write = phased.journal().advance(key(), token(), phased.engine().policy().leaseTtl(), transaction -> {
             V value = work.run(transaction);
-            Map<String, byte[]> saved = new LinkedHashMap<>(unsaved);
-            saved.put(step, Require.notNull(codec.encode(value), "the encoded value of step " + step));
-            next[0] = state.advancedTo(step, saved);
-            byte[] encoded = next[0].encode();
-            if (encoded.length > phased.maxSavedBytes()) {
-                throw new PhaseStateTooLargeException("step " + step + " of operation " + state.operation + " would save "
-                        + encoded.length + " bytes with the key, but at most " + phased.maxSavedBytes() + " may be saved");
-            }
+            next[0] = advancedBy(step, codec, value);
             result[0] = value;
-            return encoded;
+            return next[0].bytes();
         });
         if (write instanceof FencedWrite.LeaseLost) {
-            phased.engine().listener().onLeaseLost(key);
-            throw new OutcomeUnknownException(phased.journal().name(), phased.engine().policy().retryAfter(),
-                    "another attempt took key " + key.digest() + " over before step " + step + " of operation "
-                            + state.operation + " committed; nothing of the step was kept, and this attempt stops", null);
+            throw leaseLost(step, phased.journal().name(), phased.engine().listener(), phased.engine().policy().retryAfter());
         }
-        state = next[0];
-        unsaved.clear();
+        committed(next[0]);
         @SuppressWarnings("unchecked")
         V value = (V) result[0];
         return value;
@@ -127,26 +64,13 @@ final class PhaseRun<C> implements Phases<C> {
 
     @Override
     public <V> V foreign(String step, StepCodec<V> codec, ForeignStep<V> call) throws Exception {
-        use(step);
-        Require.notNull(codec, "codec");
-        Require.notNull(call, "call");
-        if (state.has(step)) {
-            return codec.decode(state.value(step));
+        byte[] saved = take(step, codec, call);
+        if (saved != null) {
+            return codec.decode(saved);
         }
-        if (state.recoveryPoint == null) {
-            throw new IllegalStateException("foreign step " + step + " of operation " + state.operation + " has no "
-                    + "recovery point before it: an operation's first step is local");
-        }
+        mayCallOut(step);
         V value = call.call(derivedKey(step));
-        unsaved.put(step, Require.notNull(codec.encode(value), "the encoded value of step " + step));
+        calledOut(step, codec, value);
         return value;
-    }
-
-    private void use(String step) {
-        PhasedOperation.checkName(step, "step");
-        if (!used.add(step)) {
-            throw new IllegalArgumentException("step " + step + " of operation " + state.operation + " ran twice in one "
-                    + "attempt: each step needs a name of its own");
-        }
     }
 }

@@ -23,23 +23,13 @@ import io.retrysafe.internal.Require;
  * @param <T> its answer
  * @param <C> what its local steps are given to reach their transaction
  */
-public final class PhasedOperation<I, T, C> {
+public final class PhasedOperation<I, T, C> extends PhasedOperationBase<I, T, PhasedOperation.Body<I, T, C>> {
     /** Longest name of an operation or a step. */
     public static final int MAX_NAME_LENGTH = 200;
 
-    private final String name;
-    private final StepCodec<I> input;
-    private final ResponseCodec<T> answer;
-    private final Body<I, T, C> forward;
-    private final Body<I, T, C> compensation;
-
     private PhasedOperation(String name, StepCodec<I> input, ResponseCodec<T> answer, Body<I, T, C> forward,
             Body<I, T, C> compensation) {
-        this.name = name;
-        this.input = input;
-        this.answer = answer;
-        this.forward = forward;
-        this.compensation = compensation;
+        super(name, input, answer, forward, compensation);
     }
 
     /**
@@ -58,33 +48,8 @@ public final class PhasedOperation<I, T, C> {
      * steps need names of their own; its answer is stored for the key, as the forward path's would be.
      */
     public PhasedOperation<I, T, C> withCompensation(Body<I, T, C> compensation) {
-        Require.unset(this.compensation, "compensation");
-        return new PhasedOperation<>(name, input, answer, forward, Require.notNull(compensation, "compensation"));
-    }
-
-    public String name() {
-        return name;
-    }
-
-    public StepCodec<I> input() {
-        return input;
-    }
-
-    public ResponseCodec<T> answer() {
-        return answer;
-    }
-
-    Body<I, T, C> forward() {
-        return forward;
-    }
-
-    /** Null when the operation declares none. */
-    Body<I, T, C> compensation() {
-        return compensation;
-    }
-
-    public boolean hasCompensation() {
-        return compensation != null;
+        Require.unset(compensation(), "compensation");
+        return new PhasedOperation<>(name(), input(), answer(), forward(), Require.notNull(compensation, "compensation"));
     }
 
     static String checkName(String name, String what) {
@@ -94,11 +59,6 @@ public final class PhasedOperation<I, T, C> {
                     + name.length());
         }
         return name;
-    }
-
-    @Override
-    public String toString() {
-        return "PhasedOperation[" + name + (compensation == null ? "" : ", with compensation") + "]";
     }
 
     /** The operation's steps, given its input and the attempt's {@link Phases}. */

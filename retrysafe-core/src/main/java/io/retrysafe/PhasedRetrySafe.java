@@ -110,20 +110,29 @@ public final class PhasedRetrySafe<C> {
          */
         public Builder<C> maxSavedBytes(int maxSavedBytes) {
             Require.unset(this.maxSavedBytes, "maxSavedBytes");
-            this.maxSavedBytes = Require.between(maxSavedBytes, 256, 16 * 1024 * 1024, "maxSavedBytes");
+            this.maxSavedBytes = checkMaxSavedBytes(maxSavedBytes);
             return this;
         }
 
         public PhasedRetrySafe<C> build() {
-            if (!engine.store().isStandalone()) {
-                throw new IllegalArgumentException("phased operations need a standalone engine, whose claim commits "
-                        + "before the first step; store " + engine.store().name() + " is bound to a transaction");
-            }
-            if (engine.failOpen()) {
-                throw new IllegalArgumentException("phased operations cannot fail open: without the store, no step "
-                        + "could be saved or resumed; engine " + engine.name() + " fails open");
-            }
+            checkEngine(engine.store().isStandalone(), engine.store().name(), engine.failOpen(), engine.name());
             return new PhasedRetrySafe<>(engine, journal, maxSavedBytes == null ? DEFAULT_MAX_SAVED_BYTES : maxSavedBytes);
+        }
+    }
+
+    static int checkMaxSavedBytes(int maxSavedBytes) {
+        return Require.between(maxSavedBytes, 256, 16 * 1024 * 1024, "maxSavedBytes");
+    }
+
+    /** The refusals of either face's builder: what an engine must be for phased operations. */
+    static void checkEngine(boolean standalone, String store, boolean failOpen, String engine) {
+        if (!standalone) {
+            throw new IllegalArgumentException("phased operations need a standalone engine, whose claim commits "
+                    + "before the first step; store " + store + " is bound to a transaction");
+        }
+        if (failOpen) {
+            throw new IllegalArgumentException("phased operations cannot fail open: without the store, no step "
+                    + "could be saved or resumed; engine " + engine + " fails open");
         }
     }
 }
