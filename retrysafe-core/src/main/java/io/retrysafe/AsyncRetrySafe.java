@@ -145,6 +145,13 @@ public final class AsyncRetrySafe {
      */
     public <T> CompletionStage<Outcome<T>> execute(IdempotencyKey key, Fingerprint fingerprint,
             ResponseCodec<T> codec, Operation<? extends CompletionStage<T>> operation) {
+        Require.notNull(operation, "operation");
+        return executeHeld(key, fingerprint, codec, (attempt, token) -> operation.run(attempt));
+    }
+
+    /** {@link #execute}, telling the operation its owner token, as {@link RetrySafe#executeHeld} does. */
+    <T> CompletionStage<Outcome<T>> executeHeld(IdempotencyKey key, Fingerprint fingerprint, ResponseCodec<T> codec,
+            RetrySafe.HeldOperation<? extends CompletionStage<T>> operation) {
         Require.notNull(key, "key");
         Require.notNull(fingerprint, "fingerprint");
         Require.notNull(codec, "codec");
@@ -153,7 +160,7 @@ public final class AsyncRetrySafe {
     }
 
     private <T> CompletableFuture<Outcome<T>> claim(IdempotencyKey key, Fingerprint fingerprint,
-            ResponseCodec<T> codec, Operation<? extends CompletionStage<T>> operation, EngineCore.Wait wait) {
+            ResponseCodec<T> codec, RetrySafe.HeldOperation<? extends CompletionStage<T>> operation, EngineCore.Wait wait) {
         ClaimRequest request = core.claimRequest(key, fingerprint);
         return timed("claim", () -> store.tryClaim(request))
                 .handle((claim, failure) -> failure != null
@@ -173,14 +180,14 @@ public final class AsyncRetrySafe {
     }
 
     private <T> CompletableFuture<Outcome<T>> run(IdempotencyKey key, ResponseCodec<T> codec,
-            Operation<? extends CompletionStage<T>> operation, ClaimResult.Claimed claimed) {
+            RetrySafe.HeldOperation<? extends CompletionStage<T>> operation, ClaimResult.Claimed claimed) {
         Attempt attempt = core.begin(key, claimed);
         // Renewed until the outcome is written, by beats that start a renewal and do not wait for it.
         LeaseRenewal renewal = core.renewLease(store.isStandalone(), store.canRenewLease(), key, claimed,
                 () -> timed("renew lease", () -> store.renewLease(key, claimed.token(), core.policy.leaseTtl())));
         CompletionStage<T> stage;
         try {
-            stage = Require.notNull(operation.run(attempt), "the operation's stage");
+            stage = Require.notNull(operation.run(attempt, claimed.token()), "the operation's stage");
         } catch (Throwable t) {
             renewal.close();
             return operationFailed(key, claimed, t);
@@ -245,9 +252,9 @@ public final class AsyncRetrySafe {
     }
 
     private <T> CompletableFuture<Outcome<T>> unprotected(IdempotencyKey key,
-            Operation<? extends CompletionStage<T>> operation, RuntimeException storeFailure) {
+            RetrySafe.HeldOperation<? extends CompletionStage<T>> operation, RuntimeException storeFailure) {
         try {
-            return Require.notNull(operation.run(new Attempt(key, 1)), "the operation's stage").toCompletableFuture()
+            return Require.notNull(operation.run(new Attempt(key, 1), null), "the operation's stage").toCompletableFuture()
                     .thenApply(value -> new Outcome.Unprotected<>(value, storeFailure));
         } catch (Throwable t) {
             return CompletableFuture.failedFuture(EngineCore.propagate(t));
