@@ -35,24 +35,21 @@ public final class PhaseSql {
         this.countSql = countSql;
     }
 
-    /** Abandoned: saved steps of this life, not completed, nobody's lease, untouched for the parameter's time. */
-    private static String abandoned(String t, String idleBefore) {
+    /**
+     * Abandoned: saved steps of this life, not completed, nobody's lease, untouched since {@code idleBefore}
+     * (the idle time's parameter is its first). {@link PostgresSqlText} puts PostgreSQL's statements together
+     * with it too.
+     */
+    static String abandoned(String t, String idleBefore) {
         return " WHERE phase_created_at IS NOT NULL AND phase_created_at = created_at AND status <> 'COMPLETED'"
                 + " AND lease_expires_at <= " + idleBefore + " AND expires_at > " + t;
     }
 
+    /** PostgreSQL's statements, as the R2DBC store sends them too: written once, in {@link PostgresSqlText}. */
     static PhaseSql postgres(String table) {
-        String t = Postgres.T;
-        String idle = t + " - ? * interval '1 millisecond'";
-        return new PhaseSql(false,
-                "UPDATE " + table + " SET phase_state = ?, phase_created_at = created_at, lease_expires_at = " + t
-                        + " + ? * interval '1 millisecond' WHERE scope = ? AND idem_key = ? AND owner_token = ?"
-                        + " AND status = 'IN_PROGRESS' AND expires_at > " + t,
-                "SELECT CASE WHEN phase_created_at = created_at THEN phase_state END FROM " + table
-                        + " WHERE scope = ? AND idem_key = ? AND owner_token = ? AND status = 'IN_PROGRESS' AND expires_at > " + t,
-                "SELECT scope, idem_key, fingerprint FROM " + table + abandoned(t, idle)
-                        + " ORDER BY lease_expires_at LIMIT ?",
-                "SELECT count(*) FROM " + table + abandoned(t, idle));
+        PostgresSqlText text = new PostgresSqlText(table, BindMarkers.QUESTION_MARKS);
+        return new PhaseSql(false, text.advancePhase(), text.readPhase(), text.abandonedPhases(),
+                text.countAbandonedPhases());
     }
 
     static PhaseSql mariaDb(String table) {

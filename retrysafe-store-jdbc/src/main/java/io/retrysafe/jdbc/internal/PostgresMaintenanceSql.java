@@ -1,6 +1,5 @@
 package io.retrysafe.jdbc.internal;
 
-import io.retrysafe.internal.Hex;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -21,8 +20,8 @@ public final class PostgresMaintenanceSql extends MaintenanceSql {
 
     @Override
     public boolean tryLock(Connection c, String name) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT pg_try_advisory_lock(?)")) {
-            ps.setLong(1, lockId(name));
+        try (PreparedStatement ps = c.prepareStatement(PostgresSqlText.tryAdvisoryLock(BindMarkers.QUESTION_MARKS))) {
+            ps.setLong(1, PostgresSqlText.lockId(name));
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return rs.getBoolean(1);
@@ -32,19 +31,9 @@ public final class PostgresMaintenanceSql extends MaintenanceSql {
 
     @Override
     public void unlock(Connection c, String name) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("SELECT pg_advisory_unlock(?)")) {
-            ps.setLong(1, lockId(name));
+        try (PreparedStatement ps = c.prepareStatement(PostgresSqlText.advisoryUnlock(BindMarkers.QUESTION_MARKS))) {
+            ps.setLong(1, PostgresSqlText.lockId(name));
             ps.executeQuery().close();
         }
-    }
-
-    /** Advisory locks are numbered; a stable 64-bit hash of the name keeps one number per table. */
-    static long lockId(String name) {
-        byte[] h = Hex.sha256(name);
-        long id = 0;
-        for (int i = 0; i < 8; i++) {
-            id = (id << 8) | (h[i] & 0xff);
-        }
-        return id;
     }
 }

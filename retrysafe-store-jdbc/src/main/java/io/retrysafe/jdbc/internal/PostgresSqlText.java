@@ -2,6 +2,7 @@ package io.retrysafe.jdbc.internal;
 
 import static io.retrysafe.jdbc.internal.Postgres.T;
 
+import io.retrysafe.internal.Hex;
 import java.time.Duration;
 
 /**
@@ -154,6 +155,74 @@ public final class PostgresSqlText {
         return "UPDATE " + table + " SET status = 'FAILED', lease_expires_at = LEAST(lease_expires_at, " + T
                 + ") WHERE scope = " + p(1, "varchar") + " AND idem_key = "
                 + p(2, "varchar") + " AND owner_token = " + p(3, "uuid") + " AND status = 'IN_PROGRESS' AND expires_at > " + T;
+    }
+
+    // ---------------------------------------------------------------- phased operations
+
+    /**
+     * Saves a local step's state (parameter 1) with the key for this life of the record and sets the lease
+     * to parameter 2 milliseconds from now, if the token holds the key, in progress and not expired; in the
+     * step's own transaction. Parameters: 1 state, 2 lease, 3 scope, 4 key, 5 token.
+     */
+    public String advancePhase() {
+        return "UPDATE " + table + " SET phase_state = " + p(1, "bytea") + ", phase_created_at = created_at,"
+                + " lease_expires_at = " + T + " + " + p(2, "bigint") + " * interval '1 millisecond' WHERE scope = "
+                + p(3, "varchar") + " AND idem_key = " + p(4, "varchar") + " AND owner_token = " + p(5, "uuid")
+                + " AND status = 'IN_PROGRESS' AND expires_at > " + T;
+    }
+
+    /**
+     * The key's saved state of this life (null when an earlier life saved it), if the token holds the key;
+     * one unnamed column. Parameters: 1 scope, 2 key, 3 token.
+     */
+    public String readPhase() {
+        return "SELECT CASE WHEN phase_created_at = created_at THEN phase_state END FROM " + table
+                + " WHERE scope = " + p(1, "varchar") + " AND idem_key = " + p(2, "varchar") + " AND owner_token = "
+                + p(3, "uuid") + " AND status = 'IN_PROGRESS' AND expires_at > " + T;
+    }
+
+    /**
+     * The abandoned operations' scope, key and fingerprint, oldest first: untouched for parameter 1
+     * milliseconds, at most parameter 2 of them.
+     */
+    public String abandonedPhases() {
+        return "SELECT scope, idem_key, fingerprint FROM " + table + PhaseSql.abandoned(T, idleBefore())
+                + " ORDER BY lease_expires_at LIMIT " + p(2, "integer");
+    }
+
+    /** How many operations are abandoned, untouched for parameter 1 milliseconds. */
+    public String countAbandonedPhases() {
+        return "SELECT count(*) FROM " + table + PhaseSql.abandoned(T, idleBefore());
+    }
+
+    private String idleBefore() {
+        return T + " - " + p(1, "bigint") + " * interval '1 millisecond'";
+    }
+
+    /**
+     * Takes the session-level advisory lock numbered parameter 1 ({@link #lockId}) if it is free; one boolean.
+     * Held by the connection until {@link #advisoryUnlock} or its session ends.
+     */
+    public static String tryAdvisoryLock(BindMarkers markers) {
+        return "SELECT pg_try_advisory_lock(" + markers.at(1, "bigint") + ")";
+    }
+
+    /** Gives back the advisory lock numbered parameter 1. */
+    public static String advisoryUnlock(BindMarkers markers) {
+        return "SELECT pg_advisory_unlock(" + markers.at(1, "bigint") + ")";
+    }
+
+    /**
+     * The number of the advisory lock named {@code name}: advisory locks are numbered, and a stable 64-bit
+     * hash of the name gives each name one number, the same in every store and process.
+     */
+    public static long lockId(String name) {
+        byte[] h = Hex.sha256(name);
+        long id = 0;
+        for (int i = 0; i < 8; i++) {
+            id = (id << 8) | (h[i] & 0xff);
+        }
+        return id;
     }
 
     // ---------------------------------------------------------------- operators and maintenance

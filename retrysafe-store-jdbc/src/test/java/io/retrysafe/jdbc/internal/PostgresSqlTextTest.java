@@ -18,16 +18,20 @@ import org.junit.jupiter.api.Test;
 class PostgresSqlTextTest {
     private static final Pattern NUMBERED = Pattern.compile("\\$(\\d+)::[a-z]+");
 
-    private static final Map<String, Function<PostgresSqlText, String>> STATEMENTS = Map.of(
-            "claimStatements", PostgresSqlText::claimStatements,
-            "claimStatement", PostgresSqlText::claimStatement,
-            "select", PostgresSqlText::select,
-            "complete fenced", t -> t.complete(true),
-            "complete held", t -> t.complete(false),
-            "renewLease", PostgresSqlText::renewLease,
-            "release", PostgresSqlText::release,
-            "inspect", PostgresSqlText::inspect,
-            "purge", PostgresSqlText::purge);
+    private static final Map<String, Function<PostgresSqlText, String>> STATEMENTS = Map.ofEntries(
+            Map.entry("claimStatements", PostgresSqlText::claimStatements),
+            Map.entry("claimStatement", PostgresSqlText::claimStatement),
+            Map.entry("select", PostgresSqlText::select),
+            Map.entry("complete fenced", t -> t.complete(true)),
+            Map.entry("complete held", t -> t.complete(false)),
+            Map.entry("renewLease", PostgresSqlText::renewLease),
+            Map.entry("release", PostgresSqlText::release),
+            Map.entry("inspect", PostgresSqlText::inspect),
+            Map.entry("purge", PostgresSqlText::purge),
+            Map.entry("advancePhase", PostgresSqlText::advancePhase),
+            Map.entry("readPhase", PostgresSqlText::readPhase),
+            Map.entry("abandonedPhases", PostgresSqlText::abandonedPhases),
+            Map.entry("countAbandonedPhases", PostgresSqlText::countAbandonedPhases));
 
     private final PostgresSqlText jdbc = new PostgresSqlText("app.records", BindMarkers.QUESTION_MARKS);
     private final PostgresSqlText r2dbc = new PostgresSqlText("app.records", BindMarkers.NUMBERED);
