@@ -17,10 +17,12 @@ import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.FoundRecord;
 import io.retrysafe.spi.IdempotencyRecord;
 import io.retrysafe.spi.OwnerToken;
+import io.retrysafe.spi.PhaseJournal;
 import io.retrysafe.spi.RecordStatus;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Optional;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -52,6 +54,10 @@ final class PostgresStatements {
     private final String renewSql;
     private final String inspectSql;
     private final String purgeSql;
+    private final String advancePhaseSql;
+    private final String readPhaseSql;
+    private final String abandonedPhasesSql;
+    private final String countAbandonedPhasesSql;
 
     PostgresStatements(String table) {
         PostgresSqlText text = new PostgresSqlText(table, BindMarkers.NUMBERED);
@@ -66,6 +72,10 @@ final class PostgresStatements {
         releaseSql = text.release();
         inspectSql = text.inspect();
         purgeSql = text.purge();
+        advancePhaseSql = text.advancePhase();
+        readPhaseSql = text.readPhase();
+        abandonedPhasesSql = text.abandonedPhases();
+        countAbandonedPhasesSql = text.countAbandonedPhases();
     }
 
     /**
@@ -189,6 +199,64 @@ final class PostgresStatements {
                 .map(Math::toIntExact);
     }
 
+    /**
+     * Saves a local step's {@code state} with the key and sets its lease to {@code leaseTtl} from now, if
+     * {@code token} holds it (in progress, not expired); in the step's transaction on {@code c}. True if it wrote.
+     */
+    Mono<Boolean> advancePhase(Connection c, IdempotencyKey key, OwnerToken token, byte[] state, Duration leaseTtl) {
+        return updatedOne(c.createStatement(advancePhaseSql)
+                .bind("$1", state)
+                .bind("$2", leaseTtl.toMillis())
+                .bind("$3", key.scope())
+                .bind("$4", key.value())
+                .bind("$5", token.value()));
+    }
+
+    /** The key's saved state of this life, if {@code token} holds it and there is one. */
+    Mono<Optional<byte[]>> readPhase(Connection c, IdempotencyKey key, OwnerToken token) {
+        Statement select = c.createStatement(readPhaseSql)
+                .bind("$1", key.scope())
+                .bind("$2", key.value())
+                .bind("$3", token.value());
+        return Flux.from(select.execute())
+                .concatMap(result -> result.map(row -> Optional.ofNullable(bytes(row.get(0, ByteBuffer.class)))))
+                .next()
+                .defaultIfEmpty(Optional.empty());
+    }
+
+    /** Up to {@code limit} operations nobody holds, untouched for {@code idleFor}, oldest first. */
+    Mono<List<PhaseJournal.Abandoned>> abandonedPhases(Connection c, Duration idleFor, int limit) {
+        Statement select = c.createStatement(abandonedPhasesSql)
+                .bind("$1", idleFor.toMillis())
+                .bind("$2", limit);
+        return Flux.from(select.execute())
+                .concatMap(result -> result.map(row -> new PhaseJournal.Abandoned(
+                        IdempotencyKey.of(row.get("scope", String.class), row.get("idem_key", String.class)),
+                        Fingerprint.of(bytes(row, "fingerprint")))))
+                .collectList();
+    }
+
+    Mono<Long> countAbandonedPhases(Connection c, Duration idleFor) {
+        return Flux.from(c.createStatement(countAbandonedPhasesSql).bind("$1", idleFor.toMillis()).execute())
+                .concatMap(result -> result.map(row -> row.get(0, Long.class)))
+                .next();
+    }
+
+    /** Takes the session-level advisory lock named {@code name} on {@code c} if it is free. */
+    Mono<Boolean> tryLock(Connection c, String name) {
+        return Flux.from(c.createStatement(PostgresSqlText.tryAdvisoryLock(BindMarkers.NUMBERED))
+                        .bind("$1", PostgresSqlText.lockId(name)).execute())
+                .concatMap(result -> result.map(row -> Boolean.TRUE.equals(row.get(0, Boolean.class))))
+                .next();
+    }
+
+    Mono<Void> unlock(Connection c, String name) {
+        return Flux.from(c.createStatement(PostgresSqlText.advisoryUnlock(BindMarkers.NUMBERED))
+                        .bind("$1", PostgresSqlText.lockId(name)).execute())
+                .concatMap(result -> result.map(row -> row.get(0, Boolean.class)))
+                .then();
+    }
+
     private static Mono<Boolean> updatedOne(Statement update) {
         return Flux.from(update.execute())
                 .concatMap(Result::getRowsUpdated)
@@ -207,7 +275,10 @@ final class PostgresStatements {
     }
 
     private static byte[] bytes(Readable row, String column) {
-        ByteBuffer buffer = row.get(column, ByteBuffer.class);
+        return bytes(row.get(column, ByteBuffer.class));
+    }
+
+    private static byte[] bytes(ByteBuffer buffer) {
         if (buffer == null) {
             return null;
         }

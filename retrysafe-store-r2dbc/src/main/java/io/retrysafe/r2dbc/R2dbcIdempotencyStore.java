@@ -146,11 +146,27 @@ public final class R2dbcIdempotencyStore implements AsyncIdempotencyStore {
         return written ? FencedWrite.COMMITTED : FencedWrite.LEASE_LOST;
     }
 
-    /** {@code work} on a connection of its own, closed however it ends; a failure becomes this store's. */
-    private <R> CompletionStage<R> call(String what, Function<Connection, Mono<R>> work) {
+    /**
+     * {@code work} on a connection of its own, closed however it ends; a failure becomes this store's, but for
+     * one of the caller's own work inside it ({@link #callers}), which is passed on as it is.
+     */
+    <R> CompletionStage<R> call(String what, Function<Connection, Mono<R>> work) {
         return Mono.usingWhen(connections.create(), work, Connection::close)
-                .onErrorMap(e -> failure(what, e))
+                .onErrorMap(e -> e instanceof CallersFailure callers ? callers.getCause() : failure(what, e))
                 .toFuture();
+    }
+
+    /** The caller's own work run inside {@link #call} (a phased operation's step): its failure is not the store's. */
+    static <R> Mono<R> callers(Mono<R> work) {
+        return work.onErrorMap(CallersFailure::new);
+    }
+
+    private static final class CallersFailure extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        CallersFailure(Throwable cause) {
+            super(null, cause, false, false);
+        }
     }
 
     /** A failure of {@code what} as the engine reports it: unreachable when the database could not be reached. */
