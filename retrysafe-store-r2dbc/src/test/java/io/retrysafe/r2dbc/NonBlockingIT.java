@@ -6,12 +6,17 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.Result;
+import io.retrysafe.AsyncPhaseCompleter;
+import io.retrysafe.AsyncPhasedOperation;
+import io.retrysafe.AsyncPhasedRetrySafe;
 import io.retrysafe.AsyncRetrySafe;
 import io.retrysafe.Fingerprint;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.OperationPolicy;
 import io.retrysafe.Outcome;
+import io.retrysafe.PhaseCompleter;
 import io.retrysafe.ResponseCodec;
+import io.retrysafe.StepCodec;
 import io.retrysafe.spi.RetrySafeListener;
 import java.time.Duration;
 import java.util.List;
@@ -32,7 +37,8 @@ import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
 /**
- * The engine on the R2DBC store, end to end on the driver's event loop, with BlockHound watching:
+ * The engine on the R2DBC store, end to end on the driver's event loop, with BlockHound watching (phased
+ * operations and their completer too):
  * the store's stages complete on Netty threads, and the engine decides, runs the operation, writes
  * its outcome and schedules its waits from there. A blocking call anywhere on that path would fail
  * the request with {@link BlockingOperationError}; the first tests prove that BlockHound is on.
@@ -119,6 +125,63 @@ class NonBlockingIT {
         // Where the claim's stage completed: the driver's event loop, or, when the claim had completed
         // before the engine chained on it, the caller's Reactor thread. BlockHound watches both.
         assertThat(threads).as("the operation ran on a non-blocking thread")
+                .allMatch(name -> name.startsWith("reactor-tcp") || name.startsWith("parallel-"));
+        assertThat(listenerSaw).isEmpty();
+    }
+
+    @Test
+    void phasedOperationsAndTheirCompleterGoOnFromTheEventLoopWithoutBlocking() throws Exception {
+        PhaseWrites.createTable();
+        Queue<String> threads = new ConcurrentLinkedQueue<>();
+        Queue<Throwable> listenerSaw = new ConcurrentLinkedQueue<>();
+        AsyncRetrySafe retrySafe = AsyncRetrySafe.builder(store).listener(new RetrySafeListener() {
+            @Override
+            public void onStoreError(String storeName, String operation, RuntimeException error) {
+                listenerSaw.add(error);
+            }
+        }).build();
+        AsyncPhasedRetrySafe<Connection> phased = AsyncPhasedRetrySafe.builder(retrySafe, R2dbcPhaseJournal.of(store))
+                .build();
+        String scope = "nb-phased-" + UUID.randomUUID();
+        AtomicInteger failures = new AtomicInteger();
+        AsyncPhasedOperation<String, String, Connection> checkout = AsyncPhasedOperation.of("nb-checkout-" + scope,
+                StepCodec.utf8(), ResponseCodec.utf8(), (order, phases) -> phases
+                        .local("reserve", StepCodec.none(), c -> {
+                            threads.add(Thread.currentThread().getName());
+                            return PhaseWrites.insert(c, order + ":reserve").toFuture();
+                        })
+                        .thenCompose(none -> phases.foreign("charge", StepCodec.utf8(), derived -> Mono
+                                .delay(Duration.ofMillis(50)).thenReturn("charge-" + derived.substring(0, 8)).toFuture()))
+                        .thenCompose(charge -> phases.local("book", StepCodec.utf8(), c -> {
+                            threads.add(Thread.currentThread().getName());
+                            if (order.endsWith("-fails-once") && failures.getAndIncrement() == 0) {
+                                return CompletableFuture.failedFuture(new IllegalStateException("booking failed"));
+                            }
+                            return PhaseWrites.insert(c, order + ":book").thenReturn(charge).toFuture();
+                        })));
+
+        List<CompletableFuture<Outcome<String>>> outcomes = IntStream.range(0, 8)
+                .mapToObj(i -> Mono.defer(() -> Mono.fromCompletionStage(phased.execute(IdempotencyKey.of(scope,
+                                "order-" + i), Fingerprint.sha256(("order " + i).getBytes(UTF_8)), checkout,
+                                scope + "-" + i)))
+                        .subscribeOn(Schedulers.parallel())
+                        .toFuture())
+                .toList();
+        CompletableFuture.allOf(outcomes.toArray(CompletableFuture[]::new)).get(BOUND.toMillis(), TimeUnit.MILLISECONDS);
+        // One left for the completer, which ends it from the event loop too.
+        IdempotencyKey left = IdempotencyKey.of(scope, "left");
+        assertThatThrownBy(() -> Mono.defer(() -> Mono.fromCompletionStage(phased.execute(left, Fingerprint.sha256(
+                        "left".getBytes(UTF_8)), checkout, scope + "-fails-once")))
+                .subscribeOn(Schedulers.parallel()).block(BOUND)).hasMessageContaining("booking failed");
+        AsyncPhaseCompleter<Connection> completer = phased.completer().register(checkout).idleFor(Duration.ZERO)
+                .batchSize(1000).build();
+        PhaseCompleter.Run run = Mono.defer(() -> Mono.fromCompletionStage(completer.runOnce()))
+                .subscribeOn(Schedulers.parallel()).block(BOUND);
+
+        assertThat(outcomes).allMatch(o -> o.join() instanceof Outcome.Executed);
+        assertThat(run.forwarded()).as("the completer's run: %s", run).isGreaterThanOrEqualTo(1);
+        assertThat(PhaseWrites.count(scope + "-fails-once:book")).as("the completer's booking").isEqualTo(1);
+        assertThat(threads).as("the steps ran on non-blocking threads")
                 .allMatch(name -> name.startsWith("reactor-tcp") || name.startsWith("parallel-"));
         assertThat(listenerSaw).isEmpty();
     }
