@@ -8,7 +8,7 @@ import reactor.core.publisher.Mono;
 
 /** The application's own writes in the phase tests: a row per marker, written in a step's transaction. */
 final class PhaseWrites {
-    private static final String TABLE = "rs_r2dbc_phase_writes_it";
+    static final String TABLE = "rs_r2dbc_phase_writes_it";
     private static final Duration BOUND = Duration.ofSeconds(30);
 
     private PhaseWrites() {

@@ -16,11 +16,20 @@ import io.retrysafe.OperationPolicy;
 import io.retrysafe.Outcome;
 import io.retrysafe.OutcomeUnknownException;
 import io.retrysafe.PhaseCompleter;
+import io.retrysafe.PhasedOperation;
+import io.retrysafe.PhasedRetrySafe;
+import io.retrysafe.RetrySafe;
 import io.retrysafe.ResponseCodec;
 import io.retrysafe.StepCodec;
+import io.retrysafe.jdbc.JdbcDialect;
+import io.retrysafe.jdbc.JdbcIdempotencyStore;
+import io.retrysafe.jdbc.JdbcPhaseJournal;
 import io.retrysafe.spi.RetrySafeListener;
+import io.retrysafe.testservices.TestDatabases;
+import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -34,7 +43,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * {@link AsyncPhasedRetrySafe} on the R2DBC store, end to end: steps written as stages, their writes on the
- * step's connection, resumed from what an earlier attempt saved, and the completer driving what nobody retried.
+ * step's connection, resumed from what an earlier attempt saved (of either face, on either store), and the
+ * completer driving what nobody retried.
  */
 class R2dbcPhasedIT {
     private static final Duration LONG = Duration.ofSeconds(30);
@@ -68,7 +78,7 @@ class R2dbcPhasedIT {
         return AsyncPhasedRetrySafe.builder(engine, journal).build();
     }
 
-    /** reserve (local) → charge (foreign) → book (local); the booking fails while {@code failBook} says so. */
+    /** reserve (local) → charge (foreign) → book (local); the first {@code failingBookings} bookings fail. */
     private AsyncPhasedOperation<String, String, Connection> checkout(String name, AtomicInteger bookings,
             int failingBookings) {
         return AsyncPhasedOperation.of(name, StepCodec.utf8(), ResponseCodec.utf8(), (order, phases) -> phases
@@ -194,6 +204,63 @@ class R2dbcPhasedIT {
                 .isEqualTo("cancelled " + order);
         assertThat(get(journal.abandoned(Duration.ZERO, 100_000))).as("abandoned operations left")
                 .noneMatch(abandoned -> abandoned.key().equals(key));
+    }
+
+    @Test
+    void anOperationTheBlockingFaceBeganOnTheJdbcStoreIsResumedByThisOneWithTheSameDerivedKey() throws Exception {
+        JdbcPhaseJournal jdbc = JdbcPhaseJournal.of(JdbcIdempotencyStore.builder(TestDatabases.postgres())
+                .dialect(JdbcDialect.POSTGRESQL).table(store.table()).build());
+        PhasedRetrySafe<java.sql.Connection> blocking = PhasedRetrySafe.builder(RetrySafe.builder(jdbc.store())
+                .policy(OperationPolicy.custom().leaseTtl(LONG).retention(Duration.ofHours(1)).build()).build(),
+                jdbc).build();
+        String order = marker();
+        PhasedOperation<String, String, java.sql.Connection> begun = PhasedOperation.of("checkout", StepCodec.utf8(),
+                ResponseCodec.utf8(), (input, phases) -> {
+                    String hold = phases.local("reserve", StepCodec.utf8(), c -> {
+                        try (PreparedStatement ps = c.prepareStatement(
+                                "INSERT INTO " + PhaseWrites.TABLE + " (marker) VALUES (?)")) {
+                            ps.setString(1, input + ":reserve");
+                            ps.executeUpdate();
+                        }
+                        return "hold-" + input;
+                    });
+                    phases.foreign("charge", StepCodec.utf8(), derived -> {
+                        derivedKeys.add(derived);
+                        return "charge-" + derived.substring(0, 8);
+                    });
+                    throw new IllegalStateException("the blocking service stops before booking " + hold);
+                });
+        IdempotencyKey key = newKey();
+        assertThatThrownBy(() -> blocking.execute(key, request, begun, order)).hasMessageContaining("stops before");
+
+        Outcome<String> resumed = get(phased(LONG).execute(key, request, checkout("checkout", new AtomicInteger(), 0),
+                order));
+
+        assertThat(resumed.orThrow()).as("the answer, from the blocking face's saved reservation")
+                .startsWith("booked hold-" + order + " charge-");
+        assertThat(PhaseWrites.count(order + ":reserve")).as("reservations").isEqualTo(1);
+        assertThat(derivedKeys).as("the derived key of the charge, on either face").hasSize(2)
+                .containsOnly(derivedKeys.get(0));
+    }
+
+    @Test
+    void theCompletersOfBothStoresTakeOneLockPerTable() throws Exception {
+        JdbcPhaseJournal jdbc = JdbcPhaseJournal.of(JdbcIdempotencyStore.builder(TestDatabases.postgres())
+                .dialect(JdbcDialect.POSTGRESQL).table(store.table()).build());
+        String name = "lock-" + UUID.randomUUID();
+
+        Optional<Optional<String>> whileHeld = jdbc.exclusively(name, () -> {
+            try {
+                return get(journal.exclusively(name, () -> CompletableFuture.completedFuture("r2dbc")));
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+
+        assertThat(whileHeld).as("the R2DBC journal's attempt while the JDBC journal holds the lock")
+                .contains(Optional.empty());
+        assertThat(get(journal.exclusively(name, () -> CompletableFuture.completedFuture("r2dbc"))))
+                .as("once it is given back").contains("r2dbc");
     }
 
     private IdempotencyKey newKey() {
