@@ -9,8 +9,9 @@ import java.util.function.Supplier;
 /**
  * Where a store keeps the saved values and recovery point of phased operations, in the record of their
  * key, and how a local step's transaction writes them. Implemented by stores that can commit them
- * in the same transaction as the application's own writes (the JDBC store); a store that cannot
- * (Redis, DynamoDB) has none, and {@code PhasedRetrySafe} refuses to be built on it.
+ * in the same transaction as the application's own writes (the JDBC store; a non-blocking store implements
+ * {@link AsyncPhaseJournal}); a store that cannot (Redis, DynamoDB) has none, and {@code PhasedRetrySafe}
+ * cannot be built on it.
  *
  * <p>The saved state is opaque bytes to the journal. It belongs to one life of a record: a record
  * that expired and was claimed anew has none, whatever an earlier life saved.
