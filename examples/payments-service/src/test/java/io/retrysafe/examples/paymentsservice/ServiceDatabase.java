@@ -74,6 +74,13 @@ final class ServiceDatabase {
         }
     }
 
+    /** The checkout holds on {@code account} in {@code status} (any status when null). */
+    static long holds(String account, String status) throws SQLException {
+        return status == null ? PaymentsDatabase.queryLong("SELECT count(*) FROM checkout_hold WHERE account = ?", account)
+                : PaymentsDatabase.queryLong("SELECT count(*) FROM checkout_hold WHERE account = ? AND status = ?",
+                        account, status);
+    }
+
     static boolean backendAlive(int pid) throws SQLException {
         return PaymentsDatabase.queryLong("SELECT count(*) FROM pg_stat_activity WHERE pid = ?", pid) > 0;
     }

@@ -42,7 +42,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * {@code card} only, if given) fail ({@code fail}: {@code 500}, nothing recorded), are made but answered only
  * after {@code seconds} ({@code hang}: the charge exists while its request is held open) or are made only after
  * {@code seconds} ({@code slow}: the key is in flight meanwhile). {@code DELETE /admin/faults} clears them;
- * {@code GET /admin/requests} counts the requests held or delayed now.</li>
+ * {@code GET /admin/requests?card=C} counts the requests of card {@code C} (of every card without it) held or
+ * delayed now.</li>
  * </ul>
  */
 public final class PaymentProvider implements AutoCloseable {
@@ -61,7 +62,8 @@ public final class PaymentProvider implements AutoCloseable {
     private final List<Charge> made = new ArrayList<>();
     private final List<Fault> faults = new ArrayList<>();
     private final AtomicLong ids = new AtomicLong();
-    private final AtomicInteger held = new AtomicInteger();
+    /** Charge requests held open or delayed now, by card. */
+    private final Map<String, AtomicInteger> held = new ConcurrentHashMap<>();
 
     private PaymentProvider(HttpServer server) {
         this.server = server;
@@ -165,7 +167,7 @@ public final class PaymentProvider implements AutoCloseable {
                 }
                 answer = new Answer(204, "");
             } else if (method.equals("GET") && path.equals("/admin/requests")) {
-                answer = new Answer(200, "{\"held\":" + held.get() + "}");
+                answer = held(exchange.getRequestURI().getQuery());
             } else {
                 answer = error(404, "not_found", method + " " + path);
             }
@@ -196,7 +198,7 @@ public final class PaymentProvider implements AutoCloseable {
             return replay(entry, body);
         }
         if (fault != null && fault.mode.equals("slow")) {
-            hold(fault.seconds); // in flight: the key is taken, nothing charged yet
+            hold(card, fault.seconds); // in flight: the key is taken, nothing charged yet
         }
         Answer answer;
         if (card.equals(DECLINED_CARD)) {
@@ -211,7 +213,7 @@ public final class PaymentProvider implements AutoCloseable {
         }
         mine.answer.complete(answer);
         if (fault != null && fault.mode.equals("hang")) {
-            hold(fault.seconds); // charged, and its request held open
+            hold(card, fault.seconds); // charged, and its request held open
         }
         return answer;
     }
@@ -310,13 +312,22 @@ public final class PaymentProvider implements AutoCloseable {
         }
     }
 
-    private void hold(long seconds) throws InterruptedException {
-        held.incrementAndGet();
+    private void hold(String card, long seconds) throws InterruptedException {
+        AtomicInteger count = held.computeIfAbsent(card, c -> new AtomicInteger());
+        count.incrementAndGet();
         try {
             Thread.sleep(seconds * 1000);
         } finally {
-            held.decrementAndGet();
+            count.decrementAndGet();
         }
+    }
+
+    /** {@code {"held":n}}: the requests held now, of the card in {@code card=…} or of every card. */
+    private Answer held(String query) {
+        String card = query != null && query.startsWith("card=") ? query.substring(5) : null;
+        int n = card != null ? held.getOrDefault(card, new AtomicInteger()).get()
+                : held.values().stream().mapToInt(AtomicInteger::get).sum();
+        return new Answer(200, "{\"held\":" + n + "}");
     }
 
     private static String member(String json, String name) {
