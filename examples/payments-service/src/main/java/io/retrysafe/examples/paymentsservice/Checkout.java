@@ -31,8 +31,9 @@ import org.springframework.jdbc.datasource.SingleConnectionDataSource;
  * </ol>
  *
  * <p>A retry, a takeover after a crash or the completer runs the same code: saved steps return their values. The
- * compensation, which the completer runs when it cannot go forward: find the charge made under the charge step's
- * derived key ({@code find-charge}), refund it ({@code refund}), give the hold back ({@code cancel}), and answer
+ * compensation, which the completer runs when it cannot go forward: give the hold back ({@code cancel}, first, so
+ * that nothing can book the charge after it), find the charge made under the charge step's derived key
+ * ({@code find-charge}), refund it ({@code refund}), record both ({@code cancelled}), and answer
  * {@code 402 checkout-cancelled}.
  */
 @Configuration(proxyBeanMethods = false)
@@ -67,7 +68,7 @@ class Checkout {
                     });
                     hook.at("after-charge");
                     if (charge instanceof Declined declined) {
-                        phases.local("release", StepCodec.none(), c -> close(c, reservation.hold(), "RELEASED", null, null));
+                        phases.local("release", StepCodec.none(), c -> close(c, reservation.hold(), "RELEASED"));
                         return CheckoutAnswer.problem(402, "payment-declined", "Payment declined", "the payment provider "
                                 + "declined the card: " + declined.message(), "\"code\":\"" + declined.code() + "\"");
                     }
@@ -81,6 +82,9 @@ class Checkout {
                     if (reservation.refusal() != null) {
                         return reservation.refusal();
                     }
+                    // The hold first: once it is cancelled, no attempt can book the charge any more, whatever runs
+                    // after a crash in the middle of this (the forward path again included).
+                    phases.local("cancel", StepCodec.none(), c -> close(c, reservation.hold(), "CANCELLED"));
                     // Whatever the charge step did, whether or not its answer was saved: the provider knows.
                     String chargeKey = phases.derivedKey("charge");
                     Optional<Charge> made = phases.foreign("find-charge", OPTIONAL_CHARGE,
@@ -88,7 +92,7 @@ class Checkout {
                     String refund = made.isEmpty() ? null
                             : phases.foreign("refund", StepCodec.utf8(), key -> provider.refund(made.get().id(), key));
                     String charge = made.map(Charge::id).orElse(null);
-                    phases.local("cancel", StepCodec.none(), c -> close(c, reservation.hold(), "CANCELLED", charge, refund));
+                    phases.local("cancelled", StepCodec.none(), c -> refunded(c, reservation.hold(), charge, refund));
                     // 402, not 409: an answer the engine stores (it releases a 409, "try again"), and a client
                     // reads it as a payment that was not made, which it is.
                     return CheckoutAnswer.problem(402, "checkout-cancelled", "Checkout cancelled", "the checkout could "
@@ -134,12 +138,18 @@ class Checkout {
         return new Booked(booked.paymentId(), booked.balance(), charge.id());
     }
 
-    /** Gives the hold back: {@code RELEASED} (declined) or {@code CANCELLED} (with the charge and its refund). */
-    static Void close(Connection c, UUID hold, String status, String charge, String refund) {
-        if (on(c).update("UPDATE checkout_hold SET status = ?, charge = ?, refund = ? WHERE id = ? AND status = 'HELD'",
-                status, charge, refund, hold) != 1) {
+    /** Gives the hold back: {@code RELEASED} (declined) or {@code CANCELLED} (the checkout given up). */
+    static Void close(Connection c, UUID hold, String status) {
+        if (on(c).update("UPDATE checkout_hold SET status = ? WHERE id = ? AND status = 'HELD'", status, hold) != 1) {
             throw new IllegalStateException("hold " + hold + " is not held: it cannot be " + status.toLowerCase());
         }
+        return null;
+    }
+
+    /** Records on a cancelled hold the charge the provider made for it, and its refund (both null when none). */
+    static Void refunded(Connection c, UUID hold, String charge, String refund) {
+        on(c).update("UPDATE checkout_hold SET charge = ?, refund = ? WHERE id = ? AND status = 'CANCELLED'", charge,
+                refund, hold);
         return null;
     }
 

@@ -2,6 +2,7 @@ package io.retrysafe.examples.paymentsservice;
 
 import io.retrysafe.examples.paymentsservice.provider.PaymentProvider;
 import java.io.IOException;
+import java.lang.System.Logger.Level;
 import java.time.Duration;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Value;
@@ -20,11 +21,15 @@ import org.springframework.util.StringUtils;
  */
 @Configuration(proxyBeanMethods = false)
 class ProviderConfiguration {
+    private static final System.Logger LOG = System.getLogger(ProviderConfiguration.class.getName());
 
     @Bean(destroyMethod = "close")
     @Conditional(NoProviderUrl.class)
     PaymentProvider inProcessPaymentProvider() throws IOException {
-        return PaymentProvider.start(0);
+        PaymentProvider provider = PaymentProvider.start(0);
+        LOG.log(Level.INFO, "payment provider started in this process at {0} (payments.provider.url is not set)",
+                provider.url());
+        return provider;
     }
 
     /**
