@@ -13,7 +13,8 @@ import java.util.Map;
  * recovery point, nobody holds its key (it was released, or its owner died and the lease ran out), and
  * nothing touched it for {@link Builder#idleFor}. The completer takes each such key over, as a retry
  * would, and runs the operation from its saved input and steps: forward; if that fails and the operation
- * declares a compensating end, that instead. The answer is stored for the key, so a late retry replays
+ * declares a compensating end, that instead. A compensation that committed a local step and then stopped is
+ * resumed as such, never by going forward again. The answer is stored for the key, so a late retry replays
  * it. An operation that fails both ways is released and found again on a later run.
  *
  * <p>One runner at a time across every instance ({@link PhaseJournal#exclusively}); call {@link #runOnce}
@@ -121,6 +122,12 @@ public final class PhaseCompleter<C> {
             throws Exception {
         I input = operation.input().decode(run.state().input);
         T answer;
+        if (run.compensationBegun()) {
+            // A compensation that stopped midway is finished, never undone by going forward again.
+            answer = run.resume(operation, input);
+            ending[0] = Ending.COMPENSATED;
+            return operation.answer().encode(answer);
+        }
         try {
             answer = operation.forward().run(input, run);
             ending[0] = Ending.FORWARD;
@@ -132,8 +139,7 @@ public final class PhaseCompleter<C> {
             }
             LOG.log(Level.INFO, () -> "[" + engine.name() + "] operation " + operation.name() + " failed forward ("
                     + e + "); running its compensation");
-            PhaseRun<C> again = PhaseRun.resume(phased, run.key(), run.token(), run.attempt(), run.state());
-            answer = operation.compensation().run(input, again);
+            answer = operation.compensation().run(input, run.forCompensation());
             ending[0] = Ending.COMPENSATED;
         }
         return operation.answer().encode(answer);

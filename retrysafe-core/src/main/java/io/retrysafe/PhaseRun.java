@@ -17,17 +17,20 @@ final class PhaseRun<C> implements Phases<C> {
     private final IdempotencyKey key;
     private final OwnerToken token;
     private final Attempt attempt;
+    /** This attempt runs the operation's compensation: its local steps mark the saved state as compensating. */
+    private final boolean compensation;
     private final Map<String, byte[]> unsaved = new LinkedHashMap<>();
     private final Set<String> used = new HashSet<>();
     private PhaseState state;
 
     private PhaseRun(PhasedRetrySafe<C> phased, IdempotencyKey key, OwnerToken token, Attempt attempt,
-            PhaseState state) {
+            PhaseState state, boolean compensation) {
         this.phased = phased;
         this.key = key;
         this.token = token;
         this.attempt = attempt;
         this.state = state;
+        this.compensation = compensation;
     }
 
     /**
@@ -43,7 +46,8 @@ final class PhaseRun<C> implements Phases<C> {
             throw new IllegalStateException("key " + key.digest() + " holds the saved steps of operation "
                     + saved.operation + ", not of " + operation);
         }
-        return new PhaseRun<>(phased, key, token, attempt, saved != null ? saved : PhaseState.start(operation, input));
+        return new PhaseRun<>(phased, key, token, attempt, saved != null ? saved : PhaseState.start(operation, input),
+                false);
     }
 
     /** The saved state of a key this attempt took over, or null when there is none (the first attempt has none). */
@@ -57,7 +61,36 @@ final class PhaseRun<C> implements Phases<C> {
     /** Resumes the attempt that holds {@code key} from {@code saved} (the completer, which read it itself). */
     static <C> PhaseRun<C> resume(PhasedRetrySafe<C> phased, IdempotencyKey key, OwnerToken token, Attempt attempt,
             PhaseState saved) {
-        return new PhaseRun<>(phased, key, token, attempt, saved);
+        return new PhaseRun<>(phased, key, token, attempt, saved, false);
+    }
+
+    /** The same attempt, from the same saved state, running the operation's compensation. */
+    PhaseRun<C> forCompensation() {
+        return new PhaseRun<>(phased, key, token, attempt, state, true);
+    }
+
+    /**
+     * Whether a local step of the compensation committed, in this attempt or an earlier one: the operation must
+     * then be resumed by its compensation, not go forward on a state that is partly undone.
+     */
+    boolean compensationBegun() {
+        return state.compensating;
+    }
+
+    /**
+     * Runs the operation from this attempt's state: its compensation once that began, forward otherwise.
+     *
+     * @throws IllegalStateException if the compensation began but the operation declares none now
+     */
+    <I, T> T resume(PhasedOperation<I, T, C> operation, I input) throws Exception {
+        if (!compensationBegun()) {
+            return operation.forward().run(input, this);
+        }
+        if (!operation.hasCompensation()) {
+            throw new IllegalStateException("operation " + operation.name() + " of key " + key.digest() + " began its "
+                    + "compensation, but declares none now");
+        }
+        return operation.compensation().run(input, forCompensation());
     }
 
     PhaseState state() {
@@ -103,7 +136,7 @@ final class PhaseRun<C> implements Phases<C> {
             V value = work.run(transaction);
             Map<String, byte[]> saved = new LinkedHashMap<>(unsaved);
             saved.put(step, Require.notNull(codec.encode(value), "the encoded value of step " + step));
-            next[0] = state.advancedTo(step, saved);
+            next[0] = state.advancedTo(step, saved, compensation);
             byte[] encoded = next[0].encode();
             if (encoded.length > phased.maxSavedBytes()) {
                 throw new PhaseStateTooLargeException("step " + step + " of operation " + state.operation + " would save "
