@@ -14,21 +14,26 @@ class SchemaScriptTest {
 
         String[] statements = JdbcIdempotencyStore.statements(store.schema());
 
-        assertThat(statements).hasSize(8);
+        assertThat(statements).hasSize(10);
         assertThat(statements[0]).startsWith("CREATE TABLE IF NOT EXISTS s.records (").endsWith("PARTITION BY RANGE (expires_at)");
         assertThat(statements[1]).isEqualTo("CREATE TABLE IF NOT EXISTS s.records_pdefault PARTITION OF s.records DEFAULT");
-        assertThat(statements[4]).startsWith("CREATE OR REPLACE FUNCTION s.records_claim(").endsWith("$$")
+        // The phased operations' columns, added in place by one anonymous block, kept whole.
+        assertThat(statements[4]).startsWith("DO $$").endsWith("$$").contains("ADD COLUMN IF NOT EXISTS phase_state")
+                .contains("END IF;");
+        assertThat(statements[5]).startsWith("CREATE INDEX IF NOT EXISTS records_phased_idx ON s.records");
+        assertThat(statements[6]).startsWith("CREATE OR REPLACE FUNCTION s.records_claim(").endsWith("$$")
                 .contains("pg_advisory_xact_lock").contains("hashtext('s.records')");
         // Comments outside function bodies are dropped; inside, they are part of the body.
-        assertThat(java.util.Arrays.copyOf(statements, 4)).noneMatch(s -> s.contains("--"));
+        assertThat(java.util.Arrays.copyOf(statements, 6)).noneMatch(s -> s.contains("--"));
         assertThat(statements).noneMatch(s -> s.startsWith("--"));
     }
 
     @Test
     void theStandardScriptsAreOneStatementPerCreate() {
+        // The table and its index, then the phased operations' columns added in place and their index.
         assertThat(JdbcIdempotencyStore.statements(JdbcIdempotencyStore.builder(new org.postgresql.ds.PGSimpleDataSource())
-                .dialect(JdbcDialect.POSTGRESQL).build().schema())).hasSize(2);
+                .dialect(JdbcDialect.POSTGRESQL).build().schema())).hasSize(4);
         assertThat(JdbcIdempotencyStore.statements(JdbcIdempotencyStore.builder(new org.postgresql.ds.PGSimpleDataSource())
-                .dialect(JdbcDialect.MARIADB).build().schema())).hasSize(1);
+                .dialect(JdbcDialect.MARIADB).build().schema())).hasSize(3);
     }
 }
