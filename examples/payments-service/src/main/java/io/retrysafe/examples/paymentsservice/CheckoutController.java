@@ -23,6 +23,7 @@ import java.sql.Connection;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.PostMapping;
@@ -52,18 +53,23 @@ class CheckoutController {
     private final ScopeResolver scope;
     private final JsonMapper json;
 
-    CheckoutController(PhasedRetrySafe<Connection> phased,
-            PhasedOperation<CheckoutRequest, CheckoutAnswer, Connection> checkout, KeyRules keyRules,
-            ScopeResolver scope, JsonMapper json) {
-        this.phased = phased;
+    /** With {@code retrysafe.enabled=false} there is no phased engine: checkouts are refused (501). */
+    CheckoutController(ObjectProvider<PhasedRetrySafe<Connection>> phased,
+            PhasedOperation<CheckoutRequest, CheckoutAnswer, Connection> checkout, ObjectProvider<KeyRules> keyRules,
+            ObjectProvider<ScopeResolver> scope, JsonMapper json) {
+        this.phased = phased.getIfAvailable();
         this.checkout = checkout;
-        this.keyRules = keyRules;
-        this.scope = scope;
+        this.keyRules = keyRules.getIfAvailable(() -> KeyRules.DEFAULT);
+        this.scope = scope.getIfAvailable(ScopeResolver::principal);
         this.json = json;
     }
 
     @PostMapping("/checkouts")
     ResponseEntity<?> create(HttpServletRequest request, @RequestBody(required = false) byte[] body) {
+        if (phased == null) {
+            return PaymentProblems.response(501, "checkouts-unavailable", "Checkouts unavailable", "a checkout calls the "
+                    + "payment provider and needs RetrySafe's phased operations, which are switched off here");
+        }
         byte[] bytes = body == null ? new byte[0] : body;
         String keyValue;
         try {
