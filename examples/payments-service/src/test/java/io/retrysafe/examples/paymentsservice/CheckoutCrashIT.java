@@ -39,6 +39,7 @@ class CheckoutCrashIT {
     private static final Duration START = Duration.ofSeconds(180);
     private static final Duration CLIENTS = Duration.ofMinutes(5);
     private static final int FRESH_PER_LIFE = 3;
+    private static final String COMPLETER = "--retrysafe.phases.completer.enabled=true";
 
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     private final ExecutorService clients = Executors.newCachedThreadPool();
@@ -62,6 +63,9 @@ class CheckoutCrashIT {
 
     private ServiceProcess service(String... extra) throws IOException, InterruptedException {
         List<String> args = new ArrayList<>(List.of(ServiceDatabase.arguments()));
+        if (List.of(extra).contains(COMPLETER)) {
+            args.remove(ServiceDatabase.NO_COMPLETER);
+        }
         args.addAll(List.of("--payments.provider.url=" + provider.url(), "--retrysafe.policy.lease-ttl=3s",
                 "--logging.level.io.retrysafe=INFO"));
         args.addAll(List.of(extra));
@@ -217,7 +221,7 @@ class CheckoutCrashIT {
         provider.fault("fail", 100, 0, gaveUp.get("inside-charge").card());
 
         // 5. The completer, on an instance where it runs often and takes over what was idle 2 s.
-        ServiceProcess completing = service("--retrysafe.phases.completer.interval=500ms",
+        ServiceProcess completing = service(COMPLETER, "--retrysafe.phases.completer.interval=500ms",
                 "--retrysafe.phases.completer.idle-for=2s");
         for (CheckoutIntent intent : gaveUp.values()) {
             await(intent + " completed").atMost(Duration.ofMinutes(1))
