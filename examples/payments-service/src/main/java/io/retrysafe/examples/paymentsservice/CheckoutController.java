@@ -29,8 +29,6 @@ import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RestController;
-import tools.jackson.core.JacksonException;
-import tools.jackson.databind.json.JsonMapper;
 
 /**
  * {@code POST /checkouts}: a checkout that charges a card at the payment provider ({@link Checkout}). The key is
@@ -51,17 +49,15 @@ class CheckoutController {
     private final PhasedOperation<CheckoutRequest, CheckoutAnswer, Connection> checkout;
     private final KeyRules keyRules;
     private final ScopeResolver scope;
-    private final JsonMapper json;
 
     /** With {@code retrysafe.enabled=false} there is no phased engine: checkouts are refused (501). */
     CheckoutController(ObjectProvider<PhasedRetrySafe<Connection>> phased,
             PhasedOperation<CheckoutRequest, CheckoutAnswer, Connection> checkout, ObjectProvider<KeyRules> keyRules,
-            ObjectProvider<ScopeResolver> scope, JsonMapper json) {
+            ObjectProvider<ScopeResolver> scope) {
         this.phased = phased.getIfAvailable();
         this.checkout = checkout;
         this.keyRules = keyRules.getIfAvailable(() -> KeyRules.DEFAULT);
         this.scope = scope.getIfAvailable(ScopeResolver::principal);
-        this.json = json;
     }
 
     @PostMapping("/checkouts")
@@ -88,8 +84,8 @@ class CheckoutController {
             fingerprint = HttpSemantics.fingerprint(ROUTE, FINGERPRINTER, request.getMethod(),
                     HttpPaths.normalise(request.getRequestURI()), request.getQueryString(),
                     name -> Collections.list(request.getHeaders(name)), request.getContentType(), bytes);
-            parsed = json.readValue(bytes, CheckoutRequest.Body.class);
-        } catch (MalformedJsonException | JacksonException e) {
+            parsed = CheckoutRequest.Body.parse(bytes);
+        } catch (MalformedJsonException e) {
             return http(ProblemType.MALFORMED_JSON.answer("the body is not a JSON checkout: " + e.getMessage(), null,
                     null));
         }

@@ -1,8 +1,14 @@
 package io.retrysafe.examples.paymentsservice;
 
+import io.retrysafe.CanonicalJson;
+import io.retrysafe.MalformedJsonException;
 import io.retrysafe.StepCodec;
 import io.retrysafe.examples.paymentscommon.PaymentRequest;
 import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
@@ -15,6 +21,34 @@ record CheckoutRequest(String payer, String account, Long amount, String card) {
 
     /** The body as a client sends it: {@code {"account":"acc-1","amount":2500,"card":"4242424242424242"}}. */
     record Body(String account, Long amount, String card) {
+        private static final List<String> MEMBERS = List.of("/account", "/amount", "/card");
+        /** A member of the canonical form: no white space, strings without a raw quote. */
+        private static final Pattern MEMBER = Pattern.compile("\"/(account|amount|card)\":(\"([^\"\\\\]*)\"|[^,}]*)");
+
+        /**
+         * The members of a JSON body, with the parser that fingerprints it (whatever the application's JSON
+         * library): a string that is not a plain one, or an amount that is not a whole number, is read as absent.
+         *
+         * @throws MalformedJsonException if the body is not JSON
+         */
+        static Body parse(byte[] json) {
+            String canonical = new String(CanonicalJson.canonicalize(json, MEMBERS), StandardCharsets.UTF_8);
+            Map<String, String> strings = new HashMap<>();
+            Map<String, String> others = new HashMap<>();
+            Matcher m = MEMBER.matcher(canonical);
+            while (m.find()) {
+                (m.group(3) != null ? strings : others).put(m.group(1), m.group(3) != null ? m.group(3) : m.group(2));
+            }
+            return new Body(strings.get("account"), wholeNumber(others.get("amount")), strings.get("card"));
+        }
+
+        private static Long wholeNumber(String token) {
+            try {
+                return token == null ? null : Long.valueOf(token);
+            } catch (NumberFormatException e) {
+                return null;
+            }
+        }
     }
 
     static CheckoutRequest of(String payer, Body body) {

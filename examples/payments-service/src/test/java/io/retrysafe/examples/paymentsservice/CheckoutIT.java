@@ -102,6 +102,22 @@ class CheckoutIT extends ServiceITSupport {
     }
 
     @Test
+    void aBodyThatIsNotACheckoutIs400AndClaimsNothing() throws Exception {
+        CheckoutIntent intent = CheckoutIntent.fresh(100);
+        String fraction = "{\"account\":\"" + intent.account() + "\",\"amount\":25.5,\"card\":\"" + intent.card() + "\"}";
+
+        HttpResponse<String> notJson = send(postCheckout(ALICE, intent.key(), "{\"account\":"));
+        HttpResponse<String> notWhole = send(postCheckout(ALICE, intent.key(), fraction));
+        HttpResponse<String> valid = send(post(ALICE, intent));
+
+        assertThat(notJson.statusCode()).isEqualTo(400);
+        assertThat(notJson.body()).contains("\"type\":\"/problems/malformed-json\"");
+        assertThat(notWhole.statusCode()).isEqualTo(400);
+        assertThat(notWhole.body()).contains("\"type\":\"/problems/invalid-request\"", "amount must be a whole number");
+        assertThat(valid.statusCode()).as("the key was not claimed by the refused bodies").isEqualTo(201);
+    }
+
+    @Test
     void anotherUsersKeyDoesNotReplay() throws Exception {
         CheckoutIntent intent = CheckoutIntent.fresh(300);
 
