@@ -87,6 +87,11 @@ public final class AsyncPhaseCompleter<C> {
             boolean[] compensated) {
         return AsyncPhaseRun.stage(() -> {
             I input = operation.input().decode(run.state().input);
+            if (run.compensationBegun()) {
+                // A compensation that stopped midway is finished, never undone by going forward again.
+                compensated[0] = true;
+                return run.resume(operation, input).thenApply(answer -> operation.answer().encode(answer));
+            }
             return AsyncPhaseRun.stage(() -> operation.forward().run(input, run))
                     .<CompletableFuture<T>>handle((answer, failure) -> {
                         Throwable cause = failure == null ? null : EngineCore.unwrap(failure);
@@ -96,8 +101,7 @@ public final class AsyncPhaseCompleter<C> {
                                     : CompletableFuture.<T>failedFuture(cause);
                         }
                         PhaseCompleter.compensating(engine.name(), operation.name(), cause);
-                        AsyncPhaseRun<C> again = AsyncPhaseRun.resume(phased, run.key(), run.token(), run.attempt(),
-                                run.state());
+                        AsyncPhaseRun<C> again = run.forCompensation();
                         return AsyncPhaseRun.stage(() -> operation.compensation().run(input, again))
                                 .thenApply(compensation -> {
                                     compensated[0] = true;

@@ -12,8 +12,8 @@ final class AsyncPhaseRun<C> extends PhaseAttempt implements AsyncPhases<C> {
     private final AsyncPhasedRetrySafe<C> phased;
 
     private AsyncPhaseRun(AsyncPhasedRetrySafe<C> phased, IdempotencyKey key, OwnerToken token, Attempt attempt,
-            PhaseState state) {
-        super(key, token, attempt, phased.maxSavedBytes(), state);
+            PhaseState state, boolean compensation) {
+        super(key, token, attempt, phased.maxSavedBytes(), state, compensation);
         this.phased = phased;
     }
 
@@ -21,7 +21,7 @@ final class AsyncPhaseRun<C> extends PhaseAttempt implements AsyncPhases<C> {
     static <C> CompletableFuture<AsyncPhaseRun<C>> begin(AsyncPhasedRetrySafe<C> phased, IdempotencyKey key,
             OwnerToken token, Attempt attempt, String operation, byte[] input) {
         return saved(phased, key, token, attempt).thenApply(saved -> new AsyncPhaseRun<>(phased, key, token, attempt,
-                startingPoint(key, saved, operation, input)));
+                startingPoint(key, saved, operation, input), false));
     }
 
     /** {@link PhaseRun#saved}: completes with null when there is none. */
@@ -37,7 +37,23 @@ final class AsyncPhaseRun<C> extends PhaseAttempt implements AsyncPhases<C> {
     /** {@link PhaseRun#resume}. */
     static <C> AsyncPhaseRun<C> resume(AsyncPhasedRetrySafe<C> phased, IdempotencyKey key, OwnerToken token,
             Attempt attempt, PhaseState saved) {
-        return new AsyncPhaseRun<>(phased, key, token, attempt, saved);
+        return new AsyncPhaseRun<>(phased, key, token, attempt, saved, false);
+    }
+
+    /** {@link PhaseRun#forCompensation}. */
+    AsyncPhaseRun<C> forCompensation() {
+        return new AsyncPhaseRun<>(phased, key(), token(), attempt(), state(), true);
+    }
+
+    /** {@link PhaseRun#resume}. */
+    <I, T> CompletableFuture<T> resume(AsyncPhasedOperation<I, T, C> operation, I input) {
+        if (!compensationBegun()) {
+            return stage(() -> operation.forward().run(input, this));
+        }
+        return stage(() -> {
+            mayCompensate(operation.name(), operation.hasCompensation());
+            return operation.compensation().run(input, forCompensation());
+        });
     }
 
     /** {@code call}'s stage; a throw, or no stage, is a failed one. */

@@ -73,7 +73,7 @@ public final class AsyncPhasedRetrySafe<C> {
         }
         return engine.executeHeld(key, fingerprint, operation.answer(), (attempt, token) ->
                 AsyncPhaseRun.begin(this, key, token, attempt, operation.name(), encodedInput)
-                        .thenCompose(run -> AsyncPhaseRun.stage(() -> operation.forward().run(input, run))));
+                        .thenCompose(run -> run.resume(operation, input)));
     }
 
     /** The completer of this engine's operations: register each one, then run it on a schedule. */

@@ -21,11 +21,15 @@ abstract class PhaseAttempt {
     private final OwnerToken token;
     private final Attempt attempt;
     private final int maxSavedBytes;
+    /** This attempt runs the operation's compensation: its local steps mark the saved state as compensating. */
+    private final boolean compensation;
     private final Map<String, byte[]> unsaved = new LinkedHashMap<>();
     private final Set<String> used = new HashSet<>();
     private PhaseState state;
 
-    PhaseAttempt(IdempotencyKey key, OwnerToken token, Attempt attempt, int maxSavedBytes, PhaseState state) {
+    PhaseAttempt(IdempotencyKey key, OwnerToken token, Attempt attempt, int maxSavedBytes, PhaseState state,
+            boolean compensation) {
+        this.compensation = compensation;
         this.key = key;
         this.token = token;
         this.attempt = attempt;
@@ -73,6 +77,24 @@ abstract class PhaseAttempt {
         return state;
     }
 
+    /**
+     * Whether a local step of the compensation committed, in this attempt or an earlier one: the operation must
+     * then be resumed by its compensation, not go forward on a state that is partly undone.
+     */
+    final boolean compensationBegun() {
+        return state.compensating;
+    }
+
+    /**
+     * @throws IllegalStateException if the compensation began but {@code operation} declares none now
+     */
+    final void mayCompensate(String operation, boolean declared) {
+        if (!declared) {
+            throw new IllegalStateException("operation " + operation + " of key " + key.digest() + " began its "
+                    + "compensation, but declares none now");
+        }
+    }
+
     IdempotencyKey key() {
         return key;
     }
@@ -117,7 +139,7 @@ abstract class PhaseAttempt {
     final <V> Saving advancedBy(String step, StepCodec<V> codec, V value) {
         Map<String, byte[]> saved = new LinkedHashMap<>(unsaved);
         saved.put(step, Require.notNull(codec.encode(value), "the encoded value of step " + step));
-        PhaseState next = state.advancedTo(step, saved);
+        PhaseState next = state.advancedTo(step, saved, compensation);
         byte[] bytes = next.encode();
         if (bytes.length > maxSavedBytes) {
             throw new PhaseStateTooLargeException("step " + step + " of operation " + state.operation + " would save "

@@ -13,7 +13,8 @@ import java.util.Optional;
  * recovery point, nobody holds its key (it was released, or its owner died and the lease ran out), and
  * nothing touched it for {@link Builder#idleFor}. The completer takes each such key over, as a retry
  * would, and runs the operation from its saved input and steps: forward; if that fails and the operation
- * declares a compensating end, that instead. The answer is stored for the key, so a late retry replays
+ * declares a compensating end, that instead. A compensation that committed a local step and then stopped is
+ * resumed as such, never by going forward again. The answer is stored for the key, so a late retry replays
  * it. An operation that fails both ways is released and found again on a later run.
  *
  * <p>One runner at a time across every instance ({@link PhaseJournal#exclusively}); call {@link #runOnce}
@@ -143,8 +144,11 @@ public final class PhaseCompleter<C> {
                 } else {
                     forwarded++;
                 }
-            } else if (outcome instanceof Outcome.Executed<StoredResponse>) {
+            } else if (outcome instanceof Outcome.Executed<StoredResponse> released) {
                 failed++;
+                LOG.log(Level.WARNING, () -> "[" + engine + "] completer: the operation's answer "
+                        + released.value().status() + " is one the outcome policy releases, not stores; it is taken "
+                        + "over again on a later run. End operations the completer drives with an answer that is stored");
             } else {
                 taken++; // a retry got there first, or holds it now
             }
@@ -170,6 +174,11 @@ public final class PhaseCompleter<C> {
             throws Exception {
         I input = operation.input().decode(run.state().input);
         T answer;
+        if (run.compensationBegun()) {
+            // A compensation that stopped midway is finished, never undone by going forward again.
+            compensated[0] = true;
+            return operation.answer().encode(run.resume(operation, input));
+        }
         try {
             answer = operation.forward().run(input, run);
         } catch (OutcomeUnknownException e) {
@@ -179,8 +188,7 @@ public final class PhaseCompleter<C> {
                 throw e;
             }
             compensating(engine.name(), operation.name(), e);
-            PhaseRun<C> again = PhaseRun.resume(phased, run.key(), run.token(), run.attempt(), run.state());
-            answer = operation.compensation().run(input, again);
+            answer = operation.compensation().run(input, run.forCompensation());
             compensated[0] = true;
         }
         return operation.answer().encode(answer);

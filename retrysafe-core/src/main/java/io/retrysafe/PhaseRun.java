@@ -8,8 +8,8 @@ final class PhaseRun<C> extends PhaseAttempt implements Phases<C> {
     private final PhasedRetrySafe<C> phased;
 
     private PhaseRun(PhasedRetrySafe<C> phased, IdempotencyKey key, OwnerToken token, Attempt attempt,
-            PhaseState state) {
-        super(key, token, attempt, phased.maxSavedBytes(), state);
+            PhaseState state, boolean compensation) {
+        super(key, token, attempt, phased.maxSavedBytes(), state, compensation);
         this.phased = phased;
     }
 
@@ -22,7 +22,7 @@ final class PhaseRun<C> extends PhaseAttempt implements Phases<C> {
     static <C> PhaseRun<C> begin(PhasedRetrySafe<C> phased, IdempotencyKey key, OwnerToken token, Attempt attempt,
             String operation, byte[] input) {
         return new PhaseRun<>(phased, key, token, attempt,
-                startingPoint(key, saved(phased, key, token, attempt), operation, input));
+                startingPoint(key, saved(phased, key, token, attempt), operation, input), false);
     }
 
     /** The saved state of a key this attempt took over, or null when there is none (the first attempt has none). */
@@ -36,7 +36,21 @@ final class PhaseRun<C> extends PhaseAttempt implements Phases<C> {
     /** Resumes the attempt that holds {@code key} from {@code saved} (the completer, which read it itself). */
     static <C> PhaseRun<C> resume(PhasedRetrySafe<C> phased, IdempotencyKey key, OwnerToken token, Attempt attempt,
             PhaseState saved) {
-        return new PhaseRun<>(phased, key, token, attempt, saved);
+        return new PhaseRun<>(phased, key, token, attempt, saved, false);
+    }
+
+    /** The same attempt, from the state saved by now, running the operation's compensation. */
+    PhaseRun<C> forCompensation() {
+        return new PhaseRun<>(phased, key(), token(), attempt(), state(), true);
+    }
+
+    /** Runs the operation from this attempt's state: its compensation once that began, forward otherwise. */
+    <I, T> T resume(PhasedOperation<I, T, C> operation, I input) throws Exception {
+        if (!compensationBegun()) {
+            return operation.forward().run(input, this);
+        }
+        mayCompensate(operation.name(), operation.hasCompensation());
+        return operation.compensation().run(input, forCompensation());
     }
 
     @Override

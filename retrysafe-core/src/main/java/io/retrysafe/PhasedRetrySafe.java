@@ -65,8 +65,10 @@ public final class PhasedRetrySafe<C> {
 
     /**
      * Runs {@code operation} with {@code input} once per key, resuming from the key's recovery point when
-     * an earlier attempt saved one. Answers as {@link RetrySafe#execute}: refusals and replays as values, an
-     * exception of a step releases the key (its saved steps stay, for the retry to resume from) and
+     * an earlier attempt saved one; once a local step of the operation's compensation committed (the completer
+     * began it), the compensation is resumed instead of the forward path. Answers as {@link RetrySafe#execute}:
+     * refusals and replays as values, an exception of a step releases the key (its saved steps stay, for the
+     * retry to resume from) and
      * propagates, an {@link OutcomeUnknownException} keeps it in progress.
      *
      * @throws IllegalStateException if the key's saved steps belong to another operation
@@ -78,7 +80,7 @@ public final class PhasedRetrySafe<C> {
         byte[] encodedInput = Require.notNull(operation.input().encode(input), "the encoded input");
         return engine.executeHeld(key, fingerprint, operation.answer(), (attempt, token) -> {
             PhaseRun<C> run = PhaseRun.begin(this, key, token, attempt, operation.name(), encodedInput);
-            return operation.forward().run(input, run);
+            return run.resume(operation, input);
         });
     }
 

@@ -38,6 +38,14 @@ class Ledger {
         if (balance < amount) {
             return new InsufficientFunds(account, balance, amount);
         }
+        return debit(jdbc, payer, account, amount, balance);
+    }
+
+    /**
+     * Debits {@code amount} from {@code account}, whose row the caller locked and found at {@code balance}, and
+     * records the payment and its ledger entry, on {@code jdbc}'s transaction.
+     */
+    static Booked debit(JdbcTemplate jdbc, String payer, String account, long amount, long balance) {
         long after = balance - amount;
         // The balance is part of the account's representation: its version (ETag) moves with it.
         jdbc.update("UPDATE account SET balance = ?, version = version + 1 WHERE id = ?", after, account);

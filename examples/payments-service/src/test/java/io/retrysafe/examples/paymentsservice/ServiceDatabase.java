@@ -19,6 +19,12 @@ final class ServiceDatabase {
 
     /** Connections a service under test may hold: the server is shared, and its connections are few. */
     static final int POOL_SIZE = 8;
+    /**
+     * The completer of phased operations is off in the tests' services: every service shares the test schema, and
+     * one would take over the checkouts other tests left in progress while its own test runs. CheckoutCrashIT
+     * switches it on where it tests it.
+     */
+    static final String NO_COMPLETER = "--retrysafe.phases.completer.enabled=false";
 
     static void register(DynamicPropertyRegistry registry) {
         registry.add("spring.datasource.url", PaymentsDatabase::url);
@@ -26,13 +32,14 @@ final class ServiceDatabase {
         registry.add("spring.datasource.password", PaymentsDatabase::password);
         registry.add("spring.datasource.hikari.maximum-pool-size", () -> POOL_SIZE);
         registry.add("spring.datasource.hikari.minimum-idle", () -> 1);
+        registry.add("retrysafe.phases.completer.enabled", () -> false);
     }
 
     /** The same, as arguments of a service started as a process. */
     static String[] arguments() {
         return new String[] {"--spring.datasource.url=" + PaymentsDatabase.url(), "--spring.datasource.username=" + PaymentsDatabase.user(),
             "--spring.datasource.password=" + PaymentsDatabase.password(), "--spring.datasource.hikari.maximum-pool-size=" + POOL_SIZE,
-            "--spring.datasource.hikari.minimum-idle=1"};
+            "--spring.datasource.hikari.minimum-idle=1", NO_COMPLETER};
     }
 
     /** An open transaction holding the account's row lock, as a concurrent writer would. */
@@ -72,6 +79,13 @@ final class ServiceDatabase {
                 connection.close();
             }
         }
+    }
+
+    /** The checkout holds on {@code account} in {@code status} (any status when null). */
+    static long holds(String account, String status) throws SQLException {
+        return status == null ? PaymentsDatabase.queryLong("SELECT count(*) FROM checkout_hold WHERE account = ?", account)
+                : PaymentsDatabase.queryLong("SELECT count(*) FROM checkout_hold WHERE account = ? AND status = ?",
+                        account, status);
     }
 
     static boolean backendAlive(int pid) throws SQLException {

@@ -1,5 +1,6 @@
 package io.retrysafe.examples.paymentsservice;
 
+import io.retrysafe.examples.paymentsservice.provider.PaymentProvider;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpRequest;
@@ -13,7 +14,7 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The service as a child JVM, started from the test class path by its main class, as an operator
+ * The service (or the payment provider it calls) as a child JVM, started from the test class path by its main class, as an operator
  * would run it. Output goes to a log file that failures quote.
  */
 final class ServiceProcess implements AutoCloseable {
@@ -43,15 +44,31 @@ final class ServiceProcess implements AutoCloseable {
     static ServiceProcess start(Path dir, String name, Map<String, String> env, List<String> launcher, String classPath,
             List<String> jvmOptions, String... args) throws IOException {
         Path readyFile = dir.resolve(name + ".port");
+        List<String> program = new ArrayList<>(List.of(PaymentsServiceApplication.class.getName(), "--server.port=0",
+                "--payments.ready-file=" + readyFile, "--spring.main.banner-mode=off"));
+        program.addAll(List.of(args));
+        return launch(dir, name, env, launcher, classPath, jvmOptions, program, readyFile);
+    }
+
+    /**
+     * The payment provider ({@link PaymentProvider#main}) as a child JVM of its own, on a free port: its charges
+     * outlive every service the test kills.
+     */
+    static ServiceProcess provider(Path dir, String name) throws IOException {
+        Path readyFile = dir.resolve(name + ".port");
+        return launch(dir, name, Map.of(), List.of(), System.getProperty("java.class.path"), List.of("-Xmx128m"),
+                List.of(PaymentProvider.class.getName(), "0", readyFile.toString()), readyFile);
+    }
+
+    private static ServiceProcess launch(Path dir, String name, Map<String, String> env, List<String> launcher,
+            String classPath, List<String> jvmOptions, List<String> program, Path readyFile) throws IOException {
         Path log = dir.resolve(name + ".log");
         List<String> command = new ArrayList<>(launcher);
         command.addAll(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-XX:TieredStopAtLevel=1", "-Xmx512m"));
         command.addAll(jvmOptions);
-        command.addAll(List.of("-cp", classPath,
-                PaymentsServiceApplication.class.getName(), "--server.port=0", "--payments.ready-file=" + readyFile,
-                "--spring.main.banner-mode=off"));
-        command.addAll(List.of(args));
+        command.addAll(List.of("-cp", classPath));
+        command.addAll(program);
         ProcessBuilder builder = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true)
                 .redirectOutput(log.toFile());
         env.forEach((k, v) -> {
