@@ -98,6 +98,8 @@ public class PaymentInterleavedBenchmark {
         public long transactional_hot;
         public long insert_last;
         public long key_last;
+        public long call_then_transaction;
+        public long phased;
 
         @Setup(Level.Iteration)
         public void clear() {
@@ -109,9 +111,12 @@ public class PaymentInterleavedBenchmark {
             transactional_hot = 0;
             insert_last = 0;
             key_last = 0;
+            call_then_transaction = 0;
+            phased = 0;
         }
 
         void count(PaymentWorkload.Variant variant) {
+            // Every variant needs its counter here: one without would read as no payments at all.
             switch (variant) {
                 case BARE -> bare++;
                 case TRANSACTIONAL -> transactional++;
@@ -121,6 +126,8 @@ public class PaymentInterleavedBenchmark {
                 case TRANSACTIONAL_HOT -> transactional_hot++;
                 case INSERT_LAST -> insert_last++;
                 case KEY_LAST -> key_last++;
+                case CALL_THEN_TRANSACTION -> call_then_transaction++;
+                case PHASED -> phased++;
             }
         }
     }
