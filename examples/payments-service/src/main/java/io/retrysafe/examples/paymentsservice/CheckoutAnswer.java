@@ -2,7 +2,6 @@ package io.retrysafe.examples.paymentsservice;
 
 import io.retrysafe.ResponseCodec;
 import io.retrysafe.StoredResponse;
-import io.retrysafe.http.HttpAnswer;
 import io.retrysafe.http.ProblemType;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
@@ -40,12 +39,6 @@ record CheckoutAnswer(int status, String location, String body) {
 
     String contentType() {
         return status < 300 ? JSON : ProblemType.CONTENT_TYPE;
-    }
-
-    /** As a response: status, {@code Content-Type}, {@code Location} when there is one, body. */
-    HttpAnswer http() {
-        StoredResponse stored = CODEC.encode(this);
-        return new HttpAnswer(stored.status(), stored.headers(), stored.body());
     }
 
     static final ResponseCodec<CheckoutAnswer> CODEC = new ResponseCodec<>() {
