@@ -1,10 +1,18 @@
 package io.retrysafe.faults;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
+import io.retrysafe.examples.paymentsservice.provider.FlatJson;
+import io.retrysafe.examples.paymentsservice.provider.ProviderAdmin;
+import io.retrysafe.faults.PaymentClient.Kind;
 import io.retrysafe.faults.Workload.Log;
 import io.retrysafe.testservices.TcpProxy;
 import io.retrysafe.testservices.TestRedis;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
@@ -18,15 +26,16 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.opentest4j.TestAbortedException;
 
 /**
- * The payments service (transactional mode on PostgreSQL, Redis fast filter on) under a workload of
- * retrying clients, while a driver injects faults at random points from a seeded RNG; then
- * {@link FaultChecker} proves the invariants. docs/faults.md describes the faults, the invariants
- * and how to replay a seed.
+ * The payments service (transactional mode on PostgreSQL, Redis fast filter on, its checkouts charging
+ * cards at a payment provider that runs as a process of its own) under a workload of retrying clients,
+ * while a driver injects faults at random points from a seeded RNG; then {@link FaultChecker} proves the
+ * invariants. docs/faults.md describes the faults, the invariants and how to replay a seed.
  *
  * <p>{@code -Dretrysafe.faults.duration=PT1H} runs it for an hour; {@code -Dretrysafe.faults.seed=N}
  * replays run N's schedule of faults (which fault, after how long, for how long) and the clients'
@@ -34,6 +43,8 @@ import org.opentest4j.TestAbortedException;
  */
 class FaultInjectionIT {
     private static final int CLIENTS = 8;
+    /** Clients that send checkouts ({@code POST /checkouts}), besides the ones that pay. */
+    private static final int CHECKOUT_CLIENTS = 2;
     private static final double DUPLICATE_RATE = 0.05;
     /**
      * Each account's opening balance, in cents. Intents pay 1, 2, 3, … cents, so n intents take n²/2:
@@ -48,6 +59,19 @@ class FaultInjectionIT {
      * an attempt that the service will still commit, and its retry meets the key held or completed.
      */
     private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(3);
+    /**
+     * The completer of checkouts nobody finished: it runs every {@code COMPLETER_INTERVAL} and takes over a
+     * checkout nobody has held for {@code COMPLETER_IDLE_FOR} (longer than a client's backoff, so that it
+     * mostly finds the ones whose client gave up, and sometimes races a late retry).
+     */
+    private static final Duration COMPLETER_INTERVAL = Duration.ofSeconds(2);
+    private static final Duration COMPLETER_IDLE_FOR = Duration.ofSeconds(5);
+    /**
+     * Once the clients are done, how long the completer has to finish every checkout: a checkout whose service
+     * died holds its key for the lease (30 s), then idles for {@code COMPLETER_IDLE_FOR}; a call to the provider
+     * may take its timeout (10 s); and a run may meet the provider with a key still in flight and try again.
+     */
+    private static final Duration COMPLETER_BOUND = Duration.ofSeconds(120);
 
     enum Fault {
         /** SIGKILL of the service, started again on the same port. */
@@ -61,7 +85,12 @@ class FaultInjectionIT {
         /** No byte passes between the service and PostgreSQL for 0.5 to 7.5 s. */
         CONNECTIONS_STALLED,
         /** The fast filter's Redis killed, started again (empty) 1 to 8 s later. */
-        REDIS_KILLED
+        REDIS_KILLED,
+        /**
+         * The payment provider, for the next 1 to 4 charges, fails ({@code 500}), hangs (charges, then holds the
+         * answer) or is slow (holds the request, then charges), for 1 to 12 s; its faults cleared 1 to 8 s later.
+         */
+        PROVIDER_FAULT
     }
 
     @TempDir
@@ -88,13 +117,23 @@ class FaultInjectionIT {
         kinds.forEach(k -> injected.put(k, 0));
         List<Log> intents;
         FaultChecker checker = new FaultChecker();
-        try (SuitePostgres pg = SuitePostgres.start(dir); TcpProxy proxy = new TcpProxy(pg.port())) {
+        // The service's logs (one per incarnation) outlive the run, for what the summary cannot tell.
+        Path logs = Files.createDirectories(Path.of("target", "faults-logs", "seed-" + seed));
+        say("the service and the payment provider log to " + logs.toAbsolutePath());
+        try (SuitePostgres pg = SuitePostgres.start(dir); TcpProxy proxy = new TcpProxy(pg.port());
+                ServiceNode providerNode = ServiceNode.provider(logs, SuitePostgres.freePort())) {
+            providerNode.start();
+            ProviderAdmin provider = new ProviderAdmin(providerNode.url());
             List<String> args = new ArrayList<>(List.of(
                     "--spring.datasource.url=" + SuitePostgres.jdbcUrl(proxy.port()),
                     "--spring.datasource.username=postgres", "--spring.datasource.password=",
                     "--spring.datasource.hikari.maximum-pool-size=10",
                     "--spring.datasource.hikari.connection-timeout=5000",
-                    "--spring.datasource.hikari.validation-timeout=2000"));
+                    "--spring.datasource.hikari.validation-timeout=2000",
+                    "--payments.provider.url=" + provider.url(),
+                    "--retrysafe.phases.completer.enabled=true",
+                    "--retrysafe.phases.completer.interval=" + COMPLETER_INTERVAL.toMillis() + "ms",
+                    "--retrysafe.phases.completer.idle-for=" + COMPLETER_IDLE_FOR.toMillis() + "ms"));
             // Extra arguments, e.g. --retrysafe.enabled=false to see the checker catch an unprotected service.
             String extra = property("retrysafe.faults.service-args", "");
             if (!extra.isEmpty()) {
@@ -106,21 +145,21 @@ class FaultInjectionIT {
             } else {
                 args.add("--retrysafe.fast-filter.enabled=false");
             }
-            // The service's logs (one per incarnation) outlive the run, for what the summary cannot tell.
-            Path logs = Files.createDirectories(Path.of("target", "faults-logs", "seed-" + seed));
-            say("the service logs to " + logs.toAbsolutePath());
             try (ServiceNode service = new ServiceNode(logs, SuitePostgres.freePort(), args)) {
                 service.start(); // creates the tables
-                Map<String, Long> opening = openAccounts(pg);
-                Workload workload = new Workload(new PaymentClient(service.port(), REQUEST_TIMEOUT),
-                        List.copyOf(opening.keySet()), seed, DUPLICATE_RATE);
+                Map<String, Kind> accounts = openAccounts(pg);
+                Workload workload = new Workload(new PaymentClient(service.port(), REQUEST_TIMEOUT), accounts, seed,
+                        DUPLICATE_RATE);
                 workload.start();
-                drive(new Random(seed), kinds, duration, injected, service, pg, proxy, redis);
+                drive(new Random(seed), kinds, duration, injected, service, pg, proxy, redis, provider);
                 say("faults stopped; the clients finish their intents (at most " + RECOVERY_MILLIS / 1000 + " s)");
                 workload.finish(RECOVERY_MILLIS);
                 intents = workload.logs();
+                awaitCompleter(service, pg);
+                Map<String, Long> opening = new LinkedHashMap<>();
+                accounts.keySet().forEach(a -> opening.put(a, OPENING_BALANCE));
                 try (Connection db = pg.connect()) {
-                    checker.check(db, intents, opening);
+                    checker.check(db, intents, opening, provider.charges());
                 }
             }
         } finally {
@@ -138,7 +177,8 @@ class FaultInjectionIT {
      * seeded pause of 1 to 6 s; a fault that takes something away gives it back before the next.
      */
     private static void drive(Random rng, List<Fault> kinds, Duration duration, Map<Fault, Integer> injected,
-            ServiceNode service, SuitePostgres pg, TcpProxy proxy, TestRedis.Server redis) throws Exception {
+            ServiceNode service, SuitePostgres pg, TcpProxy proxy, TestRedis.Server redis, ProviderAdmin provider)
+            throws Exception {
         long start = System.nanoTime();
         long end = start + duration.toNanos();
         List<Fault> round = new ArrayList<>();
@@ -181,26 +221,78 @@ class FaultInjectionIT {
                     redis.restart();
                     yield "down " + length + " ms";
                 }
+                case PROVIDER_FAULT -> {
+                    String mode = List.of("fail", "hang", "slow").get(rng.nextInt(3));
+                    int count = 1 + rng.nextInt(4);
+                    long seconds = 1 + rng.nextInt(12);
+                    provider.fault(mode, count, seconds, null);
+                    Thread.sleep(length);
+                    provider.clearFaults();
+                    yield mode + " x" + count + (mode.equals("fail") ? "" : " for " + seconds + " s")
+                            + ", cleared after " + length + " ms";
+                }
             };
             injected.merge(fault, 1, Integer::sum);
             say(String.format("t=%6.1fs %-20s %s", (System.nanoTime() - start) / 1e9, fault, detail));
         }
     }
 
-    private static Map<String, Long> openAccounts(SuitePostgres pg) throws Exception {
-        Map<String, Long> opening = new LinkedHashMap<>();
+    /** One account per client, each opened with {@link #OPENING_BALANCE}, and what its client sends. */
+    private static Map<String, Kind> openAccounts(SuitePostgres pg) throws Exception {
+        Map<String, Kind> accounts = new LinkedHashMap<>();
         try (Connection c = pg.connect(); PreparedStatement ps = c.prepareStatement(
                 "INSERT INTO account (id, label, balance) VALUES (?, ?, ?)")) {
-            for (int i = 0; i < CLIENTS; i++) {
-                String id = "faults-" + i;
+            for (int i = 0; i < CLIENTS + CHECKOUT_CLIENTS; i++) {
+                Kind kind = i < CLIENTS ? Kind.PAYMENT : Kind.CHECKOUT;
+                String id = (kind == Kind.PAYMENT ? "faults-" : "faults-checkout-") + i;
                 ps.setString(1, id);
-                ps.setString(2, "Fault injection client " + i);
+                ps.setString(2, "Fault injection client " + i + " (" + kind.path + ")");
                 ps.setLong(3, OPENING_BALANCE);
                 ps.executeUpdate();
-                opening.put(id, OPENING_BALANCE);
+                accounts.put(id, kind);
             }
         }
-        return opening;
+        return accounts;
+    }
+
+    /**
+     * Once the clients are done, waits (at most {@link #COMPLETER_BOUND}) until the completer has finished every
+     * checkout they left: its backlog is 0, no hold is {@code HELD} and no phased operation is unfinished. It does
+     * not fail: what is left then is the checker's to report.
+     */
+    private static void awaitCompleter(ServiceNode service, SuitePostgres pg) {
+        HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+        long start = System.nanoTime();
+        long[] last = {-1, -1, -1};
+        try {
+            await("the completer finishes every checkout").atMost(COMPLETER_BOUND).pollInterval(Duration.ofSeconds(1))
+                    .ignoreExceptions().until(() -> {
+                        last[0] = backlog(http, service);
+                        try (Connection db = pg.connect()) {
+                            last[1] = FaultChecker.heldHolds(db);
+                            last[2] = FaultChecker.unfinishedPhases(db);
+                        }
+                        return last[0] == 0 && last[1] == 0 && last[2] == 0;
+                    });
+            say(String.format("the completer finished every checkout in %.1f s", (System.nanoTime() - start) / 1e9));
+        } catch (ConditionTimeoutException e) {
+            say("the completer did not finish within " + COMPLETER_BOUND + ": backlog " + last[0] + ", holds HELD "
+                    + last[1] + ", phased operations unfinished " + last[2]);
+        }
+    }
+
+    /**
+     * The completer's backlog after its last run, from {@code /actuator/idempotency}: -1 before its first run,
+     * 0 without a completer.
+     */
+    private static long backlog(HttpClient http, ServiceNode service) throws Exception {
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(service.url() + "/actuator/idempotency"))
+                .timeout(Duration.ofSeconds(5)).GET().build(), HttpResponse.BodyHandlers.ofString());
+        if (r.statusCode() == 404 || !r.body().contains("\"completer\"")) {
+            return 0; // RetrySafe off: no phased engine, no completer, nothing it could leave
+        }
+        String backlog = FlatJson.member(r.body(), "backlog");
+        return backlog == null ? -1 : Long.parseLong(backlog);
     }
 
     private static void summary(Map<Fault, Integer> injected, List<Log> logs, FaultChecker checker) {
@@ -217,6 +309,7 @@ class FaultInjectionIT {
                 .append(duplicates).append(", replayed answers: ").append(replays).append('\n');
         b.append("[faults] answers by status: ").append(FaultChecker.byStatus(logs)).append('\n');
         b.append("[faults] refusals by problem type: ").append(FaultChecker.refusals(logs)).append('\n');
+        b.append("[faults] checkouts: ").append(checker.checkouts()).append('\n');
         b.append("[faults] violations: ").append(checker.total()).append('\n');
         checker.violations().forEach(v -> b.append("[faults]   ").append(v).append('\n'));
         System.out.println(b);

@@ -8,18 +8,22 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Base64;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 
-/** {@code POST /payments} with a key, over real HTTP; every attempt becomes an {@link Answer}, failures included. */
+/**
+ * {@code POST /payments} or {@code POST /checkouts} with a key, over real HTTP; every attempt becomes an
+ * {@link Answer}, failures included.
+ */
 final class PaymentClient {
     private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(Duration.ofSeconds(2)).build();
-    private final URI payments;
+    private final String base;
     private final Duration timeout;
 
     /** @param timeout how long an attempt waits for its answer before it counts as a network error */
     PaymentClient(int port, Duration timeout) {
-        this.payments = URI.create("http://127.0.0.1:" + port + "/payments");
+        this.base = "http://127.0.0.1:" + port;
         this.timeout = timeout;
     }
 
@@ -27,10 +31,35 @@ final class PaymentClient {
         return timeout;
     }
 
-    /** One intent: a key, its payer, and the body sent unchanged on every attempt. */
-    record Intent(String key, String user, String account, long amount) {
+    /** What an intent asks for: the route it is sent to, and the final answers it may end with. */
+    enum Kind {
+        /** {@code POST /payments}: one transaction; always {@code 201} (the accounts can afford every intent). */
+        PAYMENT("/payments", Set.of(201)),
+        /**
+         * {@code POST /checkouts}: a phased operation that charges the intent's card at the payment provider;
+         * {@code 201}, or {@code 402} when the completer cancelled it (hold given back, charge refunded).
+         */
+        CHECKOUT("/checkouts", Set.of(201, 402));
+
+        final String path;
+        final Set<Integer> finalStatuses;
+
+        Kind(String path, Set<Integer> finalStatuses) {
+            this.path = path;
+            this.finalStatuses = finalStatuses;
+        }
+    }
+
+    /** One intent: its kind, a key, its payer, and the body sent unchanged on every attempt; a card for a checkout. */
+    record Intent(Kind kind, String key, String user, String account, long amount, String card) {
+        /** A payment. */
+        Intent(String key, String user, String account, long amount) {
+            this(Kind.PAYMENT, key, user, account, amount, null);
+        }
+
         String body() {
-            return "{\"account\":\"" + account + "\",\"amount\":" + amount + "}";
+            return "{\"account\":\"" + account + "\",\"amount\":" + amount
+                    + (card == null ? "" : ",\"card\":\"" + card + "\"") + "}";
         }
     }
 
@@ -55,7 +84,7 @@ final class PaymentClient {
 
     private HttpRequest request(Intent intent) {
         String credentials = intent.user() + ":" + intent.user() + "-secret";
-        return HttpRequest.newBuilder(payments).timeout(timeout)
+        return HttpRequest.newBuilder(URI.create(base + intent.kind().path)).timeout(timeout)
                 .header("Authorization", "Basic " + Base64.getEncoder().encodeToString(
                         credentials.getBytes(StandardCharsets.UTF_8)))
                 .header("Content-Type", "application/json").header("Idempotency-Key", intent.key())

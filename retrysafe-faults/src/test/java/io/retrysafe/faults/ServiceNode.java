@@ -1,5 +1,6 @@
 package io.retrysafe.faults;
 
+import io.retrysafe.examples.paymentsservice.provider.PaymentProvider;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -8,32 +9,61 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 
 /**
- * The payments service as a child JVM on a fixed port, started as an operator would run it (its main
- * class, on this module's test class path), so that it can be killed with SIGKILL and started again
- * where its clients expect it. Each incarnation logs to a file of its own.
+ * The payments service (or the payment provider it calls) as a child JVM on a fixed port, started as an
+ * operator would run it (its main class, on this module's test class path), so that it can be killed with
+ * SIGKILL and started again where its clients expect it. Each incarnation logs to a file of its own.
  */
 final class ServiceNode implements AutoCloseable {
     static final String MAIN_CLASS = "io.retrysafe.examples.paymentsservice.PaymentsServiceApplication";
     private static final Duration START = Duration.ofSeconds(180);
 
     private final Path dir;
+    private final String name;
     private final int port;
-    private final List<String> args;
+    private final String heap;
+    private final String mainClass;
+    private final List<String> program;
     private final Path readyFile;
     private volatile Process process;
     private int incarnation;
 
+    /** The payments service on {@code port}, with {@code args} besides its port and ready file. */
     ServiceNode(Path dir, int port, List<String> args) {
+        this(dir, "service", port, "-Xmx512m", MAIN_CLASS, readyFile -> {
+            List<String> program = new ArrayList<>(List.of("--server.port=" + port,
+                    "--payments.ready-file=" + readyFile, "--spring.main.banner-mode=off"));
+            program.addAll(args);
+            return program;
+        });
+    }
+
+    /** The payment provider ({@link PaymentProvider#main}) on {@code port}: a JVM of its own, outliving the service. */
+    static ServiceNode provider(Path dir, int port) {
+        return new ServiceNode(dir, "provider", port, "-Xmx128m", PaymentProvider.class.getName(),
+                readyFile -> List.of(Integer.toString(port), readyFile.toString()));
+    }
+
+    /** @param program the main class's arguments, given the file it writes its port to once it serves */
+    private ServiceNode(Path dir, String name, int port, String heap, String mainClass,
+            Function<Path, List<String>> program) {
         this.dir = dir;
+        this.name = name;
         this.port = port;
-        this.args = List.copyOf(args);
-        this.readyFile = dir.resolve("service.port");
+        this.heap = heap;
+        this.mainClass = mainClass;
+        this.readyFile = dir.resolve(name + ".port");
+        this.program = List.copyOf(program.apply(readyFile));
     }
 
     int port() {
         return port;
+    }
+
+    String url() {
+        return "http://127.0.0.1:" + port;
     }
 
     long pid() {
@@ -46,13 +76,12 @@ final class ServiceNode implements AutoCloseable {
         for (int attempt = 1; attempt <= 3; attempt++) {
             incarnation++;
             Files.deleteIfExists(readyFile);
-            Path log = dir.resolve("service-" + incarnation + ".log");
+            Path log = dir.resolve(name + "-" + incarnation + ".log");
             List<String> command = new ArrayList<>(List.of(
                     Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                    "-XX:TieredStopAtLevel=1", "-Xmx512m", "-XX:+UseSerialGC",
-                    "-cp", System.getProperty("java.class.path"), MAIN_CLASS,
-                    "--server.port=" + port, "--payments.ready-file=" + readyFile, "--spring.main.banner-mode=off"));
-            command.addAll(args);
+                    "-XX:TieredStopAtLevel=1", heap, "-XX:+UseSerialGC",
+                    "-cp", System.getProperty("java.class.path"), mainClass));
+            command.addAll(program);
             ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
             builder.environment().remove("RETRYSAFE_JDBC_URL");
             builder.environment().remove("RETRYSAFE_FAST_FILTER");
@@ -74,16 +103,16 @@ final class ServiceNode implements AutoCloseable {
             if (Files.exists(readyFile)) {
                 int served = Integer.parseInt(Files.readString(readyFile, StandardCharsets.US_ASCII).strip());
                 if (served != port) {
-                    throw new AssertionError("the service serves port " + served + ", not " + port);
+                    throw new AssertionError("the " + name + " serves port " + served + ", not " + port);
                 }
                 return;
             }
             if (process.waitFor(100, TimeUnit.MILLISECONDS)) {
-                throw new AssertionError("the service exited with " + process.exitValue() + " before it was ready:\n"
-                        + tail(log));
+                throw new AssertionError("the " + name + " exited with " + process.exitValue()
+                        + " before it was ready:\n" + tail(log));
             }
         }
-        throw new AssertionError("the service was not ready within " + START + ":\n" + tail(log));
+        throw new AssertionError("the " + name + " was not ready within " + START + ":\n" + tail(log));
     }
 
     /** SIGKILL: no shutdown hook, no rollback by the service, its connections cut as they are. */

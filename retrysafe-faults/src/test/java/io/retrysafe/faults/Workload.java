@@ -2,9 +2,11 @@ package io.retrysafe.faults;
 
 import io.retrysafe.faults.PaymentClient.Answer;
 import io.retrysafe.faults.PaymentClient.Intent;
+import io.retrysafe.faults.PaymentClient.Kind;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -13,13 +15,14 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * Clients that pay, each from an account of its own, and retry each payment with its key until it
- * is answered for good: one key per intent, the same body on every attempt, retried on network
- * errors, 408, 409, 425, 429 and 5xx. Some first attempts are sent twice at once (a duplicate in
- * flight). Every answer is logged with its intent, for {@link FaultChecker}.
+ * Clients that pay or check out, each from an account of its own, and retry each intent with its key until it
+ * is answered for good: one key per intent, the same body on every attempt, retried on network errors, 408,
+ * 409, 425, 429 and 5xx. Some first attempts are sent twice at once (a duplicate in flight). Every answer is
+ * logged with its intent, for {@link FaultChecker}.
  *
- * <p>An intent's amount is unique within its account (1, 2, 3, … cents), so that the payments table
- * tells which intent each payment belongs to.
+ * <p>An intent's amount is unique within its account (1, 2, 3, … cents), so that the payments table (and the
+ * checkout holds) tell which intent each row belongs to; a checkout's card is unique to its intent, so that the
+ * provider's charges of a card are that intent's.
  */
 final class Workload {
     /** One intent and every answer any of its attempts got, in the order they arrived. */
@@ -42,6 +45,7 @@ final class Workload {
 
     private final PaymentClient client;
     private final List<String> accounts;
+    private final List<Kind> kinds;
     private final long seed;
     private final double duplicateRate;
     private final List<Log> logs = Collections.synchronizedList(new ArrayList<>());
@@ -49,9 +53,11 @@ final class Workload {
     private volatile boolean stopNew;
     private volatile long giveUpAtNanos = Long.MAX_VALUE;
 
-    Workload(PaymentClient client, List<String> accounts, long seed, double duplicateRate) {
+    /** @param accounts one client per account, which sends intents of the account's kind */
+    Workload(PaymentClient client, Map<String, Kind> accounts, long seed, double duplicateRate) {
         this.client = client;
-        this.accounts = List.copyOf(accounts);
+        this.accounts = List.copyOf(accounts.keySet());
+        this.kinds = List.copyOf(accounts.values());
         this.seed = seed;
         this.duplicateRate = duplicateRate;
     }
@@ -91,20 +97,28 @@ final class Workload {
         // The clients' own choices (which intents get a duplicate, backoff jitter) come from the seed too.
         Random random = new Random(seed * 31 + n);
         String account = accounts.get(n);
+        Kind kind = kinds.get(n);
         String user = n % 2 == 0 ? "alice" : "bob";
         long amount = 0;
         try {
             while (!stopNew) {
-                Log log = new Log(new Intent(UUID.randomUUID().toString(), user, account, ++amount));
+                amount++;
+                Log log = new Log(new Intent(kind, UUID.randomUUID().toString(), user, account, amount,
+                        kind == Kind.CHECKOUT ? card(n, amount) : null));
                 logs.add(log);
-                pay(log, random);
+                carryOut(log, random);
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
     }
 
-    private void pay(Log log, Random random) throws InterruptedException {
+    /** A card number of this client's intent {@code amount} alone: 16 digits, never the provider's declined card. */
+    static String card(int client, long amount) {
+        return String.format("4242%02d%010d", client, amount);
+    }
+
+    private void carryOut(Log log, Random random) throws InterruptedException {
         CompletableFuture<Answer> duplicate = random.nextDouble() < duplicateRate
                 ? client.sendAsync(log.intent, 0) : null;
         for (int attempt = 1; ; attempt++) {

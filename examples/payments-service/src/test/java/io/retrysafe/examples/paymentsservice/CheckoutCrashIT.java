@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.retrysafe.examples.paymentsservice.provider.PaymentProvider;
+import io.retrysafe.examples.paymentsservice.provider.ProviderAdmin;
 import io.retrysafe.examples.paymentstesting.PaymentsDatabase;
 import java.io.IOException;
 import java.net.URI;

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.retrysafe.examples.paymentsservice.provider.PaymentProvider;
+import io.retrysafe.examples.paymentsservice.provider.ProviderAdmin;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;

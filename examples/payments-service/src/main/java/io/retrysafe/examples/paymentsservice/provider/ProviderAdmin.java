@@ -1,6 +1,5 @@
-package io.retrysafe.examples.paymentsservice;
+package io.retrysafe.examples.paymentsservice.provider;
 
-import io.retrysafe.examples.paymentsservice.provider.FlatJson;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -10,24 +9,30 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
-/** The payment provider as the tests see it: its charges (the ground truth of what was charged) and its faults. */
-final class ProviderAdmin {
+/**
+ * The payment provider as an operator or a test sees it, over its HTTP API: its charges (the ground truth of what
+ * was charged, whatever the service says) and its faults ({@code /admin/faults}). Not what the checkout calls
+ * (that is the service's own client); what the example's tests and the fault suite read the provider with.
+ */
+public final class ProviderAdmin {
     private final String url;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(10)).build();
 
-    ProviderAdmin(String url) {
+    /** @param url the provider's base URL, e.g. {@code http://127.0.0.1:35089} */
+    public ProviderAdmin(String url) {
         this.url = url;
     }
 
-    String url() {
+    public String url() {
         return url;
     }
 
     /** A charge as the provider lists it. */
-    record Charge(String id, String key, String card, long amount, boolean refunded) {
+    public record Charge(String id, String key, String card, long amount, boolean refunded) {
     }
 
-    List<Charge> charges() throws IOException, InterruptedException {
+    /** Every charge the provider made, in the order it made them. */
+    public List<Charge> charges() throws IOException, InterruptedException {
         String body = send(HttpRequest.newBuilder(URI.create(url + "/charges")).GET(), 200);
         List<Charge> charges = new ArrayList<>();
         if (body.length() > 2) {
@@ -40,23 +45,25 @@ final class ProviderAdmin {
         return charges;
     }
 
-    List<Charge> chargesOf(String card) throws IOException, InterruptedException {
+    /** The charges of {@code card}. */
+    public List<Charge> chargesOf(String card) throws IOException, InterruptedException {
         return charges().stream().filter(c -> c.card().equals(card)).toList();
     }
 
     /** The next {@code count} charges of {@code card} (any card when null) meet {@code mode}: fail, hang or slow. */
-    void fault(String mode, int count, long seconds, String card) throws IOException, InterruptedException {
+    public void fault(String mode, int count, long seconds, String card) throws IOException, InterruptedException {
         send(HttpRequest.newBuilder(URI.create(url + "/admin/faults")).POST(HttpRequest.BodyPublishers.ofString(
                 "{\"mode\":\"" + mode + "\",\"count\":" + count + ",\"seconds\":" + seconds
                         + (card == null ? "" : ",\"card\":\"" + card + "\"") + "}")), 204);
     }
 
-    void clearFaults() throws IOException, InterruptedException {
+    /** No more faults: those not met yet are dropped. */
+    public void clearFaults() throws IOException, InterruptedException {
         send(HttpRequest.newBuilder(URI.create(url + "/admin/faults")).DELETE(), 204);
     }
 
     /** How many charge requests of {@code card} the provider holds open or delays now. */
-    int held(String card) throws IOException, InterruptedException {
+    public int held(String card) throws IOException, InterruptedException {
         return Integer.parseInt(FlatJson.member(send(HttpRequest.newBuilder(URI.create(url + "/admin/requests?card="
                 + card)).GET(), 200), "held"));
     }
