@@ -68,7 +68,9 @@ public final class JdbcPhaseJournal implements PhaseJournal<Connection> {
         } catch (SQLException e) {
             throw store.failure("begin a step", e);
         }
-        try (c) {
+        // Any SQLException, the step's own on this connection included, is the database's: the step is
+        // then wholly done or not at all, with its state, and the attempt that resumes reads which.
+        try {
             boolean autoCommit = c.getAutoCommit();
             c.setAutoCommit(false);
             try {
@@ -77,18 +79,20 @@ public final class JdbcPhaseJournal implements PhaseJournal<Connection> {
                     c.rollback();
                     return FencedWrite.LEASE_LOST;
                 }
-                // A commit that fails leaves the step either wholly done or not at all, with its state: the
-                // attempt that resumes reads which, so the failure is reported as it is.
                 c.commit();
                 return FencedWrite.COMMITTED;
             } catch (Exception e) {
                 rollbackQuietly(c, key);
-                throw e instanceof SQLException sql ? store.failure("commit a step", sql) : e;
+                throw e;
             } finally {
                 if (autoCommit) {
-                    c.setAutoCommit(true);
+                    restoreQuietly(c);
                 }
             }
+        } catch (SQLException e) {
+            throw store.failure("run a step", e);
+        } finally {
+            closeQuietly(c);
         }
     }
 
@@ -128,6 +132,23 @@ public final class JdbcPhaseJournal implements PhaseJournal<Connection> {
             }
         } catch (SQLException e) {
             throw store.failure("take lock " + lock, e);
+        }
+    }
+
+    /** A connection that broke cannot take auto-commit back; the pool discards it when it is closed. */
+    private void restoreQuietly(Connection c) {
+        try {
+            c.setAutoCommit(true);
+        } catch (SQLException e) {
+            LOG.log(Level.DEBUG, () -> "[" + store.name() + "] could not restore auto-commit after a step: " + e);
+        }
+    }
+
+    private void closeQuietly(Connection c) {
+        try {
+            c.close();
+        } catch (SQLException e) {
+            LOG.log(Level.DEBUG, () -> "[" + store.name() + "] could not close a step's connection: " + e);
         }
     }
 

@@ -1,6 +1,15 @@
 package io.retrysafe.jdbc;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.retrysafe.Fingerprint;
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.StoreUnavailableException;
+import io.retrysafe.spi.ClaimRequest;
+import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.IdempotencyStore;
+import io.retrysafe.spi.OwnerToken;
 import io.retrysafe.spi.PhaseJournal;
 import io.retrysafe.tck.PhaseJournalContract;
 import java.sql.Connection;
@@ -8,7 +17,10 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
+import java.util.UUID;
 import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
 
 /**
  * The phase contract on a JDBC store: the application's write in a step is a row of a table of its own, on
@@ -61,5 +73,28 @@ abstract class JdbcPhaseJournalContract extends PhaseJournalContract<Connection>
         } catch (SQLException e) {
             throw new IllegalStateException(e);
         }
+    }
+
+    /**
+     * The step's connection breaks under it (here: closed by the step): the step is the store's failure, a
+     * {@link StoreUnavailableException} the HTTP front doors answer with 503, never a driver exception that
+     * would be a 500, and nothing of it commits.
+     */
+    @Test
+    void aStepWhoseConnectionBreaksIsTheStoresFailureAndCommitsNothing() throws Exception {
+        IdempotencyKey key = newKey();
+        OwnerToken token = OwnerToken.random();
+        assertThat(store().tryClaim(new ClaimRequest(key, Fingerprint.sha256(new byte[] {1}), token,
+                Duration.ofSeconds(30), Duration.ofHours(1)))).isInstanceOf(ClaimResult.Claimed.class);
+        String marker = "m-" + UUID.randomUUID();
+
+        assertThatThrownBy(() -> journal().advance(key, token, Duration.ofSeconds(30), c -> {
+            write(c, marker);
+            c.close();
+            return new byte[] {1};
+        })).isInstanceOf(StoreUnavailableException.class);
+
+        assertThat(count(marker)).as("the broken step's write").isZero();
+        assertThat(journal().read(key, token)).as("its state").isEmpty();
     }
 }
