@@ -30,6 +30,11 @@ import org.springframework.beans.factory.BeanFactory;
 final class PhasedMethods {
     private final MethodJson json;
     private final Map<String, PhasedOperation<Object[], Object, Connection>> operations = new ConcurrentHashMap<>();
+    /** Each method's argument and answer codecs, made once: a call's operation only brings its own forward path. */
+    private final Map<Method, Codecs> codecs = new ConcurrentHashMap<>();
+
+    private record Codecs(StepCodec<Object[]> arguments, ResponseCodec<Object> answer) {
+    }
 
     PhasedMethods(MethodJson json) {
         this.json = json;
@@ -74,9 +79,9 @@ final class PhasedMethods {
     /** The phased operation of {@code settings} with {@code forward}: a call's own, or the completer's. */
     PhasedOperation<Object[], Object, Connection> operation(IdempotentMethod settings,
             PhasedOperation.Body<Object[], Object, Connection> forward) {
-        ResponseCodec<Object> answer = IdempotentInterceptor.codec(json, settings,
-                settings.method().getGenericReturnType());
-        return PhasedOperation.of(settings.phasedName(), arguments(settings), answer, forward);
+        Codecs c = codecs.computeIfAbsent(settings.method(), m -> new Codecs(arguments(settings),
+                IdempotentInterceptor.codec(json, settings, m.getGenericReturnType())));
+        return PhasedOperation.of(settings.phasedName(), c.arguments(), c.answer(), forward);
     }
 
     /** The arguments, each as the JSON of its parameter's type, length-prefixed; the {@code Phases} slot is left null. */
