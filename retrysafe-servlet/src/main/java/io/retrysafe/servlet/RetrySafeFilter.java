@@ -277,10 +277,11 @@ public final class RetrySafeFilter implements Filter {
         String contentType = request.getContentType();
         // The normalised path: the same request spelled /p%61yments or /payments;x is the same intent.
         Fingerprinter fingerprinter = fingerprinters.get(route);
-        if (HttpForms.isUrlEncoded(contentType) && !config.rawFormBodies()) {
-            // The container parses form bodies itself from the stream: fingerprint the parsed form
+        if (HttpForms.isUrlEncoded(contentType) && !config.rawFormBodies() && "POST".equals(request.getMethod())) {
+            // The container parses a POST's form body itself from the stream: fingerprint the parsed form
             // (sorted) and leave the stream to it, so getParameter() keeps working for the handler.
-            // A chunked body declares no length: bound it by what it provably held.
+            // A chunked body declares no length: bound it by what it provably held. Other methods' forms
+            // are bytes the handler reads (the container parses none): they take the raw path below.
             if (!isSupportedCharset(request.getCharacterEncoding())) {
                 // The container skips a form body whose charset it cannot decode, and the handler would run
                 // on a body nobody read: neither fingerprinted nor known to be whole.

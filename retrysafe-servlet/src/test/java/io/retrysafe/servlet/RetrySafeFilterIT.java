@@ -108,6 +108,7 @@ class RetrySafeFilterIT {
         RetrySafe engine = RetrySafe.builder(store).name("servlet-it").build();
         HttpIdempotency byHeader = HttpIdempotency.custom()
                 .route(IdempotentRoute.of("POST", "/payments").build())
+                .route(IdempotentRoute.of("PUT", "/payments").build())
                 .route(IdempotentRoute.of("POST", "/optional").keyRequired(false).build())
                 .route(IdempotentRoute.of("POST", "/by-account").fingerprintHeaders("X-Account").build())
                 .scope(ScopeResolver.header("X-User"))
@@ -623,6 +624,35 @@ class RetrySafeFilterIT {
         assertThat(runs(key)).isEqualTo(1);
     }
 
+    /**
+     * A container parses a form body into parameters for POST only: a PUT's form is bytes the handler reads.
+     * Its fields are still what the fingerprint covers, so a key reused with other fields is refused.
+     */
+    @Test
+    void aFormBodyOfAPutIsFingerprintedAndReachesTheHandlerWhole() throws Exception {
+        HttpResponse<byte[]> first = send(put("/payments", key, FORM, "amount=100&currency=EUR"));
+
+        assertThat(first.statusCode()).isEqualTo(200);
+        assertThat(text(first)).contains("\"body\":\"amount=100&currency=EUR\"");
+        assertReplayOf(send(put("/payments", key, FORM, "amount=100&currency=EUR")), first);
+        assertReplayOf(send(put("/payments", key, FORM, "currency=EUR&amount=100")), first);
+        assertProblem(send(put("/payments", key, FORM, "amount=200&currency=EUR")), 422, "/problems/key-reused");
+        assertThat(runs(key)).isEqualTo(1);
+    }
+
+    /** The client closes its side before the Content-Length it declared: the PUT never runs. */
+    @Test
+    void aFormBodyOfAPutCutShortDoesNotRun() throws Exception {
+        String response = rawExchange(("PUT /payments HTTP/1.1\r\nHost: 127.0.0.1\r\nX-User: alice\r\nX-Test: " + testId
+                + "\r\nIdempotency-Key: " + key + "\r\nContent-Type: " + FORM + "\r\nContent-Length: 40\r\n"
+                + "Connection: close\r\n\r\namount=100&currency=EUR").getBytes(ISO_8859_1), true);
+
+        assertThat(response).startsWith("HTTP/1.1 400 ");
+        assertThat(runs(key)).isZero();
+        assertThat(send(put("/payments", key, FORM, "amount=100&currency=EUR")).statusCode()).isEqualTo(200);
+        assertThat(runs(key)).isEqualTo(1);
+    }
+
     @ParameterizedTest(name = "chunked={0}")
     @ValueSource(booleans = {false, true})
     void aFormBodyOverMaxRequestBytesIs413AndDoesNotRun(boolean chunked) throws Exception {
@@ -812,17 +842,30 @@ class RetrySafeFilterIT {
         return b;
     }
 
+    private HttpRequest.Builder put(String pathAndQuery, String idempotencyKey, String contentType, String body) {
+        return request(pathAndQuery).header("Content-Type", contentType).header("X-User", ALICE)
+                .header(KEY, idempotencyKey).PUT(BodyPublishers.ofString(body));
+    }
+
     private static HttpResponse<byte[]> send(HttpRequest.Builder request) throws IOException, InterruptedException {
         return http.send(request.build(), BodyHandlers.ofByteArray());
     }
 
     /** One request written as raw bytes on its own connection; the whole answer, read as ISO-8859-1. */
     private static String rawExchange(byte[] request) throws IOException {
+        return rawExchange(request, false);
+    }
+
+    /** As {@link #rawExchange(byte[])}; {@code thenClose}: the client closes its side after the bytes. */
+    private static String rawExchange(byte[] request, boolean thenClose) throws IOException {
         try (Socket socket = new Socket()) {
             socket.connect(new InetSocketAddress("127.0.0.1", tomcat.uri("/").getPort()), 10_000);
             socket.setSoTimeout(30_000);
             socket.getOutputStream().write(request);
             socket.getOutputStream().flush();
+            if (thenClose) {
+                socket.shutdownOutput();
+            }
             return new String(socket.getInputStream().readAllBytes(), ISO_8859_1);
         }
     }
@@ -930,6 +973,15 @@ class RetrySafeFilterIT {
             int run = countRun(req);
             resp.setContentType("text/plain");
             resp.getOutputStream().write(("run " + run).getBytes(UTF_8));
+        }
+
+        /** Echoes the body as it read it: no container parses a PUT's form into parameters. */
+        @Override
+        protected void doPut(HttpServletRequest req, HttpServletResponse resp) throws IOException {
+            int run = countRun(req);
+            String body = new String(req.getInputStream().readAllBytes(), UTF_8);
+            resp.setContentType(JSON);
+            resp.getOutputStream().write(("{\"run\":" + run + ",\"body\":\"" + body + "\"}").getBytes(UTF_8));
         }
 
         @Override
