@@ -31,6 +31,7 @@ import java.lang.System.Logger.Level;
 import java.nio.charset.Charset;
 import java.nio.charset.IllegalCharsetNameException;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
@@ -277,11 +278,10 @@ public final class RetrySafeFilter implements Filter {
         String contentType = request.getContentType();
         // The normalised path: the same request spelled /p%61yments or /payments;x is the same intent.
         Fingerprinter fingerprinter = fingerprinters.get(route);
-        if (HttpForms.isUrlEncoded(contentType) && !config.rawFormBodies() && "POST".equals(request.getMethod())) {
+        if (HttpForms.isUrlEncoded(contentType) && !config.rawFormBodies()) {
             // The container parses a POST's form body itself from the stream: fingerprint the parsed form
             // (sorted) and leave the stream to it, so getParameter() keeps working for the handler.
-            // A chunked body declares no length: bound it by what it provably held. Other methods' forms
-            // are bytes the handler reads (the container parses none): they take the raw path below.
+            // A chunked body declares no length: bound it by what it provably held.
             if (!isSupportedCharset(request.getCharacterEncoding())) {
                 // The container skips a form body whose charset it cannot decode, and the handler would run
                 // on a body nobody read: neither fingerprinted nor known to be whole.
@@ -297,13 +297,17 @@ public final class RetrySafeFilter implements Filter {
                 return FingerprintedRequest.refused(Problem.MALFORMED_FORM, "the form body could not be parsed: "
                         + "invalid percent-encoding, bytes invalid in its charset, too many parameters, or cut short");
             }
-            if (formBodyAtLeast(form, request.getQueryString()) > max) {
-                return FingerprintedRequest.refused(Problem.PAYLOAD_TOO_LARGE,
-                        "the body must have at most " + max + " bytes");
+            if ("POST".equals(request.getMethod()) || holdsBodyFields(form, request.getQueryString())) {
+                if (formBodyAtLeast(form, request.getQueryString()) > max) {
+                    return FingerprintedRequest.refused(Problem.PAYLOAD_TOO_LARGE,
+                            "the body must have at most " + max + " bytes");
+                }
+                return new FingerprintedRequest(request, HttpSemantics.fingerprint(route.route(), fingerprinter,
+                        request.getMethod(), path, request.getQueryString(), headerValues(request), contentType,
+                        formBytes(form)), null, null);
             }
-            return new FingerprintedRequest(request, HttpSemantics.fingerprint(route.route(), fingerprinter,
-                    request.getMethod(), path, request.getQueryString(), headerValues(request), contentType,
-                    formBytes(form)), null, null);
+            // Containers parse forms for POST only, and nothing before the filter parsed this one (as Spring's
+            // FormContentFilter does for PUT, PATCH and DELETE): its bytes are the handler's, read below.
         }
         if (MultipartBody.isMultipart(contentType)) {
             MultipartBody.Read read = MultipartBody.read(request, max);
@@ -383,6 +387,15 @@ public final class RetrySafeFilter implements Filter {
             }
         }
         return length - (query == null ? 0 : query.length() + 1);
+    }
+
+    /** Whether {@code form} holds fields beyond the query's: the body was parsed into the parameters. */
+    private static boolean holdsBodyFields(Map<String, String[]> form, String query) {
+        try {
+            return !Arrays.equals(formBytes(form), HttpForms.canonical(HttpForms.parse(query, new byte[0], null)));
+        } catch (MalformedFormException e) {
+            return false;
+        }
     }
 
     /** The container's parameters as the shared canonical form of fields takes them. */

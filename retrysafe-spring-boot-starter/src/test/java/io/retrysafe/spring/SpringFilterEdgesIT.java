@@ -40,6 +40,7 @@ import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.PutMapping;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 import org.springframework.web.multipart.MultipartFile;
@@ -61,6 +62,8 @@ import org.springframework.web.multipart.MultipartFile;
                 "retrysafe.http.routes[1].pattern=/refusals",
                 "retrysafe.http.routes[2].method=POST",
                 "retrysafe.http.routes[2].pattern=/uploads",
+                "retrysafe.http.routes[3].method=PUT",
+                "retrysafe.http.routes[3].pattern=/limits",
                 "retrysafe.store.initialize-schema=true",
         })
 @Tag("spring-security")
@@ -107,6 +110,12 @@ class SpringFilterEdgesIT {
         Map<String, Object> upload(@RequestParam String note, @RequestParam MultipartFile file) throws IOException {
             return Map.of("note", note, "file", file.getOriginalFilename(), "size", file.getSize(),
                     "sha256", sha256(file.getBytes()), "run", RUNS.incrementAndGet());
+        }
+
+        /** A PUT's form reaches {@code @RequestParam} through Spring's FormContentFilter, before the filter. */
+        @PutMapping("/limits")
+        Map<String, Object> limit(@RequestParam String account, @RequestParam int amount) {
+            return Map.of("account", account, "amount", amount, "run", RUNS.incrementAndGet());
         }
 
         @PostMapping("/orders/{number}")
@@ -226,6 +235,31 @@ class SpringFilterEdgesIT {
         assertThat(other.status()).isEqualTo(422);
         assertProblem(other, Problem.KEY_REUSED.type());
         assertThat(Payments.RUNS.get()).as("the handler ran once").isEqualTo(runs + 1);
+    }
+
+    @Test
+    void aPutFormParsedBeforeTheFilterIsFingerprintedByItsFields() throws Exception {
+        String key = UUID.randomUUID().toString();
+        int runs = Payments.RUNS.get();
+
+        RawHttp.Response first = putForm(key, "account=A-1&amount=100");
+        RawHttp.Response retry = putForm(key, "amount=100&account=A-1");
+        RawHttp.Response other = putForm(key, "account=A-1&amount=900");
+
+        assertThat(first.status()).as("%s", first).isEqualTo(200);
+        assertThat(first.text()).contains("\"account\":\"A-1\"", "\"amount\":100");
+        assertThat(retry.header("Idempotent-Replayed")).isEqualTo("true");
+        assertThat(retry.text()).isEqualTo(first.text());
+        assertProblem(other, Problem.KEY_REUSED.type());
+        assertThat(Payments.RUNS.get()).as("the handler ran once").isEqualTo(runs + 1);
+    }
+
+    private RawHttp.Response putForm(String key, String form) throws IOException {
+        Map<String, String> headers = new LinkedHashMap<>();
+        headers.put("X-User", "alice");
+        headers.put(HttpIdempotency.HEADER, key);
+        headers.put("Content-Type", "application/x-www-form-urlencoded");
+        return RawHttp.exchange(port, RawHttp.request("PUT", "/limits", headers, form.getBytes(UTF_8)));
     }
 
     private RawHttp.Response upload(String key, String boundary, byte[] file) throws IOException {
