@@ -40,7 +40,7 @@ class ReleaseStagingIT {
     private static final String GROUP = "io/retrysafe";
     /** The published modules; CONTRIBUTING.md, Releases, says why these and no others. */
     private static final Set<String> PUBLISHED_JARS = Set.of("retrysafe-core", "retrysafe-store-tck",
-            "retrysafe-store-jdbc", "retrysafe-store-redis", "retrysafe-servlet", "retrysafe-client", "retrysafe-cli",
+            "retrysafe-store-sql", "retrysafe-store-jdbc", "retrysafe-store-redis", "retrysafe-servlet", "retrysafe-client", "retrysafe-cli",
             "retrysafe-gateway", "retrysafe-micrometer", "retrysafe-inbox", "retrysafe-inbox-tck", "retrysafe-nats", "retrysafe-kafka", "retrysafe-spring-boot-starter",
             "retrysafe-spring-boot3-starter", "retrysafe-rabbitmq", "retrysafe-http", "retrysafe-webflux", "retrysafe-store-r2dbc",
             "retrysafe-store-dynamodb");

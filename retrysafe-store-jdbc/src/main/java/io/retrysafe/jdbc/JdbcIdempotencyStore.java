@@ -5,20 +5,20 @@ import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.internal.Require;
 import io.retrysafe.jdbc.internal.SqlDialect;
-import io.retrysafe.jdbc.internal.TableNames;
-import io.retrysafe.jdbc.internal.TableStoreOptions;
 import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.FencedWrite;
 import io.retrysafe.spi.IdempotencyRecord;
 import io.retrysafe.spi.IdempotencyStore;
 import io.retrysafe.spi.OwnerToken;
+import io.retrysafe.sql.TableNames;
+import io.retrysafe.sql.TableStoreOptions;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
-import java.util.concurrent.Semaphore;
 import java.util.Optional;
+import java.util.concurrent.Semaphore;
 import javax.sql.DataSource;
 
 /**

@@ -11,17 +11,15 @@ import io.retrysafe.IdempotencyKey;
 import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.internal.Require;
-import io.retrysafe.jdbc.JdbcIdempotencyStore;
-import io.retrysafe.jdbc.internal.PostgresStandardLayout;
-import io.retrysafe.jdbc.internal.SqlDialect;
-import io.retrysafe.jdbc.internal.TableNames;
-import io.retrysafe.jdbc.internal.TableStoreOptions;
 import io.retrysafe.spi.AsyncIdempotencyStore;
 import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.FencedWrite;
 import io.retrysafe.spi.IdempotencyRecord;
 import io.retrysafe.spi.OwnerToken;
+import io.retrysafe.sql.Schema;
+import io.retrysafe.sql.TableNames;
+import io.retrysafe.sql.TableStoreOptions;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.Optional;
@@ -31,7 +29,7 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * The PostgreSQL store over R2DBC: non-blocking, on the table of {@link JdbcIdempotencyStore}, with
+ * The PostgreSQL store over R2DBC: non-blocking, on the table of the JDBC store ({@code JdbcIdempotencyStore}), with
  * its schema and its statements' semantics, so that records either store writes are read, replayed,
  * listed by the CLI and purged by {@code JdbcPurger} alike. Standalone, each call is a statement (or
  * two) on a connection of its own from the {@link ConnectionFactory} (pool it: {@code r2dbc-pool}),
@@ -90,7 +88,7 @@ public final class R2dbcIdempotencyStore implements AsyncIdempotencyStore {
      * DDL as its {@code createSchema()} and its Flyway and Liquibase migrations).
      */
     public CompletionStage<Void> createSchema() {
-        String ddl = SqlDialect.postgres(table, new PostgresStandardLayout(table)).schema();
+        String ddl = Schema.POSTGRESQL.forTable(table);
         return call("create the schema", c -> Flux.from(c.createStatement(ddl).execute())
                 .concatMap(Result::getRowsUpdated).then());
     }

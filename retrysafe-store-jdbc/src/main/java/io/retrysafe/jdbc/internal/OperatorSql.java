@@ -4,6 +4,8 @@ import io.retrysafe.Fingerprint;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.spi.IdempotencyRecord;
 import io.retrysafe.spi.RecordStatus;
+import io.retrysafe.sql.BindMarkers;
+import io.retrysafe.sql.RecordSql;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -28,15 +30,7 @@ public abstract class OperatorSql {
     /** @param now the database's clock in this dialect's SQL */
     protected OperatorSql(String table, String now) {
         this.table = table;
-        inspectSql = inspectSql(table, now, BindMarkers.QUESTION_MARKS);
-    }
-
-    /** {@link #inspect}'s statement, which the R2DBC store sends too ({@link PostgresSqlText#inspect()}). */
-    static String inspectSql(String table, String now, BindMarkers markers) {
-        return "SELECT fingerprint, status, attempt, created_at, lease_expires_at, completed_at, expires_at,"
-                + " response_status, response_headers, response_body FROM " + table
-                + " WHERE scope = " + markers.at(1, "varchar") + " AND idem_key = " + markers.at(2, "varchar")
-                + " AND expires_at > " + now;
+        inspectSql = RecordSql.inspect(table, now, BindMarkers.QUESTION_MARKS);
     }
 
     /** A timestamp column as an instant. */

@@ -4,6 +4,9 @@ import io.retrysafe.Fingerprint;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.spi.OwnerToken;
 import io.retrysafe.spi.PhaseJournal;
+import io.retrysafe.sql.BindMarkers;
+import io.retrysafe.sql.PostgresSqlText;
+import io.retrysafe.sql.RecordSql;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -35,16 +38,6 @@ public final class PhaseSql {
         this.countSql = countSql;
     }
 
-    /**
-     * Abandoned: saved steps of this life, not completed, nobody's lease, untouched since {@code idleBefore}
-     * (the idle time's parameter is its first). {@link PostgresSqlText} puts PostgreSQL's statements together
-     * with it too.
-     */
-    static String abandoned(String t, String idleBefore) {
-        return " WHERE phase_created_at IS NOT NULL AND phase_created_at = created_at AND status <> 'COMPLETED'"
-                + " AND lease_expires_at <= " + idleBefore + " AND expires_at > " + t;
-    }
-
     /** PostgreSQL's statements, as the R2DBC store sends them too: written once, in {@link PostgresSqlText}. */
     static PhaseSql postgres(String table) {
         PostgresSqlText text = new PostgresSqlText(table, BindMarkers.QUESTION_MARKS);
@@ -61,9 +54,9 @@ public final class PhaseSql {
                         + " AND owner_token = ? AND status = 'IN_PROGRESS' AND expires_at > " + t),
                 "SELECT IF(phase_created_at = created_at, phase_state, NULL) FROM " + table
                         + " WHERE scope = ? AND idem_key = ? AND owner_token = ? AND status = 'IN_PROGRESS' AND expires_at > " + t,
-                "SELECT scope, idem_key, fingerprint FROM " + table + abandoned(t, idle)
+                "SELECT scope, idem_key, fingerprint FROM " + table + RecordSql.abandonedPhases(t, idle)
                         + " ORDER BY lease_expires_at LIMIT ?",
-                "SELECT count(*) FROM " + table + abandoned(t, idle));
+                "SELECT count(*) FROM " + table + RecordSql.abandonedPhases(t, idle));
     }
 
     private Object token(OwnerToken token) {

@@ -1,6 +1,7 @@
 package io.retrysafe.jdbc.internal;
 
 import io.retrysafe.spi.ClaimRequest;
+import io.retrysafe.sql.PostgresSqlText;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -8,21 +9,13 @@ import java.sql.Timestamp;
 import java.time.Duration;
 import java.time.Instant;
 
-/**
- * What every PostgreSQL statement type shares. {@code statement_timestamp()} is the clock: it is the
- * database's, and unlike {@code now()} it does not stand still over a long transaction.
- */
+/** What every PostgreSQL statement type shares; the clock is {@link PostgresSqlText#CLOCK}. */
 final class Postgres {
-    static final String LOCK_NOT_AVAILABLE = "55P03";
+    static final String LOCK_NOT_AVAILABLE = PostgresSqlText.LOCK_NOT_AVAILABLE;
     static final String UNIQUE_VIOLATION = "23505";
-    static final String T = "statement_timestamp()";
+    static final String T = PostgresSqlText.CLOCK;
 
     private Postgres() {
-    }
-
-    /** The value for {@code set_config('lock_timeout', ?, true)}: milliseconds, at least one (0 is no bound). */
-    static String lockTimeout(Duration lockTimeout) {
-        return Long.toString(Math.max(1, lockTimeout.toMillis()));
     }
 
     static Instant instant(Timestamp t) {
@@ -36,7 +29,7 @@ final class Postgres {
      */
     static ResultSet runClaim(PreparedStatement ps, ClaimRequest request, Duration lockTimeout, String claimPart)
             throws SQLException {
-        ps.setString(1, lockTimeout(lockTimeout));
+        ps.setString(1, PostgresSqlText.lockTimeout(lockTimeout));
         ps.setString(2, request.key().scope());
         ps.setString(3, request.key().value());
         ps.setBytes(4, request.fingerprint().bytes());

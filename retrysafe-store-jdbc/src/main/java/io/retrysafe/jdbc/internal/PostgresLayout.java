@@ -5,6 +5,7 @@ import io.retrysafe.StoredResponse;
 import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.FoundRecord;
 import io.retrysafe.spi.OwnerToken;
+import io.retrysafe.sql.Schema;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
@@ -20,7 +21,7 @@ import java.time.Duration;
 public sealed interface PostgresLayout permits PostgresStandardLayout, PostgresPartitionedLayout {
 
     /** The shipped DDL of this layout, a resource with {@code ${table}} and {@code ${name}} to fill in. */
-    String schemaResource();
+    Schema schema();
 
     // ---------------------------------------------------------------- request path (PostgresRequestSql)
 

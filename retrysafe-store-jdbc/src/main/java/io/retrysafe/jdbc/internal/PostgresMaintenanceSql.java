@@ -1,5 +1,7 @@
 package io.retrysafe.jdbc.internal;
 
+import io.retrysafe.sql.BindMarkers;
+import io.retrysafe.sql.PostgresSqlText;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

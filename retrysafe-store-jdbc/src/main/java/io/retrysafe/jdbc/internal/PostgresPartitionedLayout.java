@@ -7,6 +7,9 @@ import io.retrysafe.StoredResponse;
 import io.retrysafe.internal.HeaderCodec;
 import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.OwnerToken;
+import io.retrysafe.sql.BindMarkers;
+import io.retrysafe.sql.PostgresSqlText;
+import io.retrysafe.sql.Schema;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -69,8 +72,8 @@ public final class PostgresPartitionedLayout implements PostgresLayout {
     }
 
     @Override
-    public String schemaResource() {
-        return "/io/retrysafe/jdbc/schema-postgresql-partitioned.sql";
+    public Schema schema() {
+        return Schema.POSTGRESQL_PARTITIONED;
     }
 
     /**
@@ -126,7 +129,7 @@ public final class PostgresPartitionedLayout implements PostgresLayout {
     public boolean forceRelease(Connection c, IdempotencyKey key, Integer attempt, Duration lockTimeout)
             throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(forceReleaseSql)) {
-            ps.setString(1, Postgres.lockTimeout(lockTimeout));
+            ps.setString(1, PostgresSqlText.lockTimeout(lockTimeout));
             ps.setString(2, key.scope());
             ps.setString(3, key.value());
             if (attempt == null) {

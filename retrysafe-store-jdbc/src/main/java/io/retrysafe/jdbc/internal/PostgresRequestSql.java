@@ -11,6 +11,8 @@ import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.FoundRecord;
 import io.retrysafe.spi.OwnerToken;
+import io.retrysafe.sql.BindMarkers;
+import io.retrysafe.sql.PostgresSqlText;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -136,7 +138,7 @@ public final class PostgresRequestSql extends RequestSql {
             return super.insertCompleted(c, request, response, lockTimeout, commit);
         }
         try (PreparedStatement ps = c.prepareStatement(commit ? insertCompletedAndCommitSql : insertCompletedSql)) {
-            ps.setString(1, Postgres.lockTimeout(lockTimeout));
+            ps.setString(1, PostgresSqlText.lockTimeout(lockTimeout));
             ps.setString(2, request.key().scope());
             ps.setString(3, request.key().value());
             ps.setBytes(4, request.fingerprint().bytes());

@@ -7,6 +7,9 @@ import io.retrysafe.StoredResponse;
 import io.retrysafe.internal.HeaderCodec;
 import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.OwnerToken;
+import io.retrysafe.sql.BindMarkers;
+import io.retrysafe.sql.PostgresSqlText;
+import io.retrysafe.sql.Schema;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -44,8 +47,8 @@ public final class PostgresStandardLayout implements PostgresLayout {
     }
 
     @Override
-    public String schemaResource() {
-        return "/io/retrysafe/jdbc/schema-postgresql.sql";
+    public Schema schema() {
+        return Schema.POSTGRESQL;
     }
 
     @Override
@@ -97,7 +100,7 @@ public final class PostgresStandardLayout implements PostgresLayout {
                 + " WHERE scope = ? AND idem_key = ? AND status = 'IN_PROGRESS' AND expires_at > " + T
                 + (attempt == null ? "" : " AND attempt = ?");
         try (PreparedStatement ps = c.prepareStatement(sql)) {
-            ps.setString(1, Postgres.lockTimeout(lockTimeout));
+            ps.setString(1, PostgresSqlText.lockTimeout(lockTimeout));
             ps.setString(2, key.scope());
             ps.setString(3, key.value());
             if (attempt != null) {

@@ -1,9 +1,7 @@
 package io.retrysafe.jdbc.internal;
 
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
+import io.retrysafe.sql.Schema;
+
 
 /**
  * The statements of one database for one table, by job: the request path ({@link #requests()}), the
@@ -15,18 +13,18 @@ import java.nio.charset.StandardCharsets;
  */
 public final class SqlDialect {
     private final String table;
-    private final String schemaResource;
+    private final Schema schema;
     private final RequestSql requests;
     private final OperatorSql operators;
     private final MaintenanceSql maintenance;
     private final PostgresPartitionSql partitions;
     private final PhaseSql phases;
 
-    private SqlDialect(String table, String schemaResource, RequestSql requests, OperatorSql operators,
+    private SqlDialect(String table, Schema schema, RequestSql requests, OperatorSql operators,
             MaintenanceSql maintenance, PostgresPartitionSql partitions, PhaseSql phases) {
         this.phases = phases;
         this.table = table;
-        this.schemaResource = schemaResource;
+        this.schema = schema;
         this.requests = requests;
         this.operators = operators;
         this.maintenance = maintenance;
@@ -35,14 +33,14 @@ public final class SqlDialect {
 
     /** PostgreSQL with {@code layout} ({@link PostgresStandardLayout} or {@link PostgresPartitionedLayout}). */
     public static SqlDialect postgres(String table, PostgresLayout layout) {
-        return new SqlDialect(table, layout.schemaResource(), new PostgresRequestSql(table, layout),
+        return new SqlDialect(table, layout.schema(), new PostgresRequestSql(table, layout),
                 new PostgresOperatorSql(table, layout), new PostgresMaintenanceSql(layout),
                 layout instanceof PostgresPartitionedLayout partitioned ? partitioned.partitions() : null,
                 PhaseSql.postgres(table));
     }
 
     public static SqlDialect mariaDb(String table) {
-        return new SqlDialect(table, "/io/retrysafe/jdbc/schema-mariadb.sql", new MariaDbRequestSql(table),
+        return new SqlDialect(table, Schema.MARIADB, new MariaDbRequestSql(table),
                 new MariaDbOperatorSql(table), new MariaDbMaintenanceSql(table), null, PhaseSql.mariaDb(table));
     }
 
@@ -73,15 +71,7 @@ public final class SqlDialect {
 
     /** The DDL for this table, as shipped in the schema resource. */
     public String schema() {
-        try (InputStream in = SqlDialect.class.getResourceAsStream(schemaResource)) {
-            if (in == null) {
-                throw new IllegalStateException("schema resource missing: " + schemaResource);
-            }
-            return new String(in.readAllBytes(), StandardCharsets.UTF_8).replace("${table}", table)
-                    .replace("${name}", table.substring(table.indexOf('.') + 1));
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        return schema.forTable(table);
     }
 
     public String table() {

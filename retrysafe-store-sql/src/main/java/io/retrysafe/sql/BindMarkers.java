@@ -1,4 +1,4 @@
-package io.retrysafe.jdbc.internal;
+package io.retrysafe.sql;
 
 /**
  * How a driver marks a statement's bind parameters. The statements that several stores send

@@ -1,4 +1,4 @@
-package io.retrysafe.jdbc.internal;
+package io.retrysafe.sql;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

@@ -1,4 +1,4 @@
-package io.retrysafe.jdbc.internal;
+package io.retrysafe.sql;
 
 import io.retrysafe.internal.Require;
 import java.util.regex.Pattern;

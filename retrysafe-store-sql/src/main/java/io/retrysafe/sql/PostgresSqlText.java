@@ -1,14 +1,11 @@
-package io.retrysafe.jdbc.internal;
-
-import static io.retrysafe.jdbc.internal.Postgres.T;
+package io.retrysafe.sql;
 
 import io.retrysafe.internal.Hex;
 import java.time.Duration;
 
 /**
  * The text of the PostgreSQL statements on one table that more than one store sends: the JDBC store
- * (through {@link PostgresStandardLayout}, {@link PostgresRequestSql} and {@link PostgresOperatorSql})
- * and the R2DBC store, which share the table and must keep one semantics (a record written by one is
+ * (through its standard layout, request and operator statements) and the R2DBC store, which share the table and must keep one semantics (a record written by one is
  * replayed by the other). Each statement is written here once; only its bind markers
  * ({@link BindMarkers}: JDBC's {@code ?}, or {@code $n} cast to the parameter's type) follow the
  * store that sends it. The parameters are numbered as each method says, the same for both stores.
@@ -21,7 +18,14 @@ import java.time.Duration;
  */
 public final class PostgresSqlText {
     /** SQLState: a lock was not granted within {@code lock_timeout}. */
-    public static final String LOCK_NOT_AVAILABLE = Postgres.LOCK_NOT_AVAILABLE;
+    public static final String LOCK_NOT_AVAILABLE = "55P03";
+
+    /**
+     * The clock of every statement: the database's, and unlike {@code now()} it does not stand still over a
+     * long transaction.
+     */
+    public static final String CLOCK = "statement_timestamp()";
+    private static final String T = CLOCK;
 
     /** Puts back the {@code lock_timeout} that {@link #setLockTimeout()} saved, for the rest of the transaction. */
     public static final String RESTORE_LOCK_TIMEOUT =
@@ -37,7 +41,7 @@ public final class PostgresSqlText {
 
     /** The value of {@link #setLockTimeout()}'s parameter: milliseconds, at least one (0 is no bound). */
     public static String lockTimeout(Duration lockTimeout) {
-        return Postgres.lockTimeout(lockTimeout);
+        return Long.toString(Math.max(1, lockTimeout.toMillis()));
     }
 
     private String p(int n, String type) {
@@ -186,13 +190,13 @@ public final class PostgresSqlText {
      * milliseconds, at most parameter 2 of them.
      */
     public String abandonedPhases() {
-        return "SELECT scope, idem_key, fingerprint FROM " + table + PhaseSql.abandoned(T, idleBefore())
+        return "SELECT scope, idem_key, fingerprint FROM " + table + RecordSql.abandonedPhases(T, idleBefore())
                 + " ORDER BY lease_expires_at LIMIT " + p(2, "integer");
     }
 
     /** How many operations are abandoned, untouched for parameter 1 milliseconds. */
     public String countAbandonedPhases() {
-        return "SELECT count(*) FROM " + table + PhaseSql.abandoned(T, idleBefore());
+        return "SELECT count(*) FROM " + table + RecordSql.abandonedPhases(T, idleBefore());
     }
 
     private String idleBefore() {
@@ -227,9 +231,9 @@ public final class PostgresSqlText {
 
     // ---------------------------------------------------------------- operators and maintenance
 
-    /** The live record, {@link OperatorSql#inspect}'s columns. Parameters: 1 scope, 2 key. */
+    /** The live record, the operators' inspect's columns. Parameters: 1 scope, 2 key. */
     public String inspect() {
-        return OperatorSql.inspectSql(table, T, markers);
+        return RecordSql.inspect(table, T, markers);
     }
 
     /**
