@@ -6,6 +6,7 @@ import io.retrysafe.InvalidKeyException;
 import io.retrysafe.KeyRules;
 import io.retrysafe.Outcome;
 import io.retrysafe.OutcomeUnknownException;
+import io.retrysafe.ResponseCodec;
 import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.StoredResponseUnreadableException;
@@ -215,6 +216,29 @@ public final class HttpSemantics {
                     + "processed", null, unavailable.retryAfter());
         }
         return null;
+    }
+
+    /**
+     * The answer to the outcome of work a handler ran itself (a phased operation) whose answer {@code codec} stores:
+     * the answer as it is stored, when it ran here or without protection; its replay; else the refusal's problem.
+     */
+    public static <T> HttpAnswer answer(Outcome<T> outcome, ResponseCodec<T> codec) {
+        Require.notNull(codec, "codec");
+        if (outcome instanceof Outcome.Executed<T> executed) {
+            return asAnswer(codec.encode(executed.value()));
+        } else if (outcome instanceof Outcome.Unprotected<T> unprotected) {
+            return asAnswer(codec.encode(unprotected.value()));
+        } else if (outcome instanceof Outcome.Replayed<T> replayed) {
+            return replay(codec.encode(replayed.value()));
+        }
+        // In progress, key reused, store unavailable: no value, so the cast carries nothing of T.
+        @SuppressWarnings("unchecked")
+        Outcome<StoredResponse> refused = (Outcome<StoredResponse>) (Outcome<?>) Require.notNull(outcome, "outcome");
+        return refusal(refused);
+    }
+
+    private static HttpAnswer asAnswer(StoredResponse stored) {
+        return new HttpAnswer(stored.status(), stored.headers(), stored.body());
     }
 
     /** A stored response as a replay: its status, headers and body, with {@code Idempotent-Replayed: true}. */

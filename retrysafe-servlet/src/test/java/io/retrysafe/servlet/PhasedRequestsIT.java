@@ -9,6 +9,7 @@ import io.retrysafe.ResponseCodec;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.StepCodec;
 import io.retrysafe.StoredResponse;
+import io.retrysafe.http.Admission;
 import io.retrysafe.http.HttpAnswer;
 import io.retrysafe.http.HttpRoute;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
@@ -96,10 +97,10 @@ class PhasedRequestsIT {
             @Override
             protected void doPost(HttpServletRequest request, HttpServletResponse response) throws IOException {
                 byte[] body = request.getInputStream().readAllBytes();
-                PhasedRequests.Admission admission = orders.admit(request, body);
-                HttpAnswer answer = admission instanceof PhasedRequests.Admission.Admitted admitted
+                Admission admission = orders.admit(request, body);
+                HttpAnswer answer = admission instanceof Admission.Admitted admitted
                         ? orders.execute(admitted, ORDER, new String(body, StandardCharsets.UTF_8))
-                        : ((PhasedRequests.Admission.Refused) admission).answer();
+                        : ((Admission.Refused) admission).answer();
                 PhasedRequests.send(response, answer);
             }
         }, "/orders"));

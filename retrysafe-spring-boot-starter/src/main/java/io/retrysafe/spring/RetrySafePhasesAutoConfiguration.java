@@ -6,7 +6,7 @@ import io.retrysafe.PhasedRetrySafe;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.JdbcPhaseJournal;
-import io.retrysafe.micrometer.MicrometerRetrySafeListener;
+import io.retrysafe.spi.RetrySafeListener;
 import java.sql.Connection;
 import java.util.ArrayList;
 import java.util.List;
@@ -14,11 +14,9 @@ import java.util.function.LongConsumer;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.context.annotation.Bean;
-import org.springframework.context.annotation.Configuration;
 
 /**
  * Phased operations on the JDBC store: a {@link PhasedRetrySafe} on the standalone engine, whose local steps
@@ -64,24 +62,8 @@ public class RetrySafePhasesAutoConfiguration {
         return new RetrySafeCompleterScheduler(() -> {
             List<PhasedOperation<?, ?, ?>> all = new ArrayList<>(operations.orderedStream().toList());
             methods.ifAvailable(m -> all.addAll(m.operations()));
-            return completer(phased, properties, all);
+            return RetrySafeCompleterScheduler.Completer.of(completer(phased, properties, all));
         }, properties.phases().completer().interval(), backlog);
-    }
-
-    @Configuration(proxyBeanMethods = false)
-    @ConditionalOnClass(name = "io.retrysafe.micrometer.MicrometerRetrySafeListener")
-    @ConditionalOnProperty(prefix = "retrysafe.phases.completer", name = "enabled", havingValue = "true",
-            matchIfMissing = true)
-    static class Metered {
-
-        @Bean
-        @ConditionalOnMissingBean
-        RetrySafeCompleterScheduler retrySafeCompleterScheduler(PhasedRetrySafe<Connection> phased,
-                RetrySafeProperties properties, ObjectProvider<PhasedOperation<?, ?, ?>> operations,
-                ObjectProvider<PhasedMethods> methods, ObjectProvider<MicrometerRetrySafeListener> metrics) {
-            return scheduler(phased, properties, operations, methods,
-                    backlog -> metrics.ifAvailable(m -> m.recordCompleterBacklog(backlog)));
-        }
     }
 
     @Bean
@@ -90,7 +72,7 @@ public class RetrySafePhasesAutoConfiguration {
             matchIfMissing = true)
     RetrySafeCompleterScheduler retrySafeCompleterScheduler(PhasedRetrySafe<Connection> phased,
             RetrySafeProperties properties, ObjectProvider<PhasedOperation<?, ?, ?>> operations,
-            ObjectProvider<PhasedMethods> methods) {
-        return scheduler(phased, properties, operations, methods, backlog -> { });
+            ObjectProvider<PhasedMethods> methods, ObjectProvider<RetrySafeListener> listeners) {
+        return scheduler(phased, properties, operations, methods, RetrySafeCompleterScheduler.backlogGauge(listeners));
     }
 }

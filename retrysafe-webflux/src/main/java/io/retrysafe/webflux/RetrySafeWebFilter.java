@@ -219,7 +219,7 @@ public final class RetrySafeWebFilter implements WebFilter {
         return Mono.empty();
     }
 
-    private static Mono<Void> send(ServerHttpResponse response, HttpAnswer answer) {
+    static Mono<Void> send(ServerHttpResponse response, HttpAnswer answer) {
         response.setStatusCode(HttpStatusCode.valueOf(answer.status()));
         answer.headers().forEach((name, values) -> response.getHeaders().put(name, values));
         byte[] body = answer.body();
@@ -234,7 +234,7 @@ public final class RetrySafeWebFilter implements WebFilter {
      * {@code String} on 7, so a call compiled against one fails on the other. The headers of every server
      * adapter match names regardless of case, so the first name that matches holds all the values.
      */
-    private static List<String> values(HttpHeaders headers, String name) {
+    static List<String> values(HttpHeaders headers, String name) {
         List<List<String>> found = new ArrayList<>(1);
         headers.forEach((n, values) -> {
             if (found.isEmpty() && n.equalsIgnoreCase(name)) {

@@ -6,6 +6,7 @@ import io.retrysafe.PhasedOperation;
 import io.retrysafe.PhasedRetrySafe;
 import io.retrysafe.examples.paymentscommon.PaymentProblems;
 import io.retrysafe.examples.paymentsservice.ProviderClient.ProviderUnavailableException;
+import io.retrysafe.http.Admission;
 import io.retrysafe.http.HttpAnswer;
 import io.retrysafe.http.HttpRoute;
 import io.retrysafe.http.ProblemType;
@@ -57,8 +58,8 @@ class CheckoutController {
                     + "payment provider and needs RetrySafe's phased operations, which are switched off here");
         }
         byte[] bytes = body == null ? new byte[0] : body;
-        PhasedRequests.Admission admission = checkouts.admit(request, bytes);
-        if (admission instanceof PhasedRequests.Admission.Refused refused) {
+        Admission admission = checkouts.admit(request, bytes);
+        if (admission instanceof Admission.Refused refused) {
             return http(refused.answer());
         }
         CheckoutRequest.Body parsed;
@@ -74,7 +75,7 @@ class CheckoutController {
             return PaymentProblems.invalidRequest(invalid);
         }
         try {
-            return http(checkouts.execute((PhasedRequests.Admission.Admitted) admission, checkout, checkoutRequest));
+            return http(checkouts.execute((Admission.Admitted) admission, checkout, checkoutRequest));
         } catch (ProviderUnavailableException e) {
             // Released: nothing was charged, and the retry resumes after the hold.
             return http(ProblemType.UPSTREAM_UNAVAILABLE.answer("the payment provider is unavailable; nothing was "
