@@ -123,6 +123,7 @@ public final class AsyncRetrySafe {
                     return;
                 }
                 stage.whenComplete((outcome, failure) -> {
+                    EngineCore.markAnswered(admission, outcome);
                     admission.close();
                     if (failure != null) {
                         result.completeExceptionally(EngineCore.unwrap(failure));

@@ -322,6 +322,18 @@ final class EngineCore {
         return done;
     }
 
+    /**
+     * Tells the keys in flight that a request's answer is stored, so that its duplicates go on to the store
+     * together: it ran and its answer was stored, or it was a replay itself.
+     */
+    static void markAnswered(InFlightKeys.Admission admission, Outcome<?> outcome) {
+        if (admission instanceof InFlightKeys.Admission.Entered entered
+                && (outcome instanceof Outcome.Replayed<?> || outcome instanceof Outcome.Executed<?> executed
+                        && executed.completion() == Outcome.Completion.STORED)) {
+            entered.answered();
+        }
+    }
+
     static Throwable unwrap(Throwable t) {
         return t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
     }

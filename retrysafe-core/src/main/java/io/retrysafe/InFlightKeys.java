@@ -18,8 +18,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  * connection while they wait on the key, and every other user of the pool waits for them.
  *
  * <p>What it may answer without the store is only what the store would answer too: a request with
- * the same fingerprint as the one in flight waits for it (up to a bound, then goes on to the store,
- * which replays) or is told the key is in progress. A request with another fingerprint is not
+ * the same fingerprint as the one in flight waits for it (up to a bound) or is told the key is in
+ * progress. When the request it waited for ended with its answer stored, every duplicate waiting goes on
+ * to the store at once, which replays the answer to each (a store reads a completed record without taking
+ * turns on it); when it ended otherwise (released, failed), the key may run again, so the duplicates take
+ * turns holding it. A request with another fingerprint is not
  * refused here: the stored record decides a mismatch (the request in flight may itself be refused
  * as a mismatch, and the other one be a retry of what the record holds), so it goes on to the store.
  *
@@ -45,7 +48,8 @@ public final class InFlightKeys {
      * Admits a request of {@code key}: it becomes the key's holder here ({@link Admission.Entered},
      * to be closed on every way out), or, when a request of the same fingerprint holds the key, waits
      * up to {@code wait} for it to end and tries again ({@link Admission.Busy} past the bound), or, when
-     * the holder's request is another one, passes it on to the store unregistered ({@link Admission.Unguarded}).
+     * the holder's request is another one or ended {@linkplain Admission.Entered#answered() answered}, passes
+     * it on to the store unregistered ({@link Admission.Unguarded}).
      */
     public Admission admit(IdempotencyKey key, Fingerprint fingerprint, Duration wait) {
         Require.notNull(key, "key");
@@ -63,7 +67,9 @@ public final class InFlightKeys {
             }
             waiting.incrementAndGet();
             try {
-                turn.holder().done.get(remaining, TimeUnit.NANOSECONDS);
+                if (turn.holder().done.get(remaining, TimeUnit.NANOSECONDS)) {
+                    return Admission.UNGUARDED;
+                }
             } catch (TimeoutException e) {
                 return Admission.BUSY;
             } catch (InterruptedException e) {
@@ -123,10 +129,14 @@ public final class InFlightKeys {
                 waiting.decrementAndGet();
             }
         });
-        turn.holder().done.thenRun(() -> {
+        turn.holder().done.thenAccept(answered -> {
             if (over.compareAndSet(false, true)) {
                 waiting.decrementAndGet();
-                admitInto(admission, key, fingerprint, deadline, true);
+                if (answered) {
+                    admission.complete(Admission.UNGUARDED);
+                } else {
+                    admitInto(admission, key, fingerprint, deadline, true);
+                }
             }
         });
     }
@@ -149,13 +159,15 @@ public final class InFlightKeys {
 
     private void exit(IdempotencyKey key, Holder holder) {
         holders.remove(key, holder);
-        holder.done.complete(null);
+        holder.done.complete(holder.answered);
     }
 
     private static final class Holder {
         final Fingerprint fingerprint;
-        /** Completes (normally, always) once the holder has left the registry. */
-        final CompletableFuture<Void> done = new CompletableFuture<>();
+        /** Completes (normally, always) once the holder has left the registry: whether it left answered. */
+        final CompletableFuture<Boolean> done = new CompletableFuture<>();
+        /** Set before the holder leaves, by the thread that holds it. */
+        volatile boolean answered;
 
         Holder(Fingerprint fingerprint) {
             this.fingerprint = fingerprint;
@@ -182,6 +194,14 @@ public final class InFlightKeys {
                 this.keys = keys;
                 this.key = key;
                 this.holder = holder;
+            }
+
+            /**
+             * Says, before {@link #close()}, that this request's answer is stored: the duplicates waiting for it
+             * go on to the store together, which replays it, instead of each holding the key in turn.
+             */
+            public void answered() {
+                holder.answered = true;
             }
 
             @Override

@@ -115,7 +115,9 @@ public final class RetrySafe {
      * it takes) as the only request of {@code key} in flight on this instance. A duplicate with the
      * same fingerprint waits here, without a connection, up to {@code wait} for it to end, then goes
      * on to the store (which replays), or is answered in progress; another request of the key goes on
-     * to the store, which decides. Call it before taking a connection or touching the store; the key
+     * to the store, which decides. Once {@code work} has ended with its answer stored (or replayed),
+     * its duplicates go on to the store together; otherwise one at a time. Call it before taking a
+     * connection or touching the store, with {@code work} ending after its transaction commits; the key
      * is freed however {@code work} ends.
      */
     public <T> Outcome<T> oncePerInstance(IdempotencyKey key, Fingerprint fingerprint, Duration wait,
@@ -126,7 +128,9 @@ public final class RetrySafe {
                 Outcome<T> busy = core.inProgress();
                 return core.finished(key, busy);
             }
-            return work.get();
+            Outcome<T> outcome = work.get();
+            EngineCore.markAnswered(admission, outcome);
+            return outcome;
         }
     }
 
