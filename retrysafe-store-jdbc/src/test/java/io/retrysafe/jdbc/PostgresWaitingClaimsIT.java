@@ -11,6 +11,7 @@ import io.retrysafe.RetrySafe;
 import io.retrysafe.testservices.TestDatabases;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -93,6 +94,36 @@ class PostgresWaitingClaimsIT {
         List<Outcome<String>> all = duplicates.stream().map(CompletableFuture::join).toList();
         assertThat(all).filteredOn(o -> o instanceof Outcome.Replayed).as("the waiting ones replay").hasSize(MAX_WAITING);
         assertThat(all).filteredOn(o -> o instanceof Outcome.Executed).isEmpty();
+    }
+
+    /**
+     * A completed record does not change until it is purged: a replay reads it without waiting for whatever
+     * holds its row (another instance's transaction, an operator's query), so duplicates of an answered key
+     * replay side by side instead of one after another.
+     */
+    @Test
+    void aReplayDoesNotWaitForATransactionHoldingTheCompletedRecord() throws Exception {
+        IdempotencyKey key = IdempotencyKey.of("waiting", UUID.randomUUID().toString());
+        Fingerprint fp = Fingerprint.sha256("transfer 20".getBytes(StandardCharsets.UTF_8));
+        assertThat(instance().execute(key, fp, attempt -> "first")).isInstanceOf(Outcome.Executed.class);
+
+        try (Connection holder = ds.getConnection()) {
+            holder.setAutoCommit(false);
+            try (PreparedStatement lock = holder.prepareStatement("SELECT 1 FROM " + TABLE
+                    + " WHERE scope = ? AND idem_key = ? FOR UPDATE")) {
+                lock.setString(1, key.scope());
+                lock.setString(2, key.value());
+                assertThat(lock.executeQuery().next()).isTrue();
+            }
+            // The lock timeout is a minute: a replay that waited for the row would not answer within the bound.
+            CompletableFuture<Outcome<String>> replay = CompletableFuture.supplyAsync(
+                    () -> instance().execute(key, fp, attempt -> "again"), threads);
+            try {
+                assertThat(replay.get(20, TimeUnit.SECONDS)).isEqualTo(new Outcome.Replayed<>("first"));
+            } finally {
+                holder.rollback();
+            }
+        }
     }
 
     /** A transactional engine of its own, as another instance has, running on a connection of its own. */

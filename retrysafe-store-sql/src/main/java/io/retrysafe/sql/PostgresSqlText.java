@@ -69,8 +69,8 @@ public final class PostgresSqlText {
      * 7 retention in milliseconds.
      */
     public String claimStatements() {
-        return setLockTimeout() + ";" + claimInsert() + " VALUES (" + claimRow() + ")" + claimTakeover() + ";"
-                + RESTORE_LOCK_TIMEOUT;
+        return setLockTimeout() + ";" + claimInsert() + " SELECT * FROM (SELECT " + claimRow() + ") AS v"
+                + CLAIM_COLUMNS + unlessCompleted() + claimTakeover() + ";" + RESTORE_LOCK_TIMEOUT;
     }
 
     /**
@@ -80,12 +80,26 @@ public final class PostgresSqlText {
      * The parameters of {@link #claimStatements()}.
      */
     public String claimStatement() {
-        return claimInsert() + " SELECT " + claimRow() + " FROM (" + setLockTimeout() + ") AS bound" + claimTakeover();
+        return claimInsert() + " SELECT * FROM (SELECT " + claimRow() + " FROM (" + setLockTimeout() + ") AS bound) AS v"
+                + CLAIM_COLUMNS + unlessCompleted() + claimTakeover();
     }
 
+    private static final String CLAIM_COLUMNS = "(scope, idem_key, fingerprint, status, owner_token, attempt, created_at,"
+            + " lease_expires_at, expires_at)";
+
     private String claimInsert() {
-        return "INSERT INTO " + table + " AS r (scope, idem_key, fingerprint, status, owner_token, attempt, created_at,"
-                + " lease_expires_at, expires_at)";
+        return "INSERT INTO " + table + " AS r " + CLAIM_COLUMNS;
+    }
+
+    /**
+     * No insert, and so no conflict and no lock on the row, when the key's record is completed and live as the
+     * statement begins: it does not change until it is purged, and the caller reads it ({@link #select()}) to
+     * replay it. Without this, {@code ON CONFLICT DO UPDATE} locks the row even where its WHERE updates nothing,
+     * and every replay of a key would wait for the one before it (in transactional mode, until its commit).
+     */
+    private String unlessCompleted() {
+        return " WHERE NOT EXISTS (SELECT 1 FROM " + table + " d WHERE d.scope = v.scope AND d.idem_key = v.idem_key"
+                + " AND d.status = 'COMPLETED' AND d.expires_at > " + T + ")";
     }
 
     private String claimRow() {
