@@ -38,7 +38,7 @@ import javax.tools.ToolProvider;
 /**
  * The public API of one jar or classes directory as sorted text: a line for each public type of its API
  * packages (kind, modifiers, type parameters, supertypes, permitted subclasses) and a line for each public
- * member, and each protected member of a type others may extend (generic signature, modifiers, thrown
+ * member, and each protected member of a type that is not final (generic signature, modifiers, thrown
  * exceptions, a constant's value). Nested types count as types.
  *
  * <p>The class files are read by the compiler's language model, not loaded: a module's classes name types
@@ -107,8 +107,8 @@ final class ApiSignatures {
     private static void describe(TypeElement type, Elements elements, List<String> lines) {
         String prefix = type.getQualifiedName() + ": ";
         lines.add(prefix + declaration(type));
-        boolean extensible = !type.getModifiers().contains(Modifier.FINAL)
-                && !type.getModifiers().contains(Modifier.SEALED);
+        // A sealed type counts: a permitted subclass may be open again (non-sealed), as the store TCK's are.
+        boolean extensible = !type.getModifiers().contains(Modifier.FINAL);
         List<String> members = new ArrayList<>();
         List<TypeElement> nested = new ArrayList<>();
         for (Element member : type.getEnclosedElements()) {

@@ -57,6 +57,14 @@ class ApiSignaturesTest {
                     }
                 }
 
+                public abstract static sealed class Contract permits OpenContract {
+                    protected abstract void store();
+                }
+
+                // Open to subclasses again: they reach Contract's protected members too.
+                public abstract static non-sealed class OpenContract extends Contract {
+                }
+
                 static class Hidden {
                     public void notApi() {
                     }
@@ -83,6 +91,10 @@ class ApiSignaturesTest {
                 "fixture.api.Store: public void close()",
                 "fixture.api.Store: public final <V> java.util.List<? super V> find(K, V...)",
                 "fixture.api.Store: protected int size",
+                "fixture.api.Store.Contract: public abstract static sealed class Contract permits "
+                        + "fixture.api.Store.OpenContract",
+                "fixture.api.Store.Contract: public Contract()",
+                "fixture.api.Store.Contract: protected abstract void store()",
                 "fixture.api.Store.Hit: public static final record Hit implements fixture.api.Store.Result",
                 "fixture.api.Store.Hit: public Hit(java.lang.String)",
                 "fixture.api.Store.Hit: public final boolean equals(java.lang.Object)",
@@ -90,6 +102,9 @@ class ApiSignaturesTest {
                 "fixture.api.Store.Hit: public final java.lang.String toString()",
                 "fixture.api.Store.Hit: public java.lang.String value()",
                 "fixture.api.Store.Miss: public static final class Miss implements fixture.api.Store.Result",
+                "fixture.api.Store.OpenContract: public abstract static class OpenContract extends "
+                        + "fixture.api.Store.Contract",
+                "fixture.api.Store.OpenContract: public OpenContract()",
                 "fixture.api.Store.Result: public static sealed interface Result permits fixture.api.Store.Hit, "
                         + "fixture.api.Store.Miss");
         assertThat(api.apiTypes()).as("public top-level types in API packages").isEqualTo(1);
