@@ -136,6 +136,68 @@ class ApiSignaturesTest {
     }
 
     @Test
+    void thePublicMembersOfASuperclassThatIsNotApiAreMembersOfItsPublicSubclass() throws IOException {
+        Path classes = compile("inherited", Map.of("fixture/api/ClientBuilder.java", """
+                package fixture.api;
+
+                public final class ClientBuilder extends Settings<ClientBuilder> {
+                    @Override
+                    ClientBuilder self() {
+                        return this;
+                    }
+
+                    @Override
+                    public ClientBuilder size(int size) {
+                        return this;
+                    }
+
+                    public Object build() {
+                        return null;
+                    }
+                }
+
+                abstract class Settings<B extends Settings<B>> {
+                    public B name(String name) {
+                        return self();
+                    }
+
+                    public B size(int size) {
+                        return self();
+                    }
+
+                    abstract B self();
+                }
+                """,
+                "fixture/api/internal/Base.java", """
+                package fixture.api.internal;
+
+                public abstract class Base {
+                    public static final int LIMIT = 3;
+
+                    protected abstract void run();
+                }
+                """,
+                "fixture/api/Task.java", """
+                package fixture.api;
+
+                public abstract class Task extends fixture.api.internal.Base {
+                }
+                """));
+
+        assertThat(ApiSignatures.read(classes).lines()).containsExactly(
+                "fixture.api.ClientBuilder: public final class ClientBuilder extends "
+                        + "fixture.api.Settings<fixture.api.ClientBuilder>",
+                "fixture.api.ClientBuilder: public ClientBuilder()",
+                "fixture.api.ClientBuilder: public java.lang.Object build()",
+                "fixture.api.ClientBuilder: public fixture.api.ClientBuilder name(java.lang.String)",
+                "fixture.api.ClientBuilder: public fixture.api.ClientBuilder size(int)",
+                "fixture.api.Task: public abstract class Task extends fixture.api.internal.Base",
+                "fixture.api.Task: public static final int LIMIT = 3",
+                "fixture.api.Task: public Task()",
+                "fixture.api.Task: protected abstract void run()");
+    }
+
+    @Test
     void internalPackagesAndTheSqlStoresSharedPackageAreNotApi() {
         assertThat(ApiSignatures.isApiPackage("io.retrysafe")).isTrue();
         assertThat(ApiSignatures.isApiPackage("io.retrysafe.spi")).isTrue();
