@@ -38,14 +38,6 @@ import org.w3c.dom.NodeList;
  */
 class ReleaseStagingIT {
     private static final String GROUP = "io/retrysafe";
-    /** The published modules; CONTRIBUTING.md, Releases, says why these and no others. */
-    private static final Set<String> PUBLISHED_JARS = Set.of("retrysafe-core", "retrysafe-store-tck",
-            "retrysafe-store-sql", "retrysafe-store-jdbc", "retrysafe-store-redis", "retrysafe-servlet", "retrysafe-client", "retrysafe-cli",
-            "retrysafe-gateway", "retrysafe-micrometer", "retrysafe-inbox", "retrysafe-inbox-tck", "retrysafe-nats", "retrysafe-kafka", "retrysafe-spring-boot-starter",
-            "retrysafe-spring-boot3-starter", "retrysafe-rabbitmq", "retrysafe-http", "retrysafe-webflux", "retrysafe-store-r2dbc",
-            "retrysafe-store-dynamodb");
-    private static final Set<String> PUBLISHED_POMS = Set.of("retrysafe-parent", "retrysafe-bom",
-            "retrysafe-spring-boot3-parent");
     /** The POMs that carry Central's metadata themselves; every other module inherits it from the first. */
     private static final Set<String> METADATA_POMS = Set.of("retrysafe-parent", "retrysafe-bom");
     /** The Boot 3.5 line's modules get Boot 3.5's dependency management from a parent of their own. */
@@ -83,8 +75,8 @@ class ReleaseStagingIT {
 
     @Test
     void exactlyThePublishedModulesAreDeployed() throws IOException {
-        Set<String> expected = new TreeSet<>(PUBLISHED_JARS);
-        expected.addAll(PUBLISHED_POMS);
+        Set<String> expected = new TreeSet<>(Published.JARS);
+        expected.addAll(Published.POMS);
         try (Stream<Path> dirs = Files.list(staging.resolve(GROUP))) {
             assertThat(dirs.map(d -> d.getFileName().toString())).containsExactlyInAnyOrderElementsOf(expected);
         }
@@ -92,7 +84,7 @@ class ReleaseStagingIT {
 
     @Test
     void everyPublishedJarModuleHasItsPomJarSourcesAndJavadoc() throws Exception {
-        for (String module : PUBLISHED_JARS) {
+        for (String module : Published.JARS) {
             assertThat(artifacts(module)).as(module).containsExactlyInAnyOrder(".pom", ".jar", "-sources.jar",
                     "-javadoc.jar");
             assertThat(entries(artifact(module, ".jar"))).as(module).anyMatch(e -> e.endsWith(".class"));
@@ -104,7 +96,7 @@ class ReleaseStagingIT {
             assertThat(text(child(pom, "parent"), "artifactId")).as(module)
                     .isEqualTo(module.startsWith("retrysafe-spring-boot3-") ? BOOT3_PARENT : "retrysafe-parent");
         }
-        for (String module : PUBLISHED_POMS) {
+        for (String module : Published.POMS) {
             assertThat(artifacts(module)).as(module).containsExactly(".pom");
         }
     }
@@ -133,7 +125,7 @@ class ReleaseStagingIT {
         for (int i = 0; i < dependencies.getLength(); i++) {
             listed.add(dependencies.item(i).getTextContent().strip());
         }
-        assertThat(listed).containsExactlyInAnyOrderElementsOf(PUBLISHED_JARS);
+        assertThat(listed).containsExactlyInAnyOrderElementsOf(Published.JARS);
     }
 
     /**
@@ -146,7 +138,7 @@ class ReleaseStagingIT {
         // Zip keeps a local date-time with no zone; the archiver writes the timestamp's UTC fields.
         LocalDateTime fixed = LocalDateTime.ofInstant(Instant.parse(System.getProperty("retrysafe.outputTimestamp")),
                 ZoneOffset.UTC);
-        for (String module : PUBLISHED_JARS) {
+        for (String module : Published.JARS) {
             for (String kind : List.of(".jar", "-sources.jar", "-javadoc.jar")) {
                 try (ZipFile zip = new ZipFile(artifact(module, kind).toFile())) {
                     List<ZipEntry> written = zip.stream().filter(e -> kind.equals("-javadoc.jar")
