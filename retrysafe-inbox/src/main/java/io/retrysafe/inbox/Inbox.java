@@ -13,7 +13,6 @@ import io.retrysafe.ResponseCodec;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.internal.Require;
-import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import java.lang.System.Logger.Level;
 import java.sql.SQLException;
@@ -92,7 +91,7 @@ public final class Inbox {
                 OperationPolicy.from(given.policy()).outcomePolicy(OutcomePolicy.STORE_ALL).build());
         this.engine = transactional.engine();
         this.transactions = b.transactions != null ? b.transactions : InboxTransactions.pooled(
-                b.dataSource != null ? b.dataSource : ((JdbcIdempotencyStore) given.store()).dataSource());
+                b.dataSource != null ? b.dataSource : b.transactional.dataSource());
         this.keyRules = b.keyRules != null ? b.keyRules : KeyRules.DEFAULT;
         this.retryStyle = b.retryStyle != null ? b.retryStyle : DEFAULT_RETRY_STYLE;
         this.maxAttempts = b.maxAttempts != null ? b.maxAttempts : DEFAULT_MAX_ATTEMPTS;
@@ -451,17 +450,14 @@ public final class Inbox {
         }
 
         /**
-         * @throws IllegalStateException if both a data source and transactions are set; if neither is and the engine's store is not a
-         *     {@link JdbcIdempotencyStore} (it always is in transactional mode)
+         * Without a data source or transactions, the inbox takes its connections from the transactional mode's store.
+         *
+         * @throws IllegalStateException if both a data source and transactions are set
          */
         public Inbox build() {
             if (dataSource != null && transactions != null) {
                 throw new IllegalStateException("dataSource and transactions exclude each other: the transactions "
                         + "decide where connections come from, but both were set");
-            }
-            if (dataSource == null && transactions == null && !(transactional.engine().store() instanceof JdbcIdempotencyStore)) {
-                throw new IllegalStateException("the inbox needs the JDBC store's data source, but the engine's store "
-                        + "is " + transactional.engine().store().getClass().getName());
             }
             return new Inbox(this);
         }

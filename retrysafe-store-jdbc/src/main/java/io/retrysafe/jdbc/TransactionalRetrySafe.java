@@ -16,6 +16,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
+import javax.sql.DataSource;
 
 /**
  * Transactional mode: the key, the operation's writes on the same connection, and the stored
@@ -278,5 +279,10 @@ public final class TransactionalRetrySafe {
 
     public RetrySafe engine() {
         return engine;
+    }
+
+    /** The store's data source: where this mode's transactions take their connections unless told otherwise. */
+    public DataSource dataSource() {
+        return store.dataSource();
     }
 }
