@@ -188,19 +188,11 @@ public class RetrySafeKafkaAutoConfiguration {
                 ObjectProvider<PayloadBytes> payloadBytes, ObjectProvider<InboxListener> inboxListeners,
                 ObjectProvider<KafkaOperations<?, ?>> templates, ObjectProvider<RetrySafeListener> listeners,
                 ObjectProvider<InboxMeters> metrics, BeanFactory beans) {
-            TransactionalRetrySafe tx = transactional.getIfAvailable();
-            if (tx == null) {
-                throw new IllegalStateException("retrysafe.kafka.enabled needs the JDBC store in transactional mode "
-                        + "(the message id commits with the listener's writes): one DataSource, retrysafe.store.type "
-                        + "jdbc or unset, retrysafe.mode transactional or unset");
-            }
-            PlatformTransactionManager manager = managers.getIfUnique();
-            DataSource dataSource = dataSources.getIfUnique();
-            if (manager == null || dataSource == null) {
-                throw new IllegalStateException("retrysafe.kafka.enabled needs one PlatformTransactionManager for the "
-                        + "application's one DataSource, but had " + (manager == null ? "no unique transaction manager"
-                        : "no unique DataSource"));
-            }
+            InboxPrerequisites needs = InboxPrerequisites.of("retrysafe.kafka.enabled", transactional, managers,
+                    dataSources);
+            TransactionalRetrySafe tx = needs.transactional();
+            PlatformTransactionManager manager = needs.manager();
+            DataSource dataSource = needs.dataSource();
             TransactionalRetrySafe kafka = InboxMeters.engine(tx, SOURCE, metrics, listeners);
             PayloadBytes payloads = payloadBytes.getIfAvailable(() -> PayloadBytes.STANDARD);
             RetrySafeProperties.Kafka options = properties.kafka();

@@ -116,19 +116,11 @@ public class RetrySafeRabbitAutoConfiguration {
                 ObjectProvider<DataSource> dataSources, ObjectProvider<ConnectionFactory> connectionFactories,
                 ObjectProvider<RetrySafeListener> listeners, ObjectProvider<InboxMeters> metrics,
                 Environment environment) {
-            TransactionalRetrySafe tx = transactional.getIfAvailable();
-            if (tx == null) {
-                throw new IllegalStateException("retrysafe.rabbit.enabled needs the JDBC store in transactional mode "
-                        + "(the message id commits with the listener's writes): one DataSource, retrysafe.store.type "
-                        + "jdbc or unset, retrysafe.mode transactional or unset");
-            }
-            PlatformTransactionManager manager = managers.getIfUnique();
-            DataSource dataSource = dataSources.getIfUnique();
-            if (manager == null || dataSource == null) {
-                throw new IllegalStateException("retrysafe.rabbit.enabled needs one PlatformTransactionManager for the "
-                        + "application's one DataSource, but had " + (manager == null ? "no unique transaction manager"
-                        : "no unique DataSource"));
-            }
+            InboxPrerequisites needs = InboxPrerequisites.of("retrysafe.rabbit.enabled", transactional, managers,
+                    dataSources);
+            TransactionalRetrySafe tx = needs.transactional();
+            PlatformTransactionManager manager = needs.manager();
+            DataSource dataSource = needs.dataSource();
             ConnectionFactory connections = connectionFactories.getIfUnique();
             if (connections == null) {
                 throw new IllegalStateException("retrysafe.rabbit.enabled needs one Spring AMQP ConnectionFactory for "
