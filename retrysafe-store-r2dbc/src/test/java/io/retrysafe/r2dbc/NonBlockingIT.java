@@ -81,9 +81,14 @@ class NonBlockingIT {
                         .next(),
                 Connection::close);
 
-        sleeper.onErrorResume(e -> Mono.empty()).block(BOUND);
+        AtomicReference<Throwable> ended = new AtomicReference<>();
+        sleeper.onErrorResume(e -> {
+            ended.set(e);
+            return Mono.empty();
+        }).block(BOUND);
 
-        assertThat(mappedOn.get()).startsWith("reactor-tcp");
+        assertThat(mappedOn.get()).as("where the row was mapped; the query ended with %s", ended.get())
+                .startsWith("reactor-tcp");
         assertThat(sleepFailed.get()).isInstanceOf(BlockingOperationError.class);
     }
 

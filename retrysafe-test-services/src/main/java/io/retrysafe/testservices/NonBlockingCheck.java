@@ -1,6 +1,7 @@
 package io.retrysafe.testservices;
 
 import reactor.blockhound.BlockHound;
+import reactor.blockhound.BlockingOperationError;
 
 /**
  * BlockHound, installed once per test JVM with the allowances every non-blocking test shares: from
@@ -19,7 +20,14 @@ public final class NonBlockingCheck {
                 .allowBlockingCallsInside("io.retrysafe.LeaseRenewal", "close")
                 // Handlers name payments with random UUIDs: SecureRandom now and then refills its
                 // buffer from /dev/urandom, a read that never waits.
-                .allowBlockingCallsInside("java.util.UUID", "randomUUID"));
+                .allowBlockingCallsInside("java.util.UUID", "randomUUID")
+                // A driver may drop the error (when it arrives as a connection closes, say) and leave
+                // the caller waiting; the call is printed where it happens so that a hang names it.
+                .blockingMethodCallback(method -> {
+                    BlockingOperationError error = new BlockingOperationError(method);
+                    error.printStackTrace();
+                    throw error;
+                }));
     }
 
     private NonBlockingCheck() {
