@@ -1,56 +1,26 @@
 package io.retrysafe.jdbc;
 
-import com.zaxxer.hikari.HikariConfig;
-import com.zaxxer.hikari.HikariDataSource;
-import io.retrysafe.spi.IdempotencyStore;
-import io.retrysafe.spi.OwnerToken;
-import io.retrysafe.tck.TransactionalStoreContract;
-import io.retrysafe.testservices.TestDatabases;
-import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
-/**
- * The store contract on MariaDB in transactional mode: each claim is the first statement of an open
- * transaction, its completion commits it, and its release or abandonment rolls it back.
- */
-class MariaDbTransactionalContractIT extends TransactionalStoreContract {
-    private static HikariDataSource pool;
-    private static TransactionalStoreAdapter adapter;
+/** The transactional store contract on MariaDB at its default isolation level, REPEATABLE READ. */
+class MariaDbTransactionalContractIT extends JdbcTransactionalContract {
+    private static Opened db;
 
     @BeforeAll
-    static void createTable() {
-        // A holder keeps its connection until it completes, so the races need one per thread.
-        HikariConfig config = new HikariConfig();
-        config.setJdbcUrl(TestDatabases.mariadbJdbcUrl());
-        config.setUsername(TestDatabases.mariadbUser());
-        config.setPassword(TestDatabases.mariadbPassword());
-        config.setMaximumPoolSize(40);
-        config.setPoolName("mariadb-transactional-contract");
-        pool = new HikariDataSource(config);
-        JdbcIdempotencyStore store = JdbcIdempotencyStore.builder(pool).dialect(JdbcDialect.MARIADB)
-                .table(MariaDbStandaloneContractIT.TABLE).lockTimeout(Duration.ofSeconds(1)).build();
-        store.createSchema();
-        adapter = new TransactionalStoreAdapter(store, pool);
+    static void openDatabase() {
+        db = mariadb(null, JdbcTransactionalContract::mariadbStore);
     }
 
     @AfterAll
-    static void close() {
-        if (adapter != null) {
-            adapter.close();
-        }
-        if (pool != null) {
-            pool.close();
+    static void closeDatabase() {
+        if (db != null) {
+            db.close();
         }
     }
 
     @Override
-    protected IdempotencyStore store() {
-        return adapter;
-    }
-
-    @Override
-    protected void abandon(OwnerToken token) {
-        adapter.abandon(token);
+    protected Opened opened() {
+        return db;
     }
 }

@@ -38,10 +38,6 @@ import java.util.Arrays;
  * <p>MariaDB only: MySQL has no {@code SET STATEMENT} and no NO PAD {@code ascii} collation.
  */
 public final class MariaDbRequestSql extends RequestSql {
-    /** ER_LOCK_DEADLOCK, SQLState 40001: the whole transaction was rolled back. */
-    private static final int DEADLOCK = 1213;
-    /** Claims chosen as a deadlock's victim are tried again this often before the error is reported. */
-    private static final int DEADLOCK_RETRIES = 5;
     /**
      * How long a completion or release waits for a row another transaction has locked. Standalone calls
      * lock a row for one statement, and a completion in its claim's transaction holds the lock already;
@@ -100,9 +96,10 @@ public final class MariaDbRequestSql extends RequestSql {
         releaseSql = bounded(WRITE_LOCK_WAIT_SECONDS, "UPDATE " + table + " SET status = 'FAILED',"
                 + " lease_expires_at = LEAST(lease_expires_at, " + T + ")"
                 + " WHERE scope = ? AND idem_key = ? AND owner_token = ? AND status = 'IN_PROGRESS' AND expires_at > " + T);
-        // A plain (consistent) read: what is committed, without waiting for the transaction holding the row.
-        holdsSql = "SELECT owner_token = ? AND status = 'IN_PROGRESS' AND expires_at > " + T + " AND lease_expires_at > "
-                + T + " FROM " + table + " WHERE scope = ? AND idem_key = ?";
+        // A plain (consistent) read: what is committed, without waiting for the transaction holding the row
+        // (except under SERIALIZABLE, where it locks; hence the bound).
+        holdsSql = bounded(WRITE_LOCK_WAIT_SECONDS, "SELECT owner_token = ? AND status = 'IN_PROGRESS' AND expires_at > "
+                + T + " AND lease_expires_at > " + T + " FROM " + table + " WHERE scope = ? AND idem_key = ?");
     }
 
     @Override
@@ -126,13 +123,13 @@ public final class MariaDbRequestSql extends RequestSql {
                     // The holder's transaction outlived the bound. Only this statement was rolled back.
                     return new ClaimResult.InProgress(lockTimeout);
                 }
-                if (e.getErrorCode() != DEADLOCK || undo != null || ++deadlocks > DEADLOCK_RETRIES) {
+                if (!mustRunAgain(e) || undo != null || ++deadlocks > ROLLBACK_RETRIES) {
                     // A joined transaction's earlier writes went with the deadlock: its owner must
                     // see the failure and roll back, never commit what is left of it.
                     throw e;
                 }
-                // InnoDB rolled the whole transaction back. The claim was its first statement, so
-                // nothing else was lost: claim again.
+                // A deadlock (ER_LOCK_DEADLOCK, SQLState 40001): InnoDB rolled the whole transaction back.
+                // The claim was its first statement, so nothing else was lost: claim again.
             }
         }
         return new ClaimResult.InProgress(Duration.ZERO);
@@ -256,7 +253,11 @@ public final class MariaDbRequestSql extends RequestSql {
         }
     }
 
-    /** True if the committed record is held by {@code owner} with a live lease. */
+    /**
+     * True if the committed record is held by {@code owner} with a live lease. Under SERIALIZABLE the
+     * plain read locks, and so waits for the transaction holding the row; past the bound that
+     * transaction is the one claiming it, not {@code owner}.
+     */
     private boolean holds(Connection c, IdempotencyKey key, byte[] owner) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(holdsSql)) {
             ps.setBytes(1, owner);
@@ -265,6 +266,11 @@ public final class MariaDbRequestSql extends RequestSql {
             try (ResultSet rs = ps.executeQuery()) {
                 return rs.next() && rs.getBoolean(1);
             }
+        } catch (SQLException e) {
+            if (e.getErrorCode() == LOCK_WAIT_TIMEOUT) {
+                return false;
+            }
+            throw e;
         }
     }
 }

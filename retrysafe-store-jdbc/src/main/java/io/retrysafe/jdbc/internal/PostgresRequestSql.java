@@ -53,17 +53,31 @@ public final class PostgresRequestSql extends RequestSql {
     @Override
     public ClaimResult tryClaim(Connection c, ClaimRequest request, Duration lockTimeout, Savepoint undo)
             throws SQLException {
-        for (int round = 0; round < CLAIM_ROUNDS; round++) {
+        int rollbacks = 0;
+        for (int round = 0; round < CLAIM_ROUNDS; ) {
             PostgresLayout.Claim claim;
             try {
                 claim = layout.claim(c, request, lockTimeout);
             } catch (SQLException e) {
-                if (!LOCK_NOT_AVAILABLE.equals(e.getSQLState())) {
+                if (LOCK_NOT_AVAILABLE.equals(e.getSQLState())) {
+                    // The holder's transaction outlived the bound. PostgreSQL aborted ours: undo the claim.
+                    undoAbortedClaim(c, undo);
+                    return new ClaimResult.InProgress(lockTimeout);
+                }
+                if (!mustRunAgain(e)) {
                     throw e;
                 }
-                // The holder's transaction outlived the bound. PostgreSQL aborted ours: undo the claim.
                 undoAbortedClaim(c, undo);
-                return new ClaimResult.InProgress(lockTimeout);
+                if (undo != null) {
+                    // A concurrent request wrote the record after the snapshot of the application's
+                    // transaction (REPEATABLE READ or SERIALIZABLE), which can never see it: only a retry can.
+                    return new ClaimResult.InProgress(lockTimeout);
+                }
+                if (++rollbacks > ROLLBACK_RETRIES) {
+                    throw e;
+                }
+                // The claim was its transaction's first statement: it runs again with a snapshot that sees the record.
+                continue;
             }
             if (claim.isClaimed()) {
                 return new ClaimResult.Claimed(request.token(), claim.attempt());
@@ -73,7 +87,7 @@ public final class PostgresRequestSql extends RequestSql {
             if (answer != null) {
                 return answer;
             }
-            // purged, expired, released or lease expired since the statement looked: claim again
+            round++; // purged, expired, released or lease expired since the statement looked: claim again
         }
         return new ClaimResult.InProgress(Duration.ZERO);
     }
