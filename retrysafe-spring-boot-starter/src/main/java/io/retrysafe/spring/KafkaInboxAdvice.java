@@ -11,7 +11,7 @@ import io.retrysafe.inbox.Inbox;
 import io.retrysafe.inbox.InboxHandler;
 import io.retrysafe.inbox.InboxResult;
 import io.retrysafe.inbox.RetryReason;
-import io.retrysafe.kafka.MessageIdExtractor;
+import io.retrysafe.kafka.MessageIds;
 import java.util.List;
 import java.util.function.Supplier;
 import org.aopalliance.intercept.MethodInterceptor;
@@ -75,7 +75,7 @@ final class KafkaInboxAdvice implements MethodInterceptor {
      * the inbox of a batch's runs ({@code joined}, joining the run's transaction), on one engine.
      */
     record Inboxes(Inbox record, Inbox joined, org.springframework.transaction.PlatformTransactionManager
-            transactionManager, MessageIdExtractor messageIds, RetrySafeObservations observations,
+            transactionManager, MessageIds messageIds, RetrySafeObservations observations,
             KafkaDeadLetterPublisher deadLetters) {
 
         /** True: the inbox publishes dead letters ({@code dead-letters=inbox}); a dead-lettered record is done. */

@@ -8,7 +8,7 @@ import io.retrysafe.inbox.Inbox;
 import io.retrysafe.inbox.InboxListener;
 import io.retrysafe.inbox.PayloadBytes;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
-import io.retrysafe.kafka.MessageIdExtractor;
+import io.retrysafe.kafka.MessageIds;
 import io.retrysafe.micrometer.MicrometerRetrySafeListener;
 import io.retrysafe.spi.RetrySafeListener;
 import java.util.ArrayList;
@@ -83,14 +83,14 @@ public class RetrySafeKafkaAutoConfiguration {
 
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(name = {"org.springframework.kafka.config.AbstractKafkaListenerContainerFactory",
-            "io.retrysafe.kafka.MessageIdExtractor", "io.retrysafe.inbox.Inbox"})
+            "io.retrysafe.kafka.MessageIds", "io.retrysafe.inbox.Inbox"})
     static class KafkaInboxConfiguration {
 
         @Bean
         @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
         static KafkaInboxAdvice retrySafeKafkaInboxAdvice(RetrySafeProperties properties,
                 ObjectProvider<TransactionalRetrySafe> transactional, ObjectProvider<PlatformTransactionManager> managers,
-                ObjectProvider<DataSource> dataSources, ObjectProvider<MessageIdExtractor> messageIds,
+                ObjectProvider<DataSource> dataSources, ObjectProvider<MessageIds> messageIds,
                 ObjectProvider<PayloadBytes> payloadBytes, ObjectProvider<InboxListener> inboxListeners,
                 ObjectProvider<KafkaOperations<?, ?>> templates, ObjectProvider<RetrySafeListener> listeners,
                 ObjectProvider<InboxMeters> metrics, BeanFactory beans) {
@@ -184,7 +184,7 @@ public class RetrySafeKafkaAutoConfiguration {
 
         private static KafkaInboxAdvice.Inboxes inbox(RetrySafeProperties properties,
                 ObjectProvider<TransactionalRetrySafe> transactional, ObjectProvider<PlatformTransactionManager> managers,
-                ObjectProvider<DataSource> dataSources, ObjectProvider<MessageIdExtractor> messageIds,
+                ObjectProvider<DataSource> dataSources, ObjectProvider<MessageIds> messageIds,
                 ObjectProvider<PayloadBytes> payloadBytes, ObjectProvider<InboxListener> inboxListeners,
                 ObjectProvider<KafkaOperations<?, ?>> templates, ObjectProvider<RetrySafeListener> listeners,
                 ObjectProvider<InboxMeters> metrics, BeanFactory beans) {
@@ -231,11 +231,11 @@ public class RetrySafeKafkaAutoConfiguration {
             return Backoff.exponential(kafka.backoff(), kafka.maxBackoff());
         }
 
-        private static MessageIdExtractor messageIds(RetrySafeProperties.Kafka kafka) {
+        private static MessageIds messageIds(RetrySafeProperties.Kafka kafka) {
             return switch (kafka.messageId()) {
-                case HEADER -> MessageIdExtractor.header(kafka.header());
-                case CLOUDEVENTS -> MessageIdExtractor.cloudEventsId();
-                case TOPIC_PARTITION_OFFSET -> MessageIdExtractor.topicPartitionOffset();
+                case HEADER -> MessageIds.header(kafka.header());
+                case CLOUDEVENTS -> MessageIds.cloudEventsId();
+                case TOPIC_PARTITION_OFFSET -> MessageIds.topicPartitionOffset();
             };
         }
     }
@@ -291,7 +291,7 @@ public class RetrySafeKafkaAutoConfiguration {
         public boolean matches(ConditionContext context, AnnotatedTypeMetadata metadata) {
             ClassLoader loader = context.getClassLoader();
             return !ClassUtils.isPresent("org.springframework.kafka.config.AbstractKafkaListenerContainerFactory", loader)
-                    || !ClassUtils.isPresent("io.retrysafe.kafka.MessageIdExtractor", loader)
+                    || !ClassUtils.isPresent("io.retrysafe.kafka.MessageIds", loader)
                     || !ClassUtils.isPresent("io.retrysafe.inbox.Inbox", loader);
         }
     }

@@ -18,13 +18,13 @@ import org.apache.kafka.common.header.Header;
  * printable ASCII characters by default).
  *
  * <pre>{@code
- * MessageIdExtractor.header("idempotency-key")   // the default
- * MessageIdExtractor.cloudEventsId()            // CloudEvents Kafka binding, binary mode: header ce_id
- * MessageIdExtractor.topicPartitionOffset()     // no id from the producer: catches redeliveries only
+ * MessageIds.header("idempotency-key")   // the default
+ * MessageIds.cloudEventsId()            // CloudEvents Kafka binding, binary mode: header ce_id
+ * MessageIds.topicPartitionOffset()     // no id from the producer: catches redeliveries only
  * }</pre>
  */
 @FunctionalInterface
-public interface MessageIdExtractor {
+public interface MessageIds {
     /** The header {@link #header(String)} reads by default. */
     String DEFAULT_HEADER = "idempotency-key";
     /** The CloudEvents Kafka protocol binding's header for the event id (binary content mode). */
@@ -40,7 +40,7 @@ public interface MessageIdExtractor {
     String idOf(ConsumerRecord<?, ?> record);
 
     /** The {@value #DEFAULT_HEADER} header. */
-    static MessageIdExtractor defaultHeader() {
+    static MessageIds defaultHeader() {
         return header(DEFAULT_HEADER);
     }
 
@@ -49,9 +49,9 @@ public interface MessageIdExtractor {
      * is no id; the header twice is {@link Rule#MULTIPLE_VALUES}, bytes that are not UTF-8
      * {@link Rule#MALFORMED}.
      */
-    static MessageIdExtractor header(String name) {
+    static MessageIds header(String name) {
         Require.notBlank(name, "name");
-        return new MessageIdExtractor() {
+        return new MessageIds() {
             @Override
             public String idOf(ConsumerRecord<?, ?> record) {
                 List<byte[]> values = new ArrayList<>(1);
@@ -85,7 +85,7 @@ public interface MessageIdExtractor {
     }
 
     /** The CloudEvents id: header {@value #CLOUDEVENTS_ID_HEADER} (binary content mode; in structured mode the id is in the value). */
-    static MessageIdExtractor cloudEventsId() {
+    static MessageIds cloudEventsId() {
         return header(CLOUDEVENTS_ID_HEADER);
     }
 
@@ -98,8 +98,8 @@ public interface MessageIdExtractor {
      * offsets start over: its records would be taken for ones already processed while the old
      * records are retained.
      */
-    static MessageIdExtractor topicPartitionOffset() {
-        return new MessageIdExtractor() {
+    static MessageIds topicPartitionOffset() {
+        return new MessageIds() {
             @Override
             public String idOf(ConsumerRecord<?, ?> record) {
                 return record.partition() + "@" + record.offset();

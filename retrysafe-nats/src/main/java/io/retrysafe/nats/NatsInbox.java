@@ -28,11 +28,11 @@ import java.util.function.Consumer;
  *         .retryStyle(RetryStyle.BROKER_REDELIVERY)                      // attempt n is delivery n
  *         .maxAttempts(5).backoff(Backoff.exponential(Duration.ofSeconds(1), Duration.ofMinutes(1)))
  *         .build();
- * IdempotentMessageProcessor processor = IdempotentMessageProcessor.builder(inbox,
+ * NatsInbox processor = NatsInbox.builder(inbox,
  *                 (msg, jdbc, attempt) -> insertOrder(jdbc, msg.getData()))          // same connection
  *         .deadLetters(nats.jetStream(), "orders.dlq")
  *         .build();
- * RetrySafeJetStreamConsumer consumer = RetrySafeJetStreamConsumer.pull(nats, processor)
+ * RetrySafeNatsConsumer consumer = RetrySafeNatsConsumer.pull(nats, processor)
  *         .stream("ORDERS").durable("billing").start();
  * }</pre>
  *
@@ -54,8 +54,8 @@ import java.util.function.Consumer;
  *
  * <p>Immutable and thread-safe; one processor serves any number of consumers and threads.
  */
-public final class IdempotentMessageProcessor {
-    private static final System.Logger LOG = System.getLogger(IdempotentMessageProcessor.class.getName());
+public final class NatsInbox {
+    private static final System.Logger LOG = System.getLogger(NatsInbox.class.getName());
     private static final byte[] EMPTY = new byte[0];
 
     private final Inbox inbox;
@@ -66,7 +66,7 @@ public final class IdempotentMessageProcessor {
     private final String deadLetterSubject;
     private final Consumer<Message> afterCommit;
 
-    private IdempotentMessageProcessor(Builder b) {
+    private NatsInbox(Builder b) {
         this.inbox = b.inbox;
         this.name = inbox.engine().name();
         this.handler = b.handler;
@@ -199,11 +199,11 @@ public final class IdempotentMessageProcessor {
 
     @Override
     public String toString() {
-        return "IdempotentMessageProcessor[" + inbox + ", messageIds=" + messageIds + ", deadLetterSubject="
+        return "NatsInbox[" + inbox + ", messageIds=" + messageIds + ", deadLetterSubject="
                 + deadLetterSubject + "]";
     }
 
-    /** Builds an {@link IdempotentMessageProcessor}; each value may be set once. */
+    /** Builds a {@link NatsInbox}; each value may be set once. */
     public static final class Builder {
         private final Inbox inbox;
         private final MessageHandler handler;
@@ -255,10 +255,10 @@ public final class IdempotentMessageProcessor {
         }
 
         /** @throws IllegalStateException if the dead letters are not set */
-        public IdempotentMessageProcessor build() {
+        public NatsInbox build() {
             Require.set(deadLetterSubject, "deadLetters", "a message given up must go somewhere, or it is only "
                     + "terminated and left in the stream where no consumer sees it again");
-            return new IdempotentMessageProcessor(this);
+            return new NatsInbox(this);
         }
     }
 }

@@ -22,12 +22,12 @@ import org.apache.kafka.common.utils.Bytes;
  * message id is marked processed in the same database transaction as the handler's writes, so a
  * redelivered record or a producer's duplicate is skipped. Commit the record's offset only once
  * {@link #process} returned a result that {@linkplain InboxResult#isDone() is done};
- * {@link IdempotentConsumerLoop} does that.
+ * {@link RetrySafeKafkaConsumer} does that.
  *
  * <pre>{@code
  * JdbcIdempotencyStore store = JdbcIdempotencyStore.builder(dataSource).build();
  * Inbox inbox = Inbox.builder(TransactionalRetrySafe.of(RetrySafe.builder(store).name("orders").build())).build();
- * IdempotentRecordProcessor<String, String> processor = IdempotentRecordProcessor
+ * KafkaInbox<String, String> processor = KafkaInbox
  *         .<String, String>builder(inbox, (record, connection, attempt) -> ship(connection, record.value()))
  *         .consumerGroup("shipping")
  *         .deadLetters(DeadLetterPublisher.of(producer))
@@ -35,7 +35,7 @@ import org.apache.kafka.common.utils.Bytes;
  * InboxResult result = processor.process(record);   // from a poll loop, or a Spring listener
  * }</pre>
  *
- * <p>What is Kafka's here: the message id comes from the record ({@link MessageIdExtractor}, header
+ * <p>What is Kafka's here: the message id comes from the record ({@link MessageIds}, header
  * {@code idempotency-key} by default); the scope is {@code kafka:<consumer group>:<topic>}; the
  * position {@code topic-partition@offset}; the value is fingerprinted by the inbox's payload rule
  * ({@link Bytes} read as its bytes); a dead letter is a copy of the record (key, value, headers)
@@ -44,7 +44,7 @@ import org.apache.kafka.common.utils.Bytes;
  * caller's thread, reasons, headers, the payload rule) is the inbox's: keep its {@code maxAttempts} and
  * back-off well inside the consumer's {@code max.poll.interval.ms}. Thread-safe.
  */
-public final class IdempotentRecordProcessor<K, V> {
+public final class KafkaInbox<K, V> {
     public static final String DEFAULT_DEAD_LETTER_SUFFIX = ".DLT";
     /** The scope's prefix: {@code kafka:<consumer group>:<topic>}. */
     public static final String SCOPE_PREFIX = "kafka:";
@@ -52,15 +52,15 @@ public final class IdempotentRecordProcessor<K, V> {
     private final Inbox inbox;
     private final String consumerGroup;
     private final RecordHandler<K, V> handler;
-    private final MessageIdExtractor messageIds;
+    private final MessageIds messageIds;
     private final DeadLetterPublisher<K, V> deadLetters;
     private final UnaryOperator<String> deadLetterTopic;
 
-    private IdempotentRecordProcessor(Builder<K, V> b) {
+    private KafkaInbox(Builder<K, V> b) {
         this.inbox = b.inbox;
         this.consumerGroup = b.consumerGroup;
         this.handler = b.handler;
-        this.messageIds = b.messageIds != null ? b.messageIds : MessageIdExtractor.defaultHeader();
+        this.messageIds = b.messageIds != null ? b.messageIds : MessageIds.defaultHeader();
         this.deadLetters = b.deadLetters;
         this.deadLetterTopic = b.deadLetterTopic != null ? b.deadLetterTopic : topic -> topic + DEFAULT_DEAD_LETTER_SUFFIX;
     }
@@ -143,7 +143,7 @@ public final class IdempotentRecordProcessor<K, V> {
         return inbox.engine();
     }
 
-    public MessageIdExtractor messageIds() {
+    public MessageIds messageIds() {
         return messageIds;
     }
 
@@ -154,16 +154,16 @@ public final class IdempotentRecordProcessor<K, V> {
 
     @Override
     public String toString() {
-        return "IdempotentRecordProcessor[consumerGroup=" + consumerGroup + ", messageIds=" + messageIds + ", "
+        return "KafkaInbox[consumerGroup=" + consumerGroup + ", messageIds=" + messageIds + ", "
                 + inbox + "]";
     }
 
-    /** Builds an {@link IdempotentRecordProcessor}; each value may be set once. Retries, back-off and payload rule are the {@link Inbox}'s. */
+    /** Builds a {@link KafkaInbox}; each value may be set once. Retries, back-off and payload rule are the {@link Inbox}'s. */
     public static final class Builder<K, V> {
         private final Inbox inbox;
         private final RecordHandler<K, V> handler;
         private String consumerGroup;
-        private MessageIdExtractor messageIds;
+        private MessageIds messageIds;
         private DeadLetterPublisher<K, V> deadLetters;
         private UnaryOperator<String> deadLetterTopic;
 
@@ -184,8 +184,8 @@ public final class IdempotentRecordProcessor<K, V> {
             return this;
         }
 
-        /** Where the message id comes from; by default header {@value MessageIdExtractor#DEFAULT_HEADER}. */
-        public Builder<K, V> messageIds(MessageIdExtractor messageIds) {
+        /** Where the message id comes from; by default header {@value MessageIds#DEFAULT_HEADER}. */
+        public Builder<K, V> messageIds(MessageIds messageIds) {
             Require.unset(this.messageIds, "messageIds");
             this.messageIds = Require.notNull(messageIds, "messageIds");
             return this;
@@ -206,7 +206,7 @@ public final class IdempotentRecordProcessor<K, V> {
         }
 
         /** @throws IllegalStateException if the consumer group or the dead letters are not set */
-        public IdempotentRecordProcessor<K, V> build() {
+        public KafkaInbox<K, V> build() {
             Require.set(consumerGroup, "consumerGroup", "it is part of the scope kafka:<consumer group>:<topic>");
             Require.set(deadLetters, "deadLetters", "a message given up must go somewhere, or its partition stops "
                     + "behind it");
@@ -216,7 +216,7 @@ public final class IdempotentRecordProcessor<K, V> {
                         + "<topic> (at most " + IdempotencyKey.MAX_SCOPE_LENGTH + " characters), but had "
                         + consumerGroup.length() + " characters");
             }
-            return new IdempotentRecordProcessor<>(this);
+            return new KafkaInbox<>(this);
         }
     }
 }
