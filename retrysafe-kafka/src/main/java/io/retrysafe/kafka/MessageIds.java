@@ -7,8 +7,9 @@ import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
+import java.util.stream.StreamSupport;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.header.Header;
 
@@ -54,12 +55,8 @@ public interface MessageIds {
         return new MessageIds() {
             @Override
             public String idOf(ConsumerRecord<?, ?> record) {
-                List<byte[]> values = new ArrayList<>(1);
-                for (Header header : record.headers().headers(name)) {
-                    if (header.value() != null) {
-                        values.add(header.value());
-                    }
-                }
+                List<byte[]> values = StreamSupport.stream(record.headers().headers(name).spliterator(), false)
+                        .map(Header::value).filter(Objects::nonNull).toList();
                 if (values.isEmpty()) {
                     return null;
                 }
@@ -90,13 +87,10 @@ public interface MessageIds {
     }
 
     /**
-     * {@code <partition>@<offset>} (the scope already names the topic): for producers that set no
-     * id. It catches what the broker redelivers (a consumer that crashed before committing its
-     * offset, a rebalance), but <b>not producer duplicates</b>: a producer that retries a send, or
-     * re-publishes after a crash, appends a new record at a new offset, which this id cannot tell
-     * from a new message. Nor does it survive a topic that is deleted and created again, whose
-     * offsets start over: its records would be taken for ones already processed while the old
-     * records are retained.
+     * {@code <partition>@<offset>} (the scope names the topic), for producers that set no id. It
+     * catches redeliveries (a crash before the offset commit, a rebalance), <b>not producer
+     * duplicates</b>: a retried send is a new record at a new offset. Nor does it survive a topic
+     * deleted and created again: its offsets start over, and its records pass for processed ones.
      */
     static MessageIds topicPartitionOffset() {
         return new MessageIds() {

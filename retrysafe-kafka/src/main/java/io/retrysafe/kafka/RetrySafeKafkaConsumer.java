@@ -7,7 +7,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -39,13 +38,11 @@ import org.apache.kafka.common.errors.WakeupException;
  * loop.shutdown();
  * }</pre>
  *
- * <p>Each polled record is processed on its own, in order within its partition. After each batch
- * the offsets past the records that are done are committed with {@code commitSync}. A record that
- * must be retried later ({@link InboxResult.RetryLater}: its id is held by another consumer during
- * a rebalance, or the database is down) stops its partition: the consumer seeks back to it and
- * pauses the partition for the result's {@code delay}; other partitions go on. On a revocation
- * the loop commits what is done before the partitions move; lost partitions are dropped uncommitted,
- * and their new owner replays what was already processed.
+ * <p>Records are processed one by one, in order within their partition; after each batch the offsets
+ * past those done are committed ({@code commitSync}). A record to retry later ({@link InboxResult.RetryLater}:
+ * its id held by another consumer in a rebalance, the database down) stops its partition: the consumer
+ * seeks back and pauses it for the result's {@code delay}. On a revocation the loop commits what is done;
+ * lost partitions are dropped uncommitted, and their new owner replays what was already processed.
  *
  * <p>The loop owns the consumer from {@link #run()} on: it subscribes, polls, commits and closes
  * it. The consumer must have {@code enable.auto.commit=false} and the processor's consumer group as
@@ -151,13 +148,7 @@ public final class RetrySafeKafkaConsumer<K, V> implements Runnable {
     private void resumeDuePartitions() {
         long now = System.nanoTime();
         List<TopicPartition> due = new ArrayList<>();
-        for (Iterator<Map.Entry<TopicPartition, Long>> it = pausedUntil.entrySet().iterator(); it.hasNext(); ) {
-            Map.Entry<TopicPartition, Long> entry = it.next();
-            if (now - entry.getValue() >= 0) {
-                due.add(entry.getKey());
-                it.remove();
-            }
-        }
+        pausedUntil.entrySet().removeIf(paused -> now - paused.getValue() >= 0 && due.add(paused.getKey()));
         due.retainAll(consumer.assignment());
         if (!due.isEmpty()) {
             consumer.resume(due);
@@ -185,13 +176,8 @@ public final class RetrySafeKafkaConsumer<K, V> implements Runnable {
 
         @Override
         public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
-            Map<TopicPartition, OffsetAndMetadata> revoked = new HashMap<>();
-            for (TopicPartition partition : partitions) {
-                OffsetAndMetadata offset = done.get(partition);
-                if (offset != null) {
-                    revoked.put(partition, offset);
-                }
-            }
+            Map<TopicPartition, OffsetAndMetadata> revoked = new HashMap<>(done);
+            revoked.keySet().retainAll(partitions);
             commit(revoked, "on revocation");
             forget(partitions);
         }
@@ -219,7 +205,7 @@ public final class RetrySafeKafkaConsumer<K, V> implements Runnable {
                 + "]";
     }
 
-    /** Builds a {@link RetrySafeKafkaConsumer}; each value may be set once. */
+    /** Builds an {@link RetrySafeKafkaConsumer}; each value may be set once. */
     public static final class Builder<K, V> {
         private final Consumer<K, V> consumer;
         private final KafkaInbox<K, V> processor;

@@ -49,10 +49,8 @@ import java.util.function.Consumer;
  * <tr><td>{@code DeadLetter}</td><td>{@code term()}, after the dead letter was stored</td></tr>
  * </table>
  *
- * <p>A crash after the commit and before the acknowledgement leaves the message unacknowledged:
- * JetStream delivers it again after the consumer's {@code ack_wait}, and that delivery is replayed.
- *
- * <p>Immutable and thread-safe; one processor serves any number of consumers and threads.
+ * <p>A crash between the commit and the acknowledgement: JetStream delivers the message again after
+ * {@code ack_wait}, and that delivery is replayed. Immutable and thread-safe.
  */
 public final class NatsInbox {
     private static final System.Logger LOG = System.getLogger(NatsInbox.class.getName());
@@ -148,10 +146,8 @@ public final class NatsInbox {
     }
 
     /**
-     * Publishes the dead letter and waits for the dead-letter stream's acknowledgement: the original
-     * payload and headers (without the {@code Nats-*} ones, instructions to the server) plus the
-     * inbox's headers, with a {@code Nats-Msg-Id} of its own per stream message, so that the
-     * dead-letter stream drops a second copy of it within its duplicate window.
+     * Publishes the payload with {@link #deadLetterHeaders} and waits for the stream's acknowledgement; a
+     * {@code Nats-Msg-Id} per stream message lets the dead-letter stream drop a second copy.
      */
     private void deadLetter(Message msg, NatsJetStreamMetaData meta, InboxResult.DeadLetter deadLetter)
             throws Exception {
@@ -162,8 +158,8 @@ public final class NatsInbox {
     }
 
     /**
-     * The original headers but the {@code Nats-*} ones and any of the inbox's names, then the inbox's,
-     * each value cut to printable ASCII (NATS refuses a header value with a character above 0x7f).
+     * The original headers but the {@code Nats-*} ones (instructions to the server) and the inbox's names,
+     * then the inbox's, each value cut to printable ASCII (NATS refuses a value with a character above 0x7f).
      */
     static Headers deadLetterHeaders(Message msg, Map<String, String> inboxHeaders) {
         Headers headers = new Headers();

@@ -42,8 +42,8 @@ import java.util.concurrent.TimeoutException;
  * configuration. {@link Builder#start()} checks the three settings the processor depends on: the
  * consumer acknowledges explicitly ({@code AckPolicy.Explicit}); its kind matches (a pull consumer
  * has no deliver subject); and its {@code max_deliver} is unlimited or at least the inbox's
- * {@code maxAttempts}, so that the processor sees the last delivery and dead-letters it. Several instances (threads, processes) bound to one durable pull consumer
- * compete for its messages; a push consumer is shared through its deliver group.
+ * {@code maxAttempts}, so that the processor sees the last delivery and dead-letters it. Instances
+ * bound to one pull consumer compete for its messages; a push consumer is shared by its deliver group.
  *
  * <p>{@link #close()} stops fetching (or drains the dispatcher), lets the message in hand finish,
  * and unsubscribes; the durable consumer stays on the server. Messages fetched but not yet

@@ -8,12 +8,14 @@ import io.retrysafe.inbox.Inbox;
 import io.retrysafe.inbox.InboxListener;
 import io.retrysafe.inbox.PayloadBytes;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
+import io.retrysafe.kafka.DeadLetterPublisher;
 import io.retrysafe.kafka.MessageIds;
 import io.retrysafe.micrometer.MicrometerRetrySafeListener;
 import io.retrysafe.spi.RetrySafeListener;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.aopalliance.aop.Advice;
 import org.apache.kafka.common.TopicPartition;
@@ -80,6 +82,8 @@ public class RetrySafeKafkaAutoConfiguration {
     static final int CHECK_PHASE = AbstractMessageListenerContainer.DEFAULT_PHASE - 100;
     /** The {@code source} tag of the Kafka inbox's meters. */
     static final String SOURCE = "kafka";
+    /** How long the send of a dead letter ({@code dead-letters=inbox}) may take before the record is retried instead. */
+    static final long DEAD_LETTER_SEND_TIMEOUT_SECONDS = 30;
 
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(name = {"org.springframework.kafka.config.AbstractKafkaListenerContainerFactory",
@@ -212,7 +216,7 @@ public class RetrySafeKafkaAutoConfiguration {
                 record.listener(listener);
                 joined.listener(listener);
             }
-            KafkaDeadLetterPublisher deadLetters = null;
+            DeadLetterPublisher<Object, Object> deadLetters = null;
             if (byInbox) {
                 @SuppressWarnings("unchecked")
                 KafkaOperations<Object, Object> template = (KafkaOperations<Object, Object>) templates.getIfUnique();
@@ -220,10 +224,12 @@ public class RetrySafeKafkaAutoConfiguration {
                     throw new IllegalStateException("retrysafe.kafka.dead-letters=inbox (the default) publishes dead "
                             + "letters through the application's KafkaTemplate, but there was no unique one");
                 }
-                deadLetters = new KafkaDeadLetterPublisher(template, options.deadLetterSuffix());
+                // Acknowledged, or the record is retried instead.
+                deadLetters = deadLetter -> template.send(deadLetter).get(DEAD_LETTER_SEND_TIMEOUT_SECONDS, TimeUnit.SECONDS);
             }
             return new KafkaInboxAdvice.Inboxes(record.build(), joined.build(), manager,
-                    messageIds.getIfAvailable(() -> messageIds(options)), RetrySafeObservations.of(beans), deadLetters);
+                    messageIds.getIfAvailable(() -> messageIds(options)), RetrySafeObservations.of(beans), deadLetters,
+                    options.deadLetterSuffix());
         }
 
         /** The one back-off of both modes: the inbox's, and the starter's error handler's. */
@@ -296,10 +302,6 @@ public class RetrySafeKafkaAutoConfiguration {
         }
     }
 
-    /**
-     * Not a {@link RetrySafeListener} bean itself (the holder is the bean), so that the HTTP engine,
-     * which takes every listener bean, does not count messages.
-     */
     /**
      * Runs before the containers start: resolves the inbox (a misconfiguration stops the start-up
      * rather than the first record), and refuses covered containers it cannot make exactly once.
