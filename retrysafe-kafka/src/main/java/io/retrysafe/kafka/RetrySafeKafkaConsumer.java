@@ -205,7 +205,7 @@ public final class RetrySafeKafkaConsumer<K, V> implements Runnable {
                 + "]";
     }
 
-    /** Builds an {@link RetrySafeKafkaConsumer}; each value may be set once. */
+    /** Builds a {@link RetrySafeKafkaConsumer}; each value may be set once. */
     public static final class Builder<K, V> {
         private final Consumer<K, V> consumer;
         private final KafkaInbox<K, V> processor;
