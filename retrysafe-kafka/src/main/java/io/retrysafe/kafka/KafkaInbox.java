@@ -187,8 +187,7 @@ public final class KafkaInbox<K, V> {
 
     @Override
     public String toString() {
-        return "KafkaInbox[consumerGroup=" + consumerGroup + ", messageIds=" + messageIds + ", "
-                + inbox + "]";
+        return "KafkaInbox[consumerGroup=" + consumerGroup + ", messageIds=" + messageIds + ", " + inbox + "]";
     }
 
     /** Builds a {@link KafkaInbox}; each value may be set once. Retries, back-off and payload rule are the {@link Inbox}'s. */

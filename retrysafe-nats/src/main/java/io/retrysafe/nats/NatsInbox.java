@@ -54,7 +54,6 @@ import java.util.function.Consumer;
  */
 public final class NatsInbox {
     private static final System.Logger LOG = System.getLogger(NatsInbox.class.getName());
-    private static final byte[] EMPTY = new byte[0];
 
     private final Inbox inbox;
     private final String name;
@@ -75,9 +74,8 @@ public final class NatsInbox {
     }
 
     /**
-     * @param inbox   an inbox retrying by {@link RetryStyle#BROKER_REDELIVERY}: a failed handler is
-     *                nakked with the back-off's delay, and attempt {@code n} is JetStream's delivery
-     *                {@code n}
+     * @param inbox   an inbox retrying by {@link RetryStyle#BROKER_REDELIVERY}: a failed handler is nakked
+     *                with the back-off's delay, and attempt {@code n} is JetStream's delivery {@code n}
      * @param handler the business work, on the transaction's connection
      * @throws IllegalArgumentException if the inbox retries in process
      */
@@ -88,6 +86,11 @@ public final class NatsInbox {
     /** The scope of the keys of messages delivered by {@code consumer} of {@code stream}. */
     public static String scope(String stream, String consumer) {
         return Inbox.scope("nats", stream, consumer);
+    }
+
+    /** Where a JetStream message is, in logs and dead letters: {@code <stream>#<sequence>}. */
+    static String position(Message msg) {
+        return msg.metaData().getStream() + "#" + msg.metaData().streamSequence();
     }
 
     /**
@@ -103,15 +106,14 @@ public final class NatsInbox {
                     + msg.getSubject() + " has no JetStream ack subject");
         }
         NatsJetStreamMetaData meta = msg.metaData();
-        String position = meta.getStream() + "#" + meta.streamSequence();
-        String id;
+        String position = position(msg);
+        String id = null;
         InvalidKeyException unreadable = null;
         try {
             id = messageIds.idOf(msg);
         } catch (RuntimeException e) {
             LOG.log(Level.ERROR, () -> "[" + name + "] message " + position + ": reading its id with " + messageIds
                     + " failed", e);
-            id = null;
             unreadable = e instanceof InvalidKeyException k ? k
                     : new InvalidKeyException(InvalidKeyException.Rule.MALFORMED, "reading the message id failed: " + e);
         }
@@ -152,7 +154,7 @@ public final class NatsInbox {
     private void deadLetter(Message msg, NatsJetStreamMetaData meta, InboxResult.DeadLetter deadLetter)
             throws Exception {
         deadLetterJetStream.publish(deadLetterSubject, deadLetterHeaders(msg, deadLetter.headers()),
-                msg.getData() == null ? EMPTY : msg.getData(),
+                msg.getData() == null ? new byte[0] : msg.getData(),
                 PublishOptions.builder().messageId("retrysafe-dlq:" + meta.getStream() + ":" + meta.getConsumer()
                         + ":" + meta.streamSequence()).build());
     }
@@ -195,8 +197,7 @@ public final class NatsInbox {
 
     @Override
     public String toString() {
-        return "NatsInbox[" + inbox + ", messageIds=" + messageIds + ", deadLetterSubject="
-                + deadLetterSubject + "]";
+        return "NatsInbox[" + inbox + ", messageIds=" + messageIds + ", deadLetterSubject=" + deadLetterSubject + "]";
     }
 
     /** Builds a {@link NatsInbox}; each value may be set once. */

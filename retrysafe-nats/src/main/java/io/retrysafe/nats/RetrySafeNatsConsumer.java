@@ -179,7 +179,7 @@ public final class RetrySafeNatsConsumer implements AutoCloseable {
 
     private static String describe(Message msg) {
         try {
-            return "message " + msg.metaData().getStream() + "#" + msg.metaData().streamSequence();
+            return "message " + NatsInbox.position(msg);
         } catch (RuntimeException e) {
             return "a message on " + msg.getSubject();
         }
