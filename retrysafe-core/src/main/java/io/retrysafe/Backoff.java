@@ -81,14 +81,13 @@ public record Backoff(Duration initial, Duration max, double multiplier, Jitter 
     }
 
     /**
-     * Sleeps for {@link #delay delay(retry)}.
+     * Sleeps for {@link #delay delay(retry)} ({@link Sleeper#THREAD_SLEEP}).
      *
      * @return false if the thread was interrupted while waiting (its interrupt flag is set again)
      */
     public boolean sleep(int retry) {
         try {
-            Duration delay = delay(retry);
-            Thread.sleep(delay.toMillis(), delay.toNanosPart() % 1_000_000);
+            Sleeper.THREAD_SLEEP.sleep(delay(retry));
             return true;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

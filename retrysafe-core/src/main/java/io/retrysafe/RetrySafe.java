@@ -11,7 +11,6 @@ import io.retrysafe.spi.RetrySafeListener;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 
 /**
@@ -284,7 +283,7 @@ public final class RetrySafe {
             }
             if (step instanceof EngineCore.Step.ClaimAgain<T> again) {
                 try {
-                    TimeUnit.NANOSECONDS.sleep(again.pauseNanos());
+                    Sleeper.THREAD_SLEEP.sleep(Duration.ofNanos(again.pauseNanos()));
                     continue;
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
@@ -336,7 +335,7 @@ public final class RetrySafe {
             } catch (StoreFailure failure) {
                 long pause = core.pauseBeforeWritingAgain(store.isStandalone(), key, n, failure.getCause());
                 try {
-                    TimeUnit.NANOSECONDS.sleep(pause);
+                    Sleeper.THREAD_SLEEP.sleep(Duration.ofNanos(pause));
                 } catch (InterruptedException ie) {
                     Thread.currentThread().interrupt();
                     throw core.outcomeUnknown(key, n, failure.getCause(), true);

@@ -25,7 +25,7 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  *
  * <ul>
  *   <li>{@code bare}: no deduplication (a duplicate is booked again);
- *   <li>{@code retrysafe}: {@code IdempotentRecordProcessor.process} with in-memory Kafka records, the
+ *   <li>{@code retrysafe}: {@code KafkaInbox.process} with in-memory Kafka records, the
  *       id marked in the business transaction;
  *   <li>{@code rabbitmq}: the same inbox through {@code RabbitInbox.process}, with in-memory AMQP
  *       deliveries;

@@ -10,8 +10,8 @@ import io.retrysafe.inbox.InboxResult;
 import io.retrysafe.inbox.RetryReason;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
-import io.retrysafe.kafka.IdempotentRecordProcessor;
-import io.retrysafe.kafka.MessageIdExtractor;
+import io.retrysafe.kafka.KafkaInbox;
+import io.retrysafe.kafka.MessageIds;
 import io.retrysafe.rabbitmq.ConfirmedPublisher;
 import io.retrysafe.rabbitmq.RabbitInbox;
 import java.io.IOException;
@@ -70,7 +70,7 @@ final class InboxWorkload implements AutoCloseable {
         /** The business transaction alone: a redelivered message is booked again. */
         BARE("bare"),
         /**
-         * RetrySafe's Kafka inbox: {@link IdempotentRecordProcessor#process} with an in-memory
+         * RetrySafe's Kafka inbox: {@link KafkaInbox#process} with an in-memory
          * {@link ConsumerRecord} whose {@code idempotency-key} header is the message id. Claim, business
          * writes and the stored outcome commit in one transaction; a concurrent duplicate waits on the
          * claim's primary key and then skips.
@@ -175,7 +175,7 @@ final class InboxWorkload implements AutoCloseable {
     }
 
     private final HikariDataSource dataSource;
-    private final IdempotentRecordProcessor<String, String> processor;
+    private final KafkaInbox<String, String> processor;
     private final RabbitInbox rabbit;
     private final JdbcMessageIdRepository camel;
     private final JdbcMetadataStore metadataStore;
@@ -191,9 +191,9 @@ final class InboxWorkload implements AutoCloseable {
         // InboxDuplicates injects one failure per message: no in-process retry hides it.
         Inbox inbox = Inbox.builder(TransactionalRetrySafe.of(RetrySafe.builder(store).name("bench-inbox").build()))
                 .maxAttempts(1).build();
-        this.processor = IdempotentRecordProcessor.<String, String>builder(inbox, this::handle)
+        this.processor = KafkaInbox.<String, String>builder(inbox, this::handle)
                 .consumerGroup(GROUP)
-                .messageIds(MessageIdExtractor.defaultHeader())
+                .messageIds(MessageIds.defaultHeader())
                 .deadLetters(deadLetter -> { }) // only InboxDuplicates' injected failures end here
                 .build();
 
@@ -342,7 +342,7 @@ final class InboxWorkload implements AutoCloseable {
 
     private Verdict retrySafe(Message m, boolean fail) {
         RecordHeaders headers = new RecordHeaders();
-        headers.add(MessageIdExtractor.DEFAULT_HEADER, m.id().getBytes(StandardCharsets.UTF_8));
+        headers.add(MessageIds.DEFAULT_HEADER, m.id().getBytes(StandardCharsets.UTF_8));
         if (fail) {
             headers.add(FAIL_HEADER, new byte[] {1});
         }

@@ -3,6 +3,7 @@ package io.retrysafe.client;
 import io.retrysafe.Backoff;
 import io.retrysafe.IdempotencyKeys;
 import io.retrysafe.KeyRules;
+import io.retrysafe.Sleeper;
 import io.retrysafe.internal.Hex;
 import io.retrysafe.internal.Require;
 import java.io.IOException;

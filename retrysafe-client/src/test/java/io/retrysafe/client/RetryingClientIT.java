@@ -7,6 +7,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import io.retrysafe.InvalidKeyException;
+import io.retrysafe.Sleeper;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.ConnectException;

@@ -16,7 +16,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.postgresql.ds.PGSimpleDataSource;
 
 /**
- * The inbox contract's dying consumer on Kafka: the real {@link IdempotentConsumerLoop} (classic
+ * The inbox contract's dying consumer on Kafka: the real {@link RetrySafeKafkaConsumer} (classic
  * protocol) whose inbox listener ({@link Effects#holdAfterCommit()}) blocks once the first record
  * committed, before the loop commits its offset. {@link KafkaInboxContractIT} kills it with SIGKILL.
  *
@@ -48,7 +48,7 @@ public final class KafkaContractChild {
         ContractHandler work = Effects.childHandler(args[3]);
         Inbox inbox = Inbox.builder(TransactionalRetrySafe.of(RetrySafe.builder(store).name("kafka-contract-child")
                 .build())).listener(Effects.holdAfterCommit()).build();
-        IdempotentRecordProcessor<byte[], byte[]> processor = IdempotentRecordProcessor.<byte[], byte[]>builder(
+        KafkaInbox<byte[], byte[]> processor = KafkaInbox.<byte[], byte[]>builder(
                         inbox, (record, connection, attempt) -> work.handle(record.value(), connection, attempt))
                 .consumerGroup(group)
                 .deadLetters(DeadLetterPublisher.of(KafkaInboxContractIT.producer(bootstrap)))
@@ -56,7 +56,7 @@ public final class KafkaContractChild {
         KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(
                 KafkaBroker.consumerConfig(bootstrap, group, GroupProtocol.CLASSIC, 10),
                 new ByteArrayDeserializer(), new ByteArrayDeserializer());
-        IdempotentConsumerLoop.builder(consumer, processor).topics(args[2]).pollTimeout(Duration.ofMillis(200))
+        RetrySafeKafkaConsumer.builder(consumer, processor).topics(args[2]).pollTimeout(Duration.ofMillis(200))
                 .build().run();
         System.out.println("NOT " + Effects.COMMITTED + ": the loop returned");
         System.out.flush();

@@ -38,7 +38,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * The inbox contract on plain Kafka: {@link IdempotentConsumerLoop} and {@link IdempotentRecordProcessor}
+ * The inbox contract on plain Kafka: {@link RetrySafeKafkaConsumer} and {@link KafkaInbox}
  * on an in-process KRaft broker, PostgreSQL as the inbox. A partition delivers in order.
  */
 class KafkaInboxContractIT extends OrderedInboxContract {
@@ -94,7 +94,7 @@ class KafkaInboxContractIT extends OrderedInboxContract {
             this.topic = name;
             this.group = "group-" + name;
             KAFKA.createTopic(topic, 2);
-            KAFKA.createTopic(topic + IdempotentRecordProcessor.DEFAULT_DEAD_LETTER_SUFFIX, 1);
+            KAFKA.createTopic(topic + KafkaInbox.DEFAULT_DEAD_LETTER_SUFFIX, 1);
             Map<String, Object> config = new HashMap<>();
             config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, KAFKA.bootstrapServers());
             config.put(ProducerConfig.ACKS_CONFIG, "all");
@@ -116,7 +116,7 @@ class KafkaInboxContractIT extends OrderedInboxContract {
                     ? new ProducerRecord<>(topic, 0, null, message.payload())
                     : new ProducerRecord<>(topic, message.orderingKey(), message.payload());
             if (message.id() != null) {
-                record.headers().add(MessageIdExtractor.DEFAULT_HEADER, message.id().getBytes(StandardCharsets.UTF_8));
+                record.headers().add(MessageIds.DEFAULT_HEADER, message.id().getBytes(StandardCharsets.UTF_8));
             }
             message.headers().forEach((k, v) -> record.headers().add(k, v.getBytes(StandardCharsets.UTF_8)));
             producer.send(record).get(BOUND.toMillis(), TimeUnit.MILLISECONDS);
@@ -132,7 +132,7 @@ class KafkaInboxContractIT extends OrderedInboxContract {
                     .payloadBytes(spec.payloadBytes())
                     .listener(spec.listener())
                     .build();
-            IdempotentRecordProcessor<byte[], byte[]> processor = IdempotentRecordProcessor.<byte[], byte[]>builder(
+            KafkaInbox<byte[], byte[]> processor = KafkaInbox.<byte[], byte[]>builder(
                             inbox, (record, connection, attempt) -> spec.handler().handle(record.value(), connection, attempt))
                     .consumerGroup(group)
                     .deadLetters(DeadLetterPublisher.of(deadLetterProducer))
@@ -140,7 +140,7 @@ class KafkaInboxContractIT extends OrderedInboxContract {
             KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(
                     KafkaBroker.consumerConfig(KAFKA.bootstrapServers(), group, GroupProtocol.CLASSIC, 10),
                     new ByteArrayDeserializer(), new ByteArrayDeserializer());
-            IdempotentConsumerLoop<byte[], byte[]> loop = IdempotentConsumerLoop.builder(consumer, processor)
+            RetrySafeKafkaConsumer<byte[], byte[]> loop = RetrySafeKafkaConsumer.builder(consumer, processor)
                     .topics(topic).pollTimeout(POLL_TIMEOUT).build();
             Thread thread = new Thread(loop, "contract-loop-" + topic);
             thread.setDaemon(true);
@@ -158,7 +158,7 @@ class KafkaInboxContractIT extends OrderedInboxContract {
 
         @Override
         public List<ReceivedMessage> deadLetters() {
-            String deadLetterTopic = topic + IdempotentRecordProcessor.DEFAULT_DEAD_LETTER_SUFFIX;
+            String deadLetterTopic = topic + KafkaInbox.DEFAULT_DEAD_LETTER_SUFFIX;
             TopicPartition partition = new TopicPartition(deadLetterTopic, 0);
             Map<String, Object> config = KafkaBroker.consumerConfig(KAFKA.bootstrapServers(), "reader-" + topic,
                     GroupProtocol.CLASSIC, 500);

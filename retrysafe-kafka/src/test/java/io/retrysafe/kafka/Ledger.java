@@ -36,7 +36,7 @@ final class Ledger {
         try (PreparedStatement ps = c.prepareStatement("INSERT INTO " + TABLE
                 + " (topic, message_id, consumer, payload, partition_no, offset_no) VALUES (?, ?, ?, ?, ?, ?)")) {
             ps.setString(1, record.topic());
-            ps.setString(2, header(record, MessageIdExtractor.DEFAULT_HEADER));
+            ps.setString(2, header(record, MessageIds.DEFAULT_HEADER));
             ps.setString(3, consumer);
             ps.setString(4, record.value());
             ps.setInt(5, record.partition());

@@ -15,7 +15,7 @@ final class TestRecords {
     static ConsumerRecord<String, String> record(String topic, long offset, String id, String value) {
         RecordHeaders headers = new RecordHeaders();
         if (id != null) {
-            headers.add(MessageIdExtractor.DEFAULT_HEADER, id.getBytes(StandardCharsets.UTF_8));
+            headers.add(MessageIds.DEFAULT_HEADER, id.getBytes(StandardCharsets.UTF_8));
         }
         return new ConsumerRecord<>(topic, 0, offset, 0L, TimestampType.CREATE_TIME, -1, -1, "key-" + offset, value,
                 headers, Optional.empty());

@@ -8,6 +8,7 @@ import io.nats.client.impl.Headers;
 import io.retrysafe.Backoff;
 import io.retrysafe.IdempotencyKeys;
 import io.retrysafe.KeyRules;
+import io.retrysafe.Sleeper;
 import io.retrysafe.internal.Require;
 import java.io.IOException;
 import java.io.InterruptedIOException;
@@ -47,14 +48,14 @@ public final class IdempotentPublisher {
     private final JetStream jetStream;
     private final int maxAttempts;
     private final Backoff backoff;
-    private final Pause pause;
+    private final Sleeper pause;
     private final String expectedStream;
 
     private IdempotentPublisher(Builder b) {
         this.jetStream = b.jetStream;
         this.maxAttempts = b.maxAttempts == null ? DEFAULT_MAX_ATTEMPTS : b.maxAttempts;
         this.backoff = b.backoff == null ? DEFAULT_BACKOFF : b.backoff;
-        this.pause = b.pause == null ? Pause.THREAD_SLEEP : b.pause;
+        this.pause = b.pause == null ? Sleeper.THREAD_SLEEP : b.pause;
         this.expectedStream = b.expectedStream;
     }
 
@@ -149,20 +150,12 @@ public final class IdempotentPublisher {
                 + expectedStream + "]";
     }
 
-    /** How the publisher waits between attempts; a test gives one that records the waits and returns at once. */
-    @FunctionalInterface
-    interface Pause {
-        Pause THREAD_SLEEP = delay -> Thread.sleep(delay.toMillis(), delay.toNanosPart() % 1_000_000);
-
-        void sleep(Duration delay) throws InterruptedException;
-    }
-
     /** Builds an {@link IdempotentPublisher}; each value may be set once. */
     public static final class Builder {
         private final JetStream jetStream;
         private Integer maxAttempts;
         private Backoff backoff;
-        private Pause pause;
+        private Sleeper pause;
         private String expectedStream;
 
         private Builder(JetStream jetStream) {
@@ -186,8 +179,8 @@ public final class IdempotentPublisher {
             return this;
         }
 
-        /** For tests: how the publisher waits; by default {@link Thread#sleep}. */
-        Builder pause(Pause pause) {
+        /** For tests: how the publisher waits; by default {@link Sleeper#THREAD_SLEEP}. */
+        Builder pause(Sleeper pause) {
             Require.unset(this.pause, "pause");
             this.pause = Require.notNull(pause, "pause");
             return this;

@@ -10,7 +10,7 @@ import java.sql.Connection;
  * the message id as processed, and it is committed only if this method returns normally.
  *
  * <p>It must not acknowledge the message, commit, roll back or close the connection: the
- * {@link IdempotentMessageProcessor} does all of that. A handler running longer than the
+ * {@link NatsInbox} does all of that. A handler running longer than the
  * consumer's {@code ack_wait} may call {@link Message#inProgress()} to keep the message from being
  * redelivered meanwhile.
  *

@@ -10,15 +10,12 @@ import io.retrysafe.internal.Require;
  * for every other message.
  *
  * <ul>
- * <li>{@link #natsMsgId()} — the default: the {@code Nats-Msg-Id} header, which the producer sets
- *     (see {@link IdempotentPublisher}) and which the server also uses to drop duplicates within
- *     the stream's duplicate window. Covers redeliveries <em>and</em> producer retries at any
- *     distance in time, as long as the record is retained.
+ * <li>{@link #natsMsgId()} — the default: the {@code Nats-Msg-Id} header the producer sets (see
+ *     {@link IdempotentPublisher}), on which the server also drops duplicates within the stream's
+ *     duplicate window. Covers redeliveries <em>and</em> producer retries while the record is retained.
  * <li>{@link #header(String)} — another header the producer sets, such as {@code idempotency-key}
  *     or CloudEvents {@code ce-id}; the server does not deduplicate on it.
- * <li>{@link #streamSequence()} — the message's sequence in its stream, for producers that set no
- *     id. It covers redeliveries only: a producer's retry that the server did not drop is a new
- *     message with a new sequence and is processed again.
+ * <li>{@link #streamSequence()} — for producers that set no id: redeliveries only.
  * </ul>
  */
 @FunctionalInterface

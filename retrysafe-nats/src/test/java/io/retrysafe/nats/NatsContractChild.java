@@ -13,7 +13,7 @@ import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 
 /**
- * The inbox contract's dying consumer on JetStream: the real {@link RetrySafeJetStreamConsumer}
+ * The inbox contract's dying consumer on JetStream: the real {@link RetrySafeNatsConsumer}
  * whose inbox listener ({@link Effects#holdAfterCommit()}) blocks once the first message committed,
  * before the processor acknowledges it. {@link NatsInboxContractIT} kills it with SIGKILL.
  *
@@ -39,7 +39,7 @@ public final class NatsContractChild {
                 .connectionTimeout(Duration.ofSeconds(10)).build());
         Inbox.Builder inbox = Inbox.builder(TransactionalRetrySafe.of(RetrySafe.builder(store)
                 .name("nats-contract-child").build())).listener(Effects.holdAfterCommit());
-        RetrySafeJetStreamConsumer.pull(nats, NatsInboxContractIT.processor(nats, inbox, args[3],
+        RetrySafeNatsConsumer.pull(nats, NatsInboxContractIT.processor(nats, inbox, args[3],
                 Effects.childHandler(args[4]))).stream(args[1]).durable(args[2]).batchSize(1).start();
         new CountDownLatch(1).await();
     }

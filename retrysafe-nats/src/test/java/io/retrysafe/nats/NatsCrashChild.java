@@ -17,7 +17,7 @@ import org.postgresql.ds.PGSimpleDataSource;
 
 /**
  * A consumer process that dies in the middle of a message: it binds a pull consumer with an
- * {@link IdempotentMessageProcessor}, and on the first message prints a line and blocks until
+ * {@link NatsInbox}, and on the first message prints a line and blocks until
  * {@link NatsCrashIT} kills it with SIGKILL.
  *
  * <pre>
@@ -55,7 +55,7 @@ public final class NatsCrashChild {
         JdbcIdempotencyStore store = store(args[4], args[5], args[6], Effects.STORE_TABLE);
         Inbox inbox = Inbox.builder(TransactionalRetrySafe.of(RetrySafe.builder(store).name("crash-child").build()))
                 .retryStyle(RetryStyle.BROKER_REDELIVERY).build();
-        IdempotentMessageProcessor.Builder processor = IdempotentMessageProcessor.builder(inbox, (msg, c, attempt) -> {
+        NatsInbox.Builder processor = NatsInbox.builder(inbox, (msg, c, attempt) -> {
             Effects.record(c, msg, attempt);
             if (mode.equals("inside-handler")) {
                 blockAfterSaying(INSIDE, msg);
@@ -67,7 +67,7 @@ public final class NatsCrashChild {
         if (mode.equals("after-commit")) {
             processor.afterCommit(msg -> blockAfterSaying(COMMITTED, msg));
         }
-        RetrySafeJetStreamConsumer.pull(nats, processor.build()).stream(args[2]).durable(args[3]).batchSize(1)
+        RetrySafeNatsConsumer.pull(nats, processor.build()).stream(args[2]).durable(args[3]).batchSize(1)
                 .start();
         NEVER.await();
     }

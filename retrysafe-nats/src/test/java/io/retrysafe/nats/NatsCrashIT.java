@@ -56,7 +56,7 @@ class NatsCrashIT {
     private String subject;
     private String durable;
     private ChildJvm child;
-    private RetrySafeJetStreamConsumer survivor;
+    private RetrySafeNatsConsumer survivor;
 
     @BeforeAll
     static void setUp() throws Exception {
@@ -168,18 +168,18 @@ class NatsCrashIT {
         });
     }
 
-    private RetrySafeJetStreamConsumer startSurvivor() throws Exception {
-        IdempotentMessageProcessor processor = IdempotentMessageProcessor.builder(
+    private RetrySafeNatsConsumer startSurvivor() throws Exception {
+        NatsInbox processor = NatsInbox.builder(
                 NatsProcessingIT.inbox(engine, recorder, b -> b), (msg, c, attempt) -> {
                     handled.add(attempt.key().value());
                     Effects.record(c, msg, attempt);
                 }).deadLetters(nats.jetStream(), stream + ".dlq." + durable).build();
-        return RetrySafeJetStreamConsumer.pull(nats, processor).stream(stream).durable(durable).batchSize(1)
+        return RetrySafeNatsConsumer.pull(nats, processor).stream(stream).durable(durable).batchSize(1)
                 .fetchTimeout(Duration.ofSeconds(1)).closeTimeout(Duration.ofSeconds(10)).start();
     }
 
     private String scope() {
-        return IdempotentMessageProcessor.scope(stream, durable);
+        return NatsInbox.scope(stream, durable);
     }
 
     private ConsumerInfo consumerInfo() throws Exception {

@@ -38,8 +38,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
 /**
- * The inbox contract on NATS JetStream: {@link RetrySafeJetStreamConsumer} and
- * {@link IdempotentMessageProcessor} on the real server, PostgreSQL as the inbox. A nakked message
+ * The inbox contract on NATS JetStream: {@link RetrySafeNatsConsumer} and
+ * {@link NatsInbox} on the real server, PostgreSQL as the inbox. A nakked message
  * comes back after its delay while the ones behind it go on, so the contract is the unordered one.
  *
  * <p>Each channel is a memory stream of its own (deleted afterwards) with a subject for the messages,
@@ -90,9 +90,9 @@ class NatsInboxContractIT extends UnorderedInboxContract {
     }
 
     /** The processor a contract consumer runs, here and in {@link NatsContractChild}. */
-    static IdempotentMessageProcessor processor(Connection nats, Inbox.Builder inbox, String deadLetters,
+    static NatsInbox processor(Connection nats, Inbox.Builder inbox, String deadLetters,
             ContractHandler handler) throws IOException {
-        return IdempotentMessageProcessor.builder(inbox.retryStyle(RetryStyle.BROKER_REDELIVERY).build(),
+        return NatsInbox.builder(inbox.retryStyle(RetryStyle.BROKER_REDELIVERY).build(),
                         (msg, connection, attempt) -> handler.handle(msg.getData(), connection, attempt))
                 .deadLetters(nats.jetStream(), deadLetters).build();
     }
@@ -116,7 +116,7 @@ class NatsInboxContractIT extends UnorderedInboxContract {
 
         @Override
         public String scope() {
-            return IdempotentMessageProcessor.scope(stream, durable);
+            return NatsInbox.scope(stream, durable);
         }
 
         @Override
@@ -136,7 +136,7 @@ class NatsInboxContractIT extends UnorderedInboxContract {
             Inbox.Builder inbox = Inbox.builder(TransactionalRetrySafe.of(RetrySafe.builder(store).name("nats-contract")
                     .build())).maxAttempts(spec.maxAttempts()).backoff(spec.backoff())
                     .payloadBytes(spec.payloadBytes()).listener(spec.listener());
-            RetrySafeJetStreamConsumer consumer = RetrySafeJetStreamConsumer.pull(nats,
+            RetrySafeNatsConsumer consumer = RetrySafeNatsConsumer.pull(nats,
                     processor(nats, inbox, deadLetters, spec.handler())).stream(stream).durable(durable)
                     .fetchTimeout(Duration.ofMillis(200)).closeTimeout(BOUND).start();
             running.add(consumer);

@@ -172,7 +172,7 @@ class NatsProcessingIT {
             jsm.addOrUpdateConsumer(shortWindow, ConsumerConfiguration.builder().durable(durable)
                     .filterSubject(orders).deliverSubject(nats.createInbox()).ackPolicy(AckPolicy.Explicit)
                     .ackWait(ACK_WAIT).build());
-            RetrySafeJetStreamConsumer push = RetrySafeJetStreamConsumer.push(nats, processor(b -> b))
+            RetrySafeNatsConsumer push = RetrySafeNatsConsumer.push(nats, processor(b -> b))
                     .stream(shortWindow).durable(durable).closeTimeout(Duration.ofSeconds(10)).start();
             toClose.add(push);
             IdempotentPublisher publisher = IdempotentPublisher.builder(js).maxAttempts(1).build();
@@ -190,7 +190,7 @@ class NatsProcessingIT {
             assertThat(recorder.all()).extracting(Recorder.Seen::streamSequence).doesNotHaveDuplicates();
             assertThat(recorder.results()).containsExactly("processed 1", "replayed");
             assertThat(handled).containsExactly(key);
-            assertThat(Effects.ids(ds, IdempotentMessageProcessor.scope(shortWindow, durable))).containsExactly(key);
+            assertThat(Effects.ids(ds, NatsInbox.scope(shortWindow, durable))).containsExactly(key);
         } finally {
             closeConsumers();
             toClose.clear();
@@ -207,9 +207,9 @@ class NatsProcessingIT {
         Recorder second = new Recorder();
         Connection otherProcess = TestNats.connect("retrysafe-nats-processing-it-2");
         toClose.add(otherProcess);
-        startPull(nats, IdempotentMessageProcessor.builder(inbox(engine, first, b -> b), recordingHandler())
+        startPull(nats, NatsInbox.builder(inbox(engine, first, b -> b), recordingHandler())
                 .messageIds(MessageIds.header(ORDER_ID)).deadLetters(js, deadLetters()).build());
-        startPull(otherProcess, IdempotentMessageProcessor.builder(inbox(engine, second, b -> b), recordingHandler())
+        startPull(otherProcess, NatsInbox.builder(inbox(engine, second, b -> b), recordingHandler())
                 .messageIds(MessageIds.header(ORDER_ID)).deadLetters(js, deadLetters()).build());
         // Both have a pull request waiting before anything is published, so both get messages.
         await().atMost(BOUND).pollInterval(Duration.ofMillis(10)).until(() -> consumerInfo(stream, durable)
@@ -245,7 +245,7 @@ class NatsProcessingIT {
         AtomicInteger failuresLeft = new AtomicInteger(2);
         Inbox inbox = inbox(engine, recorder, b -> b.maxAttempts(5)
                 .backoff(Backoff.exponential(Duration.ofMillis(200), Duration.ofSeconds(5))));
-        IdempotentMessageProcessor processor = IdempotentMessageProcessor.builder(inbox, (msg, c, attempt) -> {
+        NatsInbox processor = NatsInbox.builder(inbox, (msg, c, attempt) -> {
             handled.add(attempt.key().value());
             Effects.record(c, msg, attempt); // rolled back with the failed attempt
             if (failuresLeft.getAndDecrement() > 0) {
@@ -276,7 +276,7 @@ class NatsProcessingIT {
         String deadLetters = deadLetters();
         Inbox inbox = inbox(engine, recorder, b -> b.maxAttempts(3)
                 .backoff(Backoff.exponential(Duration.ofMillis(100), Duration.ofSeconds(1))));
-        IdempotentMessageProcessor processor = IdempotentMessageProcessor.builder(inbox, (msg, c, attempt) -> {
+        NatsInbox processor = NatsInbox.builder(inbox, (msg, c, attempt) -> {
             handled.add(attempt.key().value());
             Effects.record(c, msg, attempt);
             if (new String(msg.getData(), UTF_8).startsWith("poison")) {
@@ -333,7 +333,7 @@ class NatsProcessingIT {
             }
         }).build();
         String deadLetters = deadLetters();
-        IdempotentMessageProcessor processor = IdempotentMessageProcessor.builder(inbox(counting, recorder, b -> b),
+        NatsInbox processor = NatsInbox.builder(inbox(counting, recorder, b -> b),
                 recordingHandler()).messageIds(MessageIds.header(ORDER_ID)).deadLetters(js, deadLetters).build();
         js.publish(subject, new Headers().put(ORDER_ID, "order-1"), "amount 100".getBytes(UTF_8));
         js.publish(subject, new Headers().put(ORDER_ID, "order-1"), "amount 999".getBytes(UTF_8));
@@ -375,7 +375,7 @@ class NatsProcessingIT {
             return MessageIds.natsMsgId().idOf(msg);
         };
 
-        startPull(nats, IdempotentMessageProcessor.builder(inbox(counting, recorder, b -> b), recordingHandler())
+        startPull(nats, NatsInbox.builder(inbox(counting, recorder, b -> b), recordingHandler())
                 .messageIds(failingOnOne).deadLetters(js, deadLetters()).build());
         awaitSettled(() -> recorder.all().size() == 4);
 
@@ -393,24 +393,24 @@ class NatsProcessingIT {
 
     @Test
     void startRefusesConsumersTheProcessorCannotWorkWith() throws Exception {
-        IdempotentMessageProcessor processor = IdempotentMessageProcessor.builder(
+        NatsInbox processor = NatsInbox.builder(
                 inbox(engine, recorder, b -> b.maxAttempts(5)), recordingHandler())
                 .deadLetters(js, deadLetters()).build();
 
         jsm.addOrUpdateConsumer(stream, ConsumerConfiguration.builder().durable(durable + "_NONE").filterSubject(subject)
                 .ackPolicy(AckPolicy.None).build());
-        assertThatThrownBy(() -> RetrySafeJetStreamConsumer.pull(nats, processor).stream(stream)
+        assertThatThrownBy(() -> RetrySafeNatsConsumer.pull(nats, processor).stream(stream)
                 .durable(durable + "_NONE").start()).isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("AckPolicy.Explicit").hasMessageEndingWith("but was none");
 
         createPullConsumer(durable + "_MAX", 2);
-        assertThatThrownBy(() -> RetrySafeJetStreamConsumer.pull(nats, processor).stream(stream)
+        assertThatThrownBy(() -> RetrySafeNatsConsumer.pull(nats, processor).stream(stream)
                 .durable(durable + "_MAX").start()).isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("max_deliver").hasMessageEndingWith("but was 2");
-        assertThatThrownBy(() -> RetrySafeJetStreamConsumer.push(nats, processor).stream(stream)
+        assertThatThrownBy(() -> RetrySafeNatsConsumer.push(nats, processor).stream(stream)
                 .durable(durable + "_MAX").start()).isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("is a pull consumer");
-        assertThatThrownBy(() -> RetrySafeJetStreamConsumer.pull(nats, processor).stream(stream)
+        assertThatThrownBy(() -> RetrySafeNatsConsumer.pull(nats, processor).stream(stream)
                 .durable(durable + "_MISSING").start()).isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("does not exist");
     }
@@ -425,8 +425,8 @@ class NatsProcessingIT {
     }
 
     /** A processor with the recording handler, on an inbox that reports to this test's recorder. */
-    private IdempotentMessageProcessor processor(UnaryOperator<IdempotentMessageProcessor.Builder> custom) {
-        return custom.apply(IdempotentMessageProcessor.builder(inbox(engine, recorder, b -> b), recordingHandler())
+    private NatsInbox processor(UnaryOperator<NatsInbox.Builder> custom) {
+        return custom.apply(NatsInbox.builder(inbox(engine, recorder, b -> b), recordingHandler())
                 .deadLetters(js, deadLetters())).build();
     }
 
@@ -446,13 +446,13 @@ class NatsProcessingIT {
                 .ackPolicy(AckPolicy.Explicit).ackWait(ACK_WAIT).maxDeliver(maxDeliver).build());
     }
 
-    private void startPull(Connection connection, IdempotentMessageProcessor processor) throws Exception {
-        toClose.add(RetrySafeJetStreamConsumer.pull(connection, processor).stream(stream).durable(durable)
+    private void startPull(Connection connection, NatsInbox processor) throws Exception {
+        toClose.add(RetrySafeNatsConsumer.pull(connection, processor).stream(stream).durable(durable)
                 .batchSize(5).fetchTimeout(FETCH_TIMEOUT).closeTimeout(Duration.ofSeconds(10)).start());
     }
 
     private String scope() {
-        return IdempotentMessageProcessor.scope(stream, durable);
+        return NatsInbox.scope(stream, durable);
     }
 
     private static ConsumerInfo consumerInfo(String streamName, String consumer) throws Exception {

@@ -4,6 +4,7 @@ import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.inbox.DeadLetterReason;
 import io.retrysafe.inbox.InboxResult;
 import io.retrysafe.inbox.RetryReason;
+import io.retrysafe.kafka.KafkaInbox;
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -81,7 +82,7 @@ final class KafkaBatchInbox {
                 from += taken.passed;
             } catch (ListenerFailed failed) {
                 LOG.log(Level.DEBUG, () -> "the listener failed on a run of " + run.size() + " records from "
-                        + KafkaInboxAdvice.position(run.get(0)) + "; taking them one per transaction");
+                        + KafkaInbox.position(run.get(0)) + "; taking them one per transaction");
                 for (ConsumerRecord<?, ?> record : run) {
                     KafkaInboxAdvice.Listener listener = new KafkaInboxAdvice.Listener(() -> callListener(List.of(record)),
                             false);
@@ -113,7 +114,7 @@ final class KafkaBatchInbox {
             TransactionStatus status;
             try {
                 status = in.transactionManager().getTransaction(SpringInboxTransactions.definition(
-                        "kafka:" + group + ":" + records.get(0).topic()));
+                        KafkaInbox.SCOPE_PREFIX + group + ":" + records.get(0).topic()));
             } catch (RuntimeException e) {
                 throw failed(e, records.get(0)); // nothing ran: from this record on, again
             }
@@ -132,7 +133,7 @@ final class KafkaBatchInbox {
                 } catch (RuntimeException e) {
                     throw failed(new StoreUnavailableException(in.record().engine().store().name(),
                             in.record().engine().policy().retryAfter(), "the transaction of " + claimed.size()
-                            + " records from " + KafkaInboxAdvice.position(records.get(0)) + " did not commit: "
+                            + " records from " + KafkaInbox.position(records.get(0)) + " did not commit: "
                             + e.getMessage(), e), records.get(0));
                 }
             }
@@ -221,7 +222,7 @@ final class KafkaBatchInbox {
 
     private static BatchListenerFailedException failed(Throwable cause, ConsumerRecord<?, ?> record) {
         // The dead-letter headers name this exception's class: the message names the cause's.
-        return new BatchListenerFailedException(KafkaInboxAdvice.position(record) + ": " + cause.getClass().getName()
+        return new BatchListenerFailedException(KafkaInbox.position(record) + ": " + cause.getClass().getName()
                 + ": " + cause.getMessage(), cause, record);
     }
 

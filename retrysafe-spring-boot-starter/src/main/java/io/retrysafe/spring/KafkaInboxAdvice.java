@@ -6,19 +6,19 @@ import io.retrysafe.InvalidKeyException;
 import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.inbox.DeadLetterReason;
 import io.retrysafe.inbox.DeadLetterSink;
-import io.retrysafe.inbox.Delivery;
 import io.retrysafe.inbox.Inbox;
 import io.retrysafe.inbox.InboxHandler;
 import io.retrysafe.inbox.InboxResult;
 import io.retrysafe.inbox.RetryReason;
-import io.retrysafe.kafka.MessageIdExtractor;
+import io.retrysafe.kafka.DeadLetterPublisher;
+import io.retrysafe.kafka.KafkaInbox;
+import io.retrysafe.kafka.MessageIds;
 import java.util.List;
 import java.util.function.Supplier;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
-import org.apache.kafka.common.utils.Bytes;
 import org.springframework.kafka.listener.ListenerExecutionFailedException;
 import org.springframework.kafka.support.KafkaUtils;
 
@@ -32,7 +32,7 @@ import org.springframework.kafka.support.KafkaUtils;
  *
  * <p>The inbox decides; the advice only turns its result into what the container expects. With
  * {@code retrysafe.kafka.dead-letters=inbox} (the default) the inbox retries a failing listener within
- * the call and publishes the dead letter ({@link KafkaDeadLetterPublisher}); the call returns. With
+ * the call and publishes the dead letter ({@link KafkaInbox#deadLetter}); the call returns. With
  * {@code dead-letters=error-handler} it runs each record once per call ({@code maxAttempts} 1) and
  * publishes nothing itself: retries and the dead-letter topic are the container's error handler's, so a
  * result the record cannot pass is thrown, its inbox headers noted for the recoverer
@@ -75,12 +75,17 @@ final class KafkaInboxAdvice implements MethodInterceptor {
      * the inbox of a batch's runs ({@code joined}, joining the run's transaction), on one engine.
      */
     record Inboxes(Inbox record, Inbox joined, org.springframework.transaction.PlatformTransactionManager
-            transactionManager, MessageIdExtractor messageIds, RetrySafeObservations observations,
-            KafkaDeadLetterPublisher deadLetters) {
+            transactionManager, MessageIds messageIds, RetrySafeObservations observations,
+            DeadLetterPublisher<Object, Object> deadLetters, String deadLetterSuffix) {
 
         /** True: the inbox publishes dead letters ({@code dead-letters=inbox}); a dead-lettered record is done. */
         boolean isDeadLetteringItself() {
             return deadLetters != null;
+        }
+
+        /** Publishes the record's dead letter to {@code <topic><suffix>}, as every Kafka consumer of RetrySafe does. */
+        void publish(ConsumerRecord<?, ?> record, InboxResult.DeadLetter deadLetter) throws Exception {
+            deadLetters.publish(KafkaInbox.deadLetter(record, record.topic() + deadLetterSuffix, deadLetter));
         }
     }
 
@@ -123,20 +128,11 @@ final class KafkaInboxAdvice implements MethodInterceptor {
     InboxResult process(Inboxes in, Inbox inbox, String group, ConsumerRecord<?, ?> record, InboxHandler handler)
             throws Throwable {
         try (RetrySafeObservations.Observed observed = in.observations().start(KIND, KIND + " " + record.topic(), false)) {
-            String messageId = null;
-            InvalidKeyException unreadableId = null;
-            try {
-                messageId = in.messageIds().idOf(record);
-            } catch (InvalidKeyException e) {
-                unreadableId = e; // several ids, or one that is not text: the inbox refuses it
-            }
-            // Kafka's own byte type as its bytes; every other type as the inbox's payload rule takes it.
-            Object value = record.value() instanceof Bytes bytes ? bytes.get() : record.value();
-            Delivery delivery = Delivery.of(Inbox.scope(KIND, group, record.topic()), messageId, value,
-                    position(record));
+            String scope = KafkaInbox.scope(group, record.topic());
+            String messageId = messageId(in, record);
             if (messageId != null) {
                 try {
-                    observed.key(inbox.keyRules().key(delivery.scope(), messageId)); // its digest, for tracing
+                    observed.key(inbox.keyRules().key(scope, messageId)); // its digest, for tracing
                 } catch (InvalidKeyException e) {
                     // The inbox refuses it, and says why.
                 }
@@ -146,14 +142,13 @@ final class KafkaInboxAdvice implements MethodInterceptor {
                     return; // a listener failing in a batch's run is not this record's fault: the run is taken again
                 }
                 if (in.isDeadLetteringItself()) {
-                    in.deadLetters().of(record).publish(deadLetter);
+                    in.publish(record, deadLetter);
                 } else {
                     // The advice throws, and the container's error handler recovers, with these headers.
                     recovererHeaders.noteDeadLetter(record, deadLetter);
                 }
             };
-            InboxResult result = unreadableId != null ? inbox.refuse(delivery, unreadableId, deadLetters)
-                    : inbox.process(delivery, handler, deadLetters);
+            InboxResult result = KafkaInbox.process(inbox, scope, in.messageIds(), record, handler, deadLetters);
             if (!in.isDeadLetteringItself()
                     && (result instanceof InboxResult.Processed || result instanceof InboxResult.Replayed)) {
                 recovererHeaders.notePassed(record);
@@ -200,7 +195,7 @@ final class KafkaInboxAdvice implements MethodInterceptor {
      * listener's own failure: not retryable for what is wrong with the message, retryable for the moment.
      */
     static RuntimeException refusal(Inboxes in, ConsumerRecord<?, ?> record, InboxResult result) {
-        String prefix = "[" + in.record().engine().name() + "] " + position(record) + ": ";
+        String prefix = "[" + in.record().engine().name() + "] " + KafkaInbox.position(record) + ": ";
         if (result instanceof InboxResult.RetryLater later) {
             if (later.reason() == RetryReason.IN_PROGRESS) {
                 return new InProgressException(prefix + later.detail(), later.delay());
@@ -251,13 +246,9 @@ final class KafkaInboxAdvice implements MethodInterceptor {
         if (group == null || group.isBlank()) {
             throw new IllegalStateException("retrysafe.kafka.enabled needs a consumer group (spring.kafka.consumer."
                     + "group-id or @KafkaListener(groupId)): the inbox scope is kafka:<group>:<topic>, but "
-                    + position(record) + " was received without one");
+                    + KafkaInbox.position(record) + " was received without one");
         }
         return group;
-    }
-
-    static String position(ConsumerRecord<?, ?> record) {
-        return record.topic() + "-" + record.partition() + "@" + record.offset();
     }
 
     /** The inbox's handler around a call of the listener; keeps the listener's own exception to rethrow it. */

@@ -3,7 +3,7 @@ package io.retrysafe.spring;
 import io.retrysafe.inbox.DeadLetterHeaders;
 import io.retrysafe.inbox.DeadLetterReason;
 import io.retrysafe.inbox.InboxResult;
-import java.nio.charset.StandardCharsets;
+import io.retrysafe.kafka.KafkaInbox;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -61,14 +61,13 @@ final class KafkaRecovererHeaders {
      * deserialization error, or a record of a container the advice does not cover).
      */
     Headers headers(ConsumerRecord<?, ?> record, Exception failure) {
-        Headers headers = new RecordHeaders();
         Map<TopicPartition, Noted> byPartition = noted.get();
         TopicPartition partition = new TopicPartition(record.topic(), record.partition());
         Noted note = byPartition.get(partition);
         if (note != null && note.offset() == record.offset()) {
             byPartition.remove(partition);
-            note.headers().forEach((name, value) -> headers.add(name, value.getBytes(StandardCharsets.UTF_8)));
+            return KafkaInbox.headers(note.headers());
         }
-        return headers;
+        return new RecordHeaders();
     }
 }

@@ -3,6 +3,7 @@ package io.retrysafe.spring;
 import com.rabbitmq.client.Delivery;
 import com.rabbitmq.client.Envelope;
 import io.retrysafe.InProgressException;
+import io.retrysafe.Sleeper;
 import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.inbox.InboxResult;
 import io.retrysafe.rabbitmq.RabbitInbox;
@@ -88,7 +89,7 @@ final class RabbitInboxAdvice implements MethodInterceptor {
         if (result instanceof InboxResult.RetryLater later) {
             LOG.log(Level.INFO, () -> "[" + in.inbox().engine().name() + "] " + queue + ": message requeued after "
                     + later.delay() + " (" + later.reason().tagValue() + "): " + later.detail());
-            Thread.sleep(later.delay().toMillis());
+            Sleeper.THREAD_SLEEP.sleep(later.delay());
             throw switch (later.reason()) {
                 case IN_PROGRESS -> new InProgressException(later.detail(), later.delay());
                 default -> new StoreUnavailableException(in.inbox().engine().store().name(), later.delay(),

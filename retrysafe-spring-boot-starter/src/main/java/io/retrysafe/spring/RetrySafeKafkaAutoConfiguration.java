@@ -8,12 +8,14 @@ import io.retrysafe.inbox.Inbox;
 import io.retrysafe.inbox.InboxListener;
 import io.retrysafe.inbox.PayloadBytes;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
-import io.retrysafe.kafka.MessageIdExtractor;
+import io.retrysafe.kafka.DeadLetterPublisher;
+import io.retrysafe.kafka.MessageIds;
 import io.retrysafe.micrometer.MicrometerRetrySafeListener;
 import io.retrysafe.spi.RetrySafeListener;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.aopalliance.aop.Advice;
 import org.apache.kafka.common.TopicPartition;
@@ -80,17 +82,19 @@ public class RetrySafeKafkaAutoConfiguration {
     static final int CHECK_PHASE = AbstractMessageListenerContainer.DEFAULT_PHASE - 100;
     /** The {@code source} tag of the Kafka inbox's meters. */
     static final String SOURCE = "kafka";
+    /** How long the send of a dead letter ({@code dead-letters=inbox}) may take before the record is retried instead. */
+    static final long DEAD_LETTER_SEND_TIMEOUT_SECONDS = 30;
 
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(name = {"org.springframework.kafka.config.AbstractKafkaListenerContainerFactory",
-            "io.retrysafe.kafka.MessageIdExtractor", "io.retrysafe.inbox.Inbox"})
+            "io.retrysafe.kafka.MessageIds", "io.retrysafe.inbox.Inbox"})
     static class KafkaInboxConfiguration {
 
         @Bean
         @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
         static KafkaInboxAdvice retrySafeKafkaInboxAdvice(RetrySafeProperties properties,
                 ObjectProvider<TransactionalRetrySafe> transactional, ObjectProvider<PlatformTransactionManager> managers,
-                ObjectProvider<DataSource> dataSources, ObjectProvider<MessageIdExtractor> messageIds,
+                ObjectProvider<DataSource> dataSources, ObjectProvider<MessageIds> messageIds,
                 ObjectProvider<PayloadBytes> payloadBytes, ObjectProvider<InboxListener> inboxListeners,
                 ObjectProvider<KafkaOperations<?, ?>> templates, ObjectProvider<RetrySafeListener> listeners,
                 ObjectProvider<InboxMeters> metrics, BeanFactory beans) {
@@ -184,7 +188,7 @@ public class RetrySafeKafkaAutoConfiguration {
 
         private static KafkaInboxAdvice.Inboxes inbox(RetrySafeProperties properties,
                 ObjectProvider<TransactionalRetrySafe> transactional, ObjectProvider<PlatformTransactionManager> managers,
-                ObjectProvider<DataSource> dataSources, ObjectProvider<MessageIdExtractor> messageIds,
+                ObjectProvider<DataSource> dataSources, ObjectProvider<MessageIds> messageIds,
                 ObjectProvider<PayloadBytes> payloadBytes, ObjectProvider<InboxListener> inboxListeners,
                 ObjectProvider<KafkaOperations<?, ?>> templates, ObjectProvider<RetrySafeListener> listeners,
                 ObjectProvider<InboxMeters> metrics, BeanFactory beans) {
@@ -212,7 +216,7 @@ public class RetrySafeKafkaAutoConfiguration {
                 record.listener(listener);
                 joined.listener(listener);
             }
-            KafkaDeadLetterPublisher deadLetters = null;
+            DeadLetterPublisher<Object, Object> deadLetters = null;
             if (byInbox) {
                 @SuppressWarnings("unchecked")
                 KafkaOperations<Object, Object> template = (KafkaOperations<Object, Object>) templates.getIfUnique();
@@ -220,10 +224,12 @@ public class RetrySafeKafkaAutoConfiguration {
                     throw new IllegalStateException("retrysafe.kafka.dead-letters=inbox (the default) publishes dead "
                             + "letters through the application's KafkaTemplate, but there was no unique one");
                 }
-                deadLetters = new KafkaDeadLetterPublisher(template, options.deadLetterSuffix());
+                // Acknowledged, or the record is retried instead.
+                deadLetters = deadLetter -> template.send(deadLetter).get(DEAD_LETTER_SEND_TIMEOUT_SECONDS, TimeUnit.SECONDS);
             }
             return new KafkaInboxAdvice.Inboxes(record.build(), joined.build(), manager,
-                    messageIds.getIfAvailable(() -> messageIds(options)), RetrySafeObservations.of(beans), deadLetters);
+                    messageIds.getIfAvailable(() -> messageIds(options)), RetrySafeObservations.of(beans), deadLetters,
+                    options.deadLetterSuffix());
         }
 
         /** The one back-off of both modes: the inbox's, and the starter's error handler's. */
@@ -231,11 +237,11 @@ public class RetrySafeKafkaAutoConfiguration {
             return Backoff.exponential(kafka.backoff(), kafka.maxBackoff());
         }
 
-        private static MessageIdExtractor messageIds(RetrySafeProperties.Kafka kafka) {
+        private static MessageIds messageIds(RetrySafeProperties.Kafka kafka) {
             return switch (kafka.messageId()) {
-                case HEADER -> MessageIdExtractor.header(kafka.header());
-                case CLOUDEVENTS -> MessageIdExtractor.cloudEventsId();
-                case TOPIC_PARTITION_OFFSET -> MessageIdExtractor.topicPartitionOffset();
+                case HEADER -> MessageIds.header(kafka.header());
+                case CLOUDEVENTS -> MessageIds.cloudEventsId();
+                case TOPIC_PARTITION_OFFSET -> MessageIds.topicPartitionOffset();
             };
         }
     }
@@ -291,15 +297,11 @@ public class RetrySafeKafkaAutoConfiguration {
         public boolean matches(ConditionContext context, AnnotatedTypeMetadata metadata) {
             ClassLoader loader = context.getClassLoader();
             return !ClassUtils.isPresent("org.springframework.kafka.config.AbstractKafkaListenerContainerFactory", loader)
-                    || !ClassUtils.isPresent("io.retrysafe.kafka.MessageIdExtractor", loader)
+                    || !ClassUtils.isPresent("io.retrysafe.kafka.MessageIds", loader)
                     || !ClassUtils.isPresent("io.retrysafe.inbox.Inbox", loader);
         }
     }
 
-    /**
-     * Not a {@link RetrySafeListener} bean itself (the holder is the bean), so that the HTTP engine,
-     * which takes every listener bean, does not count messages.
-     */
     /**
      * Runs before the containers start: resolves the inbox (a misconfiguration stops the start-up
      * rather than the first record), and refuses covered containers it cannot make exactly once.

@@ -43,7 +43,7 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
         JDBC, MEMORY, REDIS, R2DBC, DYNAMODB
     }
 
-    /** Where a Kafka record's message id comes from (as {@code io.retrysafe.kafka.MessageIdExtractor}). */
+    /** Where a Kafka record's message id comes from (as {@code io.retrysafe.kafka.MessageIds}). */
     public enum MessageIdSource {
         /** The header {@code retrysafe.kafka.header}: the producer sets the same id on every retry of a send. */
         HEADER,

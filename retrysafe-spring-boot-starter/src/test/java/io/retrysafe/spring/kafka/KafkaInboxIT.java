@@ -9,7 +9,7 @@ import io.opentelemetry.sdk.trace.data.SpanData;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.InvalidKeyException;
 import io.retrysafe.inbox.DeadLetterHeaders;
-import io.retrysafe.kafka.IdempotentRecordProcessor;
+import io.retrysafe.kafka.KafkaInbox;
 import io.retrysafe.spring.BootLine;
 import io.retrysafe.spring.InMemoryTracing;
 import io.retrysafe.testservices.KafkaBroker;
@@ -173,7 +173,7 @@ class KafkaInboxIT {
 
         // Each copy is a span of its outcome, carrying the digest the logs show, never the message id.
         String id = "msg-" + SUFFIX + "-0";
-        String digest = IdempotencyKey.of(IdempotentRecordProcessor.SCOPE_PREFIX + GROUP + ":" + ORDERS, id).digest();
+        String digest = IdempotencyKey.of(KafkaInbox.SCOPE_PREFIX + GROUP + ":" + ORDERS, id).digest();
         await().atMost(BOUND).until(() -> spansOf(digest).size() == 2);
         assertThat(spansOf(digest)).extracting(SpanData::getName).containsOnly(BootLine.spanName("kafka " + ORDERS));
         assertThat(spansOf(digest)).extracting(span -> span.getAttributes().get(InMemoryTracing.KIND))
@@ -248,7 +248,7 @@ class KafkaInboxIT {
         }
 
         await().atMost(BOUND).until(() -> committedTotal(TYPED) == 2L);
-        String digest = IdempotencyKey.of(IdempotentRecordProcessor.SCOPE_PREFIX + GROUP + ":" + TYPED, id).digest();
+        String digest = IdempotencyKey.of(KafkaInbox.SCOPE_PREFIX + GROUP + ":" + TYPED, id).digest();
         await().atMost(BOUND).until(() -> spansOf(digest).size() == 2);
         assertThat(spansOf(digest)).extracting(span -> span.getAttributes().get(InMemoryTracing.OUTCOME))
                 .as("the second message is not taken for a redelivery of the first").doesNotContain("replayed");

@@ -6,7 +6,7 @@ import io.retrysafe.inbox.tck.InboxHarness;
 import io.retrysafe.inbox.tck.OrderedInboxContract;
 import io.retrysafe.inbox.tck.ReceivedMessage;
 import io.retrysafe.inbox.tck.TestMessage;
-import io.retrysafe.kafka.MessageIdExtractor;
+import io.retrysafe.kafka.MessageIds;
 import io.retrysafe.testservices.ChildJvm;
 import io.retrysafe.testservices.KafkaBroker;
 import io.retrysafe.testservices.TestDatabases;
@@ -123,7 +123,7 @@ class SpringKafkaInboxContractIT extends OrderedInboxContract {
                     ? new ProducerRecord<>(topic, 0, null, message.payload())
                     : new ProducerRecord<>(topic, message.orderingKey(), message.payload());
             if (message.id() != null) {
-                record.headers().add(MessageIdExtractor.DEFAULT_HEADER, message.id().getBytes(StandardCharsets.UTF_8));
+                record.headers().add(MessageIds.DEFAULT_HEADER, message.id().getBytes(StandardCharsets.UTF_8));
             }
             message.headers().forEach((k, v) -> record.headers().add(k, v.getBytes(StandardCharsets.UTF_8)));
             producer.send(record).get(BOUND.toMillis(), TimeUnit.MILLISECONDS);

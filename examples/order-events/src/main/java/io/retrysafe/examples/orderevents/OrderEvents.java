@@ -24,11 +24,11 @@ import io.retrysafe.inbox.RetryStyle;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.kafka.DeadLetterPublisher;
-import io.retrysafe.kafka.IdempotentConsumerLoop;
-import io.retrysafe.kafka.IdempotentRecordProcessor;
-import io.retrysafe.nats.IdempotentMessageProcessor;
+import io.retrysafe.kafka.RetrySafeKafkaConsumer;
+import io.retrysafe.kafka.KafkaInbox;
+import io.retrysafe.nats.NatsInbox;
 import io.retrysafe.nats.MessageIds;
-import io.retrysafe.nats.RetrySafeJetStreamConsumer;
+import io.retrysafe.nats.RetrySafeNatsConsumer;
 import io.retrysafe.rabbitmq.ConfirmedPublisher;
 import io.retrysafe.rabbitmq.RabbitInbox;
 import io.retrysafe.rabbitmq.RetrySafeRabbitConsumer;
@@ -199,7 +199,7 @@ public final class OrderEvents {
             Inbox kafkaInbox = Inbox.builder(inbox(ds))
                     .listener(counts.listener())
                     .build();
-            IdempotentRecordProcessor<String, String> processor = IdempotentRecordProcessor
+            KafkaInbox<String, String> processor = KafkaInbox
                     .<String, String>builder(kafkaInbox, (record, connection, attempt) ->
                             book(connection, record.value()))
                     .consumerGroup(group)
@@ -210,7 +210,7 @@ public final class OrderEvents {
             consumerConfig.put(ConsumerConfig.GROUP_ID_CONFIG, group);
             consumerConfig.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
             consumerConfig.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-            IdempotentConsumerLoop<String, String> loop = IdempotentConsumerLoop.builder(
+            RetrySafeKafkaConsumer<String, String> loop = RetrySafeKafkaConsumer.builder(
                     new KafkaConsumer<>(consumerConfig, new StringDeserializer(), new StringDeserializer()), processor)
                     .topics(topic).pollTimeout(Duration.ofMillis(200)).build();
             ExecutorService executor = Executors.newSingleThreadExecutor();
@@ -262,7 +262,7 @@ public final class OrderEvents {
             Inbox natsInbox = Inbox.builder(inbox(ds)).retryStyle(RetryStyle.BROKER_REDELIVERY)
                     .listener(counts.listener())
                     .build();
-            IdempotentMessageProcessor processor = IdempotentMessageProcessor
+            NatsInbox processor = NatsInbox
                     .builder(natsInbox, (msg, connection, attempt) ->
                             book(connection, new String(msg.getData(), StandardCharsets.UTF_8)))
                     // The same header as on Kafka. (IdempotentPublisher's Nats-Msg-Id would also have the
@@ -271,7 +271,7 @@ public final class OrderEvents {
                     // A message given up is published here (the same stream captures it), then terminated.
                     .deadLetters(nats.jetStream(), deadLetters)
                     .build();
-            try (RetrySafeJetStreamConsumer consumer = RetrySafeJetStreamConsumer.pull(nats, processor)
+            try (RetrySafeNatsConsumer consumer = RetrySafeNatsConsumer.pull(nats, processor)
                     .stream(stream).durable(durable).start()) {
                 JetStream js = nats.jetStream();
                 for (int copy = 0; copy < copies; copy++) {

@@ -8,8 +8,8 @@ import io.retrysafe.inbox.RetryStyle;
 import io.retrysafe.jdbc.JdbcDialect;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
-import io.retrysafe.kafka.IdempotentRecordProcessor;
-import io.retrysafe.nats.IdempotentMessageProcessor;
+import io.retrysafe.kafka.KafkaInbox;
+import io.retrysafe.nats.NatsInbox;
 import io.retrysafe.rabbitmq.RabbitInbox;
 import java.util.List;
 import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
@@ -30,9 +30,9 @@ class AdapterShapeTest {
         Inbox inProcess = Inbox.builder(TRANSACTIONAL).build();
         Inbox redelivering = Inbox.builder(TRANSACTIONAL).retryStyle(RetryStyle.BROKER_REDELIVERY).build();
         List<ThrowingCallable> builds = List.of(
-                () -> IdempotentRecordProcessor.<String, String>builder(inProcess, (record, connection, attempt) -> { })
+                () -> KafkaInbox.<String, String>builder(inProcess, (record, connection, attempt) -> { })
                         .consumerGroup("booking").build(),
-                () -> IdempotentMessageProcessor.builder(redelivering, (msg, connection, attempt) -> { }).build(),
+                () -> NatsInbox.builder(redelivering, (msg, connection, attempt) -> { }).build(),
                 () -> RabbitInbox.builder(inProcess, (delivery, connection, attempt) -> { })
                         .consumerName("booking").build());
 

@@ -8,7 +8,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.retrysafe.client.ClientResponse;
 import io.retrysafe.client.RetryingClient;
-import io.retrysafe.client.Sleeper;
+import io.retrysafe.Sleeper;
 import io.retrysafe.examples.paymentstesting.TestHold;
 import java.net.URI;
 import java.net.http.HttpClient;

@@ -65,7 +65,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * The consumer loop against a real Kafka broker (in this JVM, KRaft) and a real PostgreSQL: each
  * record's business effect happens once, whatever the broker or the producer delivers twice.
  */
-class IdempotentConsumerLoopIT {
+class RetrySafeKafkaConsumerIT {
     @RegisterExtension
     static final KafkaBroker KAFKA = new KafkaBroker();
 
@@ -226,7 +226,7 @@ class IdempotentConsumerLoopIT {
             assertThat(Ledger.header(dl, DeadLetterHeaders.POSITION)).isEqualTo(topic + "-0@1");
             assertThat(Ledger.header(dl, DeadLetterHeaders.SCOPE)).isEqualTo("kafka:" + group + ":" + topic);
             assertThat(Ledger.header(dl, DeadLetterHeaders.MESSAGE_ID)).isEqualTo("msg-poison");
-            assertThat(Ledger.header(dl, MessageIdExtractor.DEFAULT_HEADER)).as("the original headers travel along")
+            assertThat(Ledger.header(dl, MessageIds.DEFAULT_HEADER)).as("the original headers travel along")
                     .isEqualTo("msg-poison");
         });
         await().atMost(BOUND).until(() -> Long.valueOf(4).equals(
@@ -279,7 +279,7 @@ class IdempotentConsumerLoopIT {
         try (Connection holder = ds.getConnection()) {
             holder.setAutoCommit(false);
             TransactionalRetrySafe.of(RetrySafe.builder(store).build()).join(holder,
-                    IdempotencyKey.of(IdempotentRecordProcessor.SCOPE_PREFIX + group + ":" + topic, "msg-held"),
+                    IdempotencyKey.of(KafkaInbox.SCOPE_PREFIX + group + ":" + topic, "msg-held"),
                     Fingerprint.sha256("ship 1".getBytes(StandardCharsets.UTF_8)), ResponseCodec.utf8(),
                     attempt -> "elsewhere");
             start("a", GroupProtocol.CLASSIC, 10, UnaryOperator.identity());
@@ -325,7 +325,7 @@ class IdempotentConsumerLoopIT {
         for (Message m : messages) {
             ProducerRecord<String, String> record = new ProducerRecord<>(topic, m.partition(), m.key(), m.value());
             if (m.id() != null) {
-                record.headers().add(MessageIdExtractor.DEFAULT_HEADER, m.id().getBytes(StandardCharsets.UTF_8));
+                record.headers().add(MessageIds.DEFAULT_HEADER, m.id().getBytes(StandardCharsets.UTF_8));
             }
             sent.add(producer.send(record));
         }
@@ -358,11 +358,11 @@ class IdempotentConsumerLoopIT {
                         seen.add(new Seen(name, delivery.messageId(), delivery.position(), result));
                     }
                 })).build();
-        IdempotentRecordProcessor<String, String> processor = IdempotentRecordProcessor.builder(inbox, handler)
+        KafkaInbox<String, String> processor = KafkaInbox.builder(inbox, handler)
                 .consumerGroup(group)
                 .deadLetters(DeadLetterPublisher.of(producer))
                 .build();
-        IdempotentConsumerLoop<String, String> loop = IdempotentConsumerLoop
+        RetrySafeKafkaConsumer<String, String> loop = RetrySafeKafkaConsumer
                 .builder(KAFKA.consumer(name, group, protocol, maxPollRecords), processor)
                 .topics(topic).pollTimeout(POLL_TIMEOUT).build();
         RunningLoop running = new RunningLoop(name, loop);
@@ -372,12 +372,12 @@ class IdempotentConsumerLoopIT {
 
     /** A loop on its own thread; {@link #stop()} shuts it down and checks that it ended cleanly. */
     private static final class RunningLoop {
-        private final IdempotentConsumerLoop<String, String> loop;
+        private final RetrySafeKafkaConsumer<String, String> loop;
         private final Thread thread;
         private final AtomicReference<Throwable> failure = new AtomicReference<>();
         private boolean stopped;
 
-        RunningLoop(String name, IdempotentConsumerLoop<String, String> loop) {
+        RunningLoop(String name, RetrySafeKafkaConsumer<String, String> loop) {
             this.loop = loop;
             this.thread = new Thread(() -> {
                 try {

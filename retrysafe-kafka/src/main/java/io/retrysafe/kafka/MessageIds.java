@@ -7,8 +7,9 @@ import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
+import java.util.stream.StreamSupport;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.header.Header;
 
@@ -18,13 +19,13 @@ import org.apache.kafka.common.header.Header;
  * printable ASCII characters by default).
  *
  * <pre>{@code
- * MessageIdExtractor.header("idempotency-key")   // the default
- * MessageIdExtractor.cloudEventsId()            // CloudEvents Kafka binding, binary mode: header ce_id
- * MessageIdExtractor.topicPartitionOffset()     // no id from the producer: catches redeliveries only
+ * MessageIds.header("idempotency-key")   // the default
+ * MessageIds.cloudEventsId()            // CloudEvents Kafka binding, binary mode: header ce_id
+ * MessageIds.topicPartitionOffset()     // no id from the producer: catches redeliveries only
  * }</pre>
  */
 @FunctionalInterface
-public interface MessageIdExtractor {
+public interface MessageIds {
     /** The header {@link #header(String)} reads by default. */
     String DEFAULT_HEADER = "idempotency-key";
     /** The CloudEvents Kafka protocol binding's header for the event id (binary content mode). */
@@ -40,7 +41,7 @@ public interface MessageIdExtractor {
     String idOf(ConsumerRecord<?, ?> record);
 
     /** The {@value #DEFAULT_HEADER} header. */
-    static MessageIdExtractor defaultHeader() {
+    static MessageIds defaultHeader() {
         return header(DEFAULT_HEADER);
     }
 
@@ -49,17 +50,13 @@ public interface MessageIdExtractor {
      * is no id; the header twice is {@link Rule#MULTIPLE_VALUES}, bytes that are not UTF-8
      * {@link Rule#MALFORMED}.
      */
-    static MessageIdExtractor header(String name) {
+    static MessageIds header(String name) {
         Require.notBlank(name, "name");
-        return new MessageIdExtractor() {
+        return new MessageIds() {
             @Override
             public String idOf(ConsumerRecord<?, ?> record) {
-                List<byte[]> values = new ArrayList<>(1);
-                for (Header header : record.headers().headers(name)) {
-                    if (header.value() != null) {
-                        values.add(header.value());
-                    }
-                }
+                List<byte[]> values = StreamSupport.stream(record.headers().headers(name).spliterator(), false)
+                        .map(Header::value).filter(Objects::nonNull).toList();
                 if (values.isEmpty()) {
                     return null;
                 }
@@ -85,21 +82,18 @@ public interface MessageIdExtractor {
     }
 
     /** The CloudEvents id: header {@value #CLOUDEVENTS_ID_HEADER} (binary content mode; in structured mode the id is in the value). */
-    static MessageIdExtractor cloudEventsId() {
+    static MessageIds cloudEventsId() {
         return header(CLOUDEVENTS_ID_HEADER);
     }
 
     /**
-     * {@code <partition>@<offset>} (the scope already names the topic): for producers that set no
-     * id. It catches what the broker redelivers (a consumer that crashed before committing its
-     * offset, a rebalance), but <b>not producer duplicates</b>: a producer that retries a send, or
-     * re-publishes after a crash, appends a new record at a new offset, which this id cannot tell
-     * from a new message. Nor does it survive a topic that is deleted and created again, whose
-     * offsets start over: its records would be taken for ones already processed while the old
-     * records are retained.
+     * {@code <partition>@<offset>} (the scope names the topic), for producers that set no id. It
+     * catches redeliveries (a crash before the offset commit, a rebalance), <b>not producer
+     * duplicates</b>: a retried send is a new record at a new offset. Nor does it survive a topic
+     * deleted and created again: its offsets start over, and its records pass for processed ones.
      */
-    static MessageIdExtractor topicPartitionOffset() {
-        return new MessageIdExtractor() {
+    static MessageIds topicPartitionOffset() {
+        return new MessageIds() {
             @Override
             public String idOf(ConsumerRecord<?, ?> record) {
                 return record.partition() + "@" + record.offset();

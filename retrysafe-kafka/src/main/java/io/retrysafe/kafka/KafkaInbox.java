@@ -4,12 +4,15 @@ import io.retrysafe.IdempotencyKey;
 import io.retrysafe.InvalidKeyException;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.inbox.DeadLetterHeaders;
+import io.retrysafe.inbox.DeadLetterSink;
 import io.retrysafe.inbox.Delivery;
 import io.retrysafe.inbox.Inbox;
+import io.retrysafe.inbox.InboxHandler;
 import io.retrysafe.inbox.InboxResult;
 import io.retrysafe.inbox.RetryStyle;
 import io.retrysafe.internal.Require;
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
 import java.util.function.UnaryOperator;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -22,12 +25,12 @@ import org.apache.kafka.common.utils.Bytes;
  * message id is marked processed in the same database transaction as the handler's writes, so a
  * redelivered record or a producer's duplicate is skipped. Commit the record's offset only once
  * {@link #process} returned a result that {@linkplain InboxResult#isDone() is done};
- * {@link IdempotentConsumerLoop} does that.
+ * {@link RetrySafeKafkaConsumer} does that.
  *
  * <pre>{@code
  * JdbcIdempotencyStore store = JdbcIdempotencyStore.builder(dataSource).build();
  * Inbox inbox = Inbox.builder(TransactionalRetrySafe.of(RetrySafe.builder(store).name("orders").build())).build();
- * IdempotentRecordProcessor<String, String> processor = IdempotentRecordProcessor
+ * KafkaInbox<String, String> processor = KafkaInbox
  *         .<String, String>builder(inbox, (record, connection, attempt) -> ship(connection, record.value()))
  *         .consumerGroup("shipping")
  *         .deadLetters(DeadLetterPublisher.of(producer))
@@ -35,16 +38,13 @@ import org.apache.kafka.common.utils.Bytes;
  * InboxResult result = processor.process(record);   // from a poll loop, or a Spring listener
  * }</pre>
  *
- * <p>What is Kafka's here: the message id comes from the record ({@link MessageIdExtractor}, header
- * {@code idempotency-key} by default); the scope is {@code kafka:<consumer group>:<topic>}; the
- * position {@code topic-partition@offset}; the value is fingerprinted by the inbox's payload rule
- * ({@link Bytes} read as its bytes); a dead letter is a copy of the record (key, value, headers)
- * with the inbox's {@link DeadLetterHeaders} as UTF-8 headers, sent to the dead-letter topic and
- * acknowledged before the result is returned. Everything else (results, retries with back-off on the
- * caller's thread, reasons, headers, the payload rule) is the inbox's: keep its {@code maxAttempts} and
- * back-off well inside the consumer's {@code max.poll.interval.ms}. Thread-safe.
+ * <p>What is Kafka's here, shared with the Spring Boot starter's listeners: the {@linkplain #scope(String,
+ * String) scope}, the record as a {@linkplain #process(Inbox, String, MessageIds, ConsumerRecord, InboxHandler,
+ * DeadLetterSink) delivery}, its {@linkplain #deadLetter dead letter}. Everything else (retries on the caller's
+ * thread, reasons, headers, the payload rule) is the inbox's: keep its {@code maxAttempts} and back-off well
+ * inside the consumer's {@code max.poll.interval.ms}. Thread-safe.
  */
-public final class IdempotentRecordProcessor<K, V> {
+public final class KafkaInbox<K, V> {
     public static final String DEFAULT_DEAD_LETTER_SUFFIX = ".DLT";
     /** The scope's prefix: {@code kafka:<consumer group>:<topic>}. */
     public static final String SCOPE_PREFIX = "kafka:";
@@ -52,15 +52,15 @@ public final class IdempotentRecordProcessor<K, V> {
     private final Inbox inbox;
     private final String consumerGroup;
     private final RecordHandler<K, V> handler;
-    private final MessageIdExtractor messageIds;
+    private final MessageIds messageIds;
     private final DeadLetterPublisher<K, V> deadLetters;
     private final UnaryOperator<String> deadLetterTopic;
 
-    private IdempotentRecordProcessor(Builder<K, V> b) {
+    private KafkaInbox(Builder<K, V> b) {
         this.inbox = b.inbox;
         this.consumerGroup = b.consumerGroup;
         this.handler = b.handler;
-        this.messageIds = b.messageIds != null ? b.messageIds : MessageIdExtractor.defaultHeader();
+        this.messageIds = b.messageIds != null ? b.messageIds : MessageIds.defaultHeader();
         this.deadLetters = b.deadLetters;
         this.deadLetterTopic = b.deadLetterTopic != null ? b.deadLetterTopic : topic -> topic + DEFAULT_DEAD_LETTER_SUFFIX;
     }
@@ -85,28 +85,51 @@ public final class IdempotentRecordProcessor<K, V> {
      */
     public InboxResult process(ConsumerRecord<K, V> record) {
         Require.notNull(record, "record");
-        String scope = scope(record.topic());
-        String position = record.topic() + "-" + record.partition() + "@" + record.offset();
+        return process(inbox, scope(record.topic()), messageIds, record,
+                (connection, attempt) -> handler.handle(record, connection, attempt),
+                deadLetter -> deadLetters.publish(deadLetter(record, deadLetterTopic(record.topic()), deadLetter)));
+    }
+
+    /**
+     * One record through {@code inbox} as every Kafka consumer of RetrySafe hands it over, with the
+     * handler and dead-letter sink of this call (a framework's listener, say): the id
+     * {@code messageIds} reads (one it cannot read is refused), the value ({@link Bytes} as its bytes),
+     * the {@linkplain #position position}.
+     */
+    public static InboxResult process(Inbox inbox, String scope, MessageIds messageIds, ConsumerRecord<?, ?> record,
+            InboxHandler handler, DeadLetterSink deadLetters) {
+        Object payload = record.value() instanceof Bytes bytes ? bytes.get() : record.value();
         String messageId;
         try {
             messageId = messageIds.idOf(record);
         } catch (InvalidKeyException e) {
-            return inbox.refuse(Delivery.of(scope, null, null, position), e, deadLetter -> publish(record, deadLetter));
+            return inbox.refuse(Delivery.of(scope, null, payload, position(record)), e, deadLetters);
         }
-        Object payload = record.value() instanceof Bytes bytes ? bytes.get() : record.value();
-        return inbox.process(Delivery.of(scope, messageId, payload, position),
-                (connection, attempt) -> handler.handle(record, connection, attempt),
-                deadLetter -> publish(record, deadLetter));
+        return inbox.process(Delivery.of(scope, messageId, payload, position(record)), handler, deadLetters);
     }
 
-    private void publish(ConsumerRecord<K, V> record, InboxResult.DeadLetter deadLetter) throws Exception {
+    /**
+     * The dead letter of {@code record}: a copy (key, value, its own headers) on {@code topic}, with the
+     * inbox's {@link DeadLetterHeaders} in place of any it carried.
+     */
+    public static <K, V> ProducerRecord<K, V> deadLetter(ConsumerRecord<? extends K, ? extends V> record, String topic,
+            InboxResult.DeadLetter deadLetter) {
         Headers headers = new RecordHeaders(record.headers().toArray());
-        for (String name : DeadLetterHeaders.NAMES) {
-            headers.remove(name);
-        }
-        deadLetter.headers().forEach((name, value) -> headers.add(name, value.getBytes(StandardCharsets.UTF_8)));
-        deadLetters.publish(new ProducerRecord<>(deadLetterTopic(record.topic()), null, null, record.key(),
-                record.value(), headers));
+        DeadLetterHeaders.NAMES.forEach(headers::remove);
+        headers(deadLetter.headers()).forEach(headers::add);
+        return new ProducerRecord<>(topic, null, null, record.key(), record.value(), headers);
+    }
+
+    /** The inbox's dead-letter headers as Kafka headers, in UTF-8. */
+    public static Headers headers(Map<String, String> deadLetterHeaders) {
+        Headers headers = new RecordHeaders();
+        deadLetterHeaders.forEach((name, value) -> headers.add(name, value.getBytes(StandardCharsets.UTF_8)));
+        return headers;
+    }
+
+    /** Where a record is, in logs and dead letters: {@code <topic>-<partition>@<offset>}. */
+    public static String position(ConsumerRecord<?, ?> record) {
+        return record.topic() + "-" + record.partition() + "@" + record.offset();
     }
 
     /**
@@ -117,11 +140,21 @@ public final class IdempotentRecordProcessor<K, V> {
     public String scope(String topic) {
         Require.notNull(topic, "topic");
         try {
-            return Inbox.scope("kafka", consumerGroup, topic);
+            return scope(consumerGroup, topic);
         } catch (IllegalArgumentException e) {
             throw new IllegalStateException(e.getMessage() + " (group " + consumerGroup + ", topic " + topic
                     + "); use a shorter group id or topic name", e);
         }
+    }
+
+    /**
+     * The scope of the message ids {@code consumerGroup} reads from {@code topic}, shared by every Kafka
+     * consumer of RetrySafe: {@code kafka:<consumer group>:<topic>}.
+     *
+     * @throws IllegalArgumentException if it is longer than {@value IdempotencyKey#MAX_SCOPE_LENGTH} characters
+     */
+    public static String scope(String consumerGroup, String topic) {
+        return Inbox.scope("kafka", consumerGroup, topic);
     }
 
     /** The key a record of {@code topic} with message id {@code messageId} is stored under. */
@@ -143,7 +176,7 @@ public final class IdempotentRecordProcessor<K, V> {
         return inbox.engine();
     }
 
-    public MessageIdExtractor messageIds() {
+    public MessageIds messageIds() {
         return messageIds;
     }
 
@@ -154,16 +187,15 @@ public final class IdempotentRecordProcessor<K, V> {
 
     @Override
     public String toString() {
-        return "IdempotentRecordProcessor[consumerGroup=" + consumerGroup + ", messageIds=" + messageIds + ", "
-                + inbox + "]";
+        return "KafkaInbox[consumerGroup=" + consumerGroup + ", messageIds=" + messageIds + ", " + inbox + "]";
     }
 
-    /** Builds an {@link IdempotentRecordProcessor}; each value may be set once. Retries, back-off and payload rule are the {@link Inbox}'s. */
+    /** Builds a {@link KafkaInbox}; each value may be set once. Retries, back-off and payload rule are the {@link Inbox}'s. */
     public static final class Builder<K, V> {
         private final Inbox inbox;
         private final RecordHandler<K, V> handler;
         private String consumerGroup;
-        private MessageIdExtractor messageIds;
+        private MessageIds messageIds;
         private DeadLetterPublisher<K, V> deadLetters;
         private UnaryOperator<String> deadLetterTopic;
 
@@ -184,8 +216,8 @@ public final class IdempotentRecordProcessor<K, V> {
             return this;
         }
 
-        /** Where the message id comes from; by default header {@value MessageIdExtractor#DEFAULT_HEADER}. */
-        public Builder<K, V> messageIds(MessageIdExtractor messageIds) {
+        /** Where the message id comes from; by default header {@value MessageIds#DEFAULT_HEADER}. */
+        public Builder<K, V> messageIds(MessageIds messageIds) {
             Require.unset(this.messageIds, "messageIds");
             this.messageIds = Require.notNull(messageIds, "messageIds");
             return this;
@@ -206,7 +238,7 @@ public final class IdempotentRecordProcessor<K, V> {
         }
 
         /** @throws IllegalStateException if the consumer group or the dead letters are not set */
-        public IdempotentRecordProcessor<K, V> build() {
+        public KafkaInbox<K, V> build() {
             Require.set(consumerGroup, "consumerGroup", "it is part of the scope kafka:<consumer group>:<topic>");
             Require.set(deadLetters, "deadLetters", "a message given up must go somewhere, or its partition stops "
                     + "behind it");
@@ -216,7 +248,7 @@ public final class IdempotentRecordProcessor<K, V> {
                         + "<topic> (at most " + IdempotencyKey.MAX_SCOPE_LENGTH + " characters), but had "
                         + consumerGroup.length() + " characters");
             }
-            return new IdempotentRecordProcessor<>(this);
+            return new KafkaInbox<>(this);
         }
     }
 }

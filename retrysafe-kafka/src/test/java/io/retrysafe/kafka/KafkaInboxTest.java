@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
 import org.postgresql.ds.PGSimpleDataSource;
 
 /** Configuration checks of the processor and the loop; no database and no broker is reached. */
-class IdempotentRecordProcessorTest {
+class KafkaInboxTest {
     private static final TransactionalRetrySafe TRANSACTIONAL = TransactionalRetrySafe.of(RetrySafe.builder(
             JdbcIdempotencyStore.builder(new PGSimpleDataSource()).dialect(JdbcDialect.POSTGRESQL).build()).build());
     private static final Inbox INBOX = Inbox.builder(TRANSACTIONAL).build();
@@ -24,13 +24,13 @@ class IdempotentRecordProcessorTest {
     private static final DeadLetterPublisher<String, String> NOWHERE = deadLetter -> {
     };
 
-    private static IdempotentRecordProcessor.Builder<String, String> builder() {
-        return IdempotentRecordProcessor.builder(INBOX, HANDLER).consumerGroup("shipping");
+    private static KafkaInbox.Builder<String, String> builder() {
+        return KafkaInbox.builder(INBOX, HANDLER).consumerGroup("shipping");
     }
 
     @Test
     void defaults() {
-        IdempotentRecordProcessor<String, String> processor = builder().deadLetters(NOWHERE).build();
+        KafkaInbox<String, String> processor = builder().deadLetters(NOWHERE).build();
         assertThat(processor.inbox().maxAttempts()).isEqualTo(Inbox.DEFAULT_MAX_ATTEMPTS).isEqualTo(3);
         assertThat(processor.inbox().backoff()).isEqualTo(Inbox.DEFAULT_BACKOFF);
         assertThat(processor.inbox().retryStyle()).isEqualTo(RetryStyle.IN_PROCESS);
@@ -45,7 +45,7 @@ class IdempotentRecordProcessorTest {
         assertThatThrownBy(() -> builder().build()).isInstanceOf(IllegalStateException.class)
                 .hasMessage("deadLetters must be set: a message given up must go somewhere, or its partition stops "
                         + "behind it");
-        assertThatThrownBy(() -> IdempotentRecordProcessor.builder(INBOX, HANDLER).deadLetters(NOWHERE).build())
+        assertThatThrownBy(() -> KafkaInbox.builder(INBOX, HANDLER).deadLetters(NOWHERE).build())
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessage("consumerGroup must be set: it is part of the scope kafka:<consumer group>:<topic>");
     }
@@ -58,20 +58,20 @@ class IdempotentRecordProcessorTest {
 
     @Test
     void argumentsAreChecked() {
-        assertThatThrownBy(() -> IdempotentRecordProcessor.builder(INBOX, HANDLER).consumerGroup(" "))
+        assertThatThrownBy(() -> KafkaInbox.builder(INBOX, HANDLER).consumerGroup(" "))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("consumerGroup must not be blank, but was \" \"");
         Inbox redelivering = Inbox.builder(TRANSACTIONAL).retryStyle(RetryStyle.BROKER_REDELIVERY).build();
-        assertThatThrownBy(() -> IdempotentRecordProcessor.builder(redelivering, HANDLER))
+        assertThatThrownBy(() -> KafkaInbox.builder(redelivering, HANDLER))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageEndingWith("the inbox's retry style must be IN_PROCESS, but was BROKER_REDELIVERY");
     }
 
     @Test
     void aScopeLongerThanTheStoreTakesIsRefusedWhenTheLoopIsBuilt() {
-        IdempotentRecordProcessor<String, String> processor = builder().deadLetters(NOWHERE).build();
+        KafkaInbox<String, String> processor = builder().deadLetters(NOWHERE).build();
         String topic = "t".repeat(249);
-        assertThatThrownBy(() -> IdempotentConsumerLoop.builder(new MockConsumer<String, String>(
+        assertThatThrownBy(() -> RetrySafeKafkaConsumer.builder(new MockConsumer<String, String>(
                 "earliest"), processor).topics(topic))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageStartingWith("the scope kafka:")
@@ -81,7 +81,7 @@ class IdempotentRecordProcessorTest {
     @Test
     void theLoopRefusesAConsumerOfAnotherGroup() {
         MockConsumer<String, String> consumer = new MockConsumer<>("earliest");
-        IdempotentConsumerLoop<String, String> loop = IdempotentConsumerLoop
+        RetrySafeKafkaConsumer<String, String> loop = RetrySafeKafkaConsumer
                 .builder(consumer, builder().deadLetters(NOWHERE).build()).topics("orders").build();
         assertThatThrownBy(loop::run).isInstanceOf(IllegalStateException.class)
                 .hasMessage("the consumer's group.id must be the processor's consumer group shipping, but was "
@@ -93,11 +93,11 @@ class IdempotentRecordProcessorTest {
 
     @Test
     void theLoopNeedsTopics() {
-        IdempotentRecordProcessor<String, String> processor = builder().deadLetters(NOWHERE).build();
+        KafkaInbox<String, String> processor = builder().deadLetters(NOWHERE).build();
         MockConsumer<String, String> consumer = new MockConsumer<>("earliest");
-        assertThatThrownBy(() -> IdempotentConsumerLoop.builder(consumer, processor).build())
+        assertThatThrownBy(() -> RetrySafeKafkaConsumer.builder(consumer, processor).build())
                 .isInstanceOf(IllegalStateException.class).hasMessage("topics must be set");
-        assertThatThrownBy(() -> IdempotentConsumerLoop.builder(consumer, processor).topics(List.of()))
+        assertThatThrownBy(() -> RetrySafeKafkaConsumer.builder(consumer, processor).topics(List.of()))
                 .isInstanceOf(IllegalArgumentException.class).hasMessage("topics must not be empty, but was []");
     }
 }

@@ -8,32 +8,32 @@ import java.nio.charset.StandardCharsets;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.Test;
 
-class MessageIdExtractorTest {
+class MessageIdsTest {
 
     @Test
     void theDefaultHeaderIsIdempotencyKey() {
-        assertThat(MessageIdExtractor.defaultHeader().idOf(TestRecords.record("orders", 1, "msg-1", "v")))
+        assertThat(MessageIds.defaultHeader().idOf(TestRecords.record("orders", 1, "msg-1", "v")))
                 .isEqualTo("msg-1");
-        assertThat(MessageIdExtractor.defaultHeader()).hasToString("header(idempotency-key)");
+        assertThat(MessageIds.defaultHeader()).hasToString("header(idempotency-key)");
     }
 
     @Test
     void aRecordWithoutTheHeaderHasNoId() {
-        assertThat(MessageIdExtractor.defaultHeader().idOf(TestRecords.record("orders", 1, null, "v"))).isNull();
+        assertThat(MessageIds.defaultHeader().idOf(TestRecords.record("orders", 1, null, "v"))).isNull();
     }
 
     @Test
     void aHeaderWithoutValueIsNoId() {
         ConsumerRecord<String, String> record = TestRecords.record("orders", 1, null, "v");
-        record.headers().add(MessageIdExtractor.DEFAULT_HEADER, null);
-        assertThat(MessageIdExtractor.defaultHeader().idOf(record)).isNull();
+        record.headers().add(MessageIds.DEFAULT_HEADER, null);
+        assertThat(MessageIds.defaultHeader().idOf(record)).isNull();
     }
 
     @Test
     void theHeaderTwiceIsRefused() {
         ConsumerRecord<String, String> record = TestRecords.record("orders", 1, "msg-1", "v");
-        record.headers().add(MessageIdExtractor.DEFAULT_HEADER, "msg-2".getBytes(StandardCharsets.UTF_8));
-        assertThatThrownBy(() -> MessageIdExtractor.defaultHeader().idOf(record))
+        record.headers().add(MessageIds.DEFAULT_HEADER, "msg-2".getBytes(StandardCharsets.UTF_8));
+        assertThatThrownBy(() -> MessageIds.defaultHeader().idOf(record))
                 .isInstanceOfSatisfying(InvalidKeyException.class,
                         e -> assertThat(e.rule()).isEqualTo(InvalidKeyException.Rule.MULTIPLE_VALUES))
                 .hasMessage("header idempotency-key must have one value, but had 2");
@@ -43,7 +43,7 @@ class MessageIdExtractorTest {
     void bytesThatAreNotUtf8AreRefused() {
         ConsumerRecord<String, String> record = TestRecords.record("orders", 1, null, "v");
         record.headers().add("id", new byte[] {'a', (byte) 0xff});
-        assertThatThrownBy(() -> MessageIdExtractor.header("id").idOf(record))
+        assertThatThrownBy(() -> MessageIds.header("id").idOf(record))
                 .isInstanceOfSatisfying(InvalidKeyException.class,
                         e -> assertThat(e.rule()).isEqualTo(InvalidKeyException.Rule.MALFORMED))
                 .hasMessage("header id is not UTF-8");
@@ -53,18 +53,18 @@ class MessageIdExtractorTest {
     void cloudEventsIdIsTheCeIdHeader() {
         ConsumerRecord<String, String> record = TestRecords.record("orders", 1, "not this one", "v");
         record.headers().add("ce_id", "A234-1234-1234".getBytes(StandardCharsets.UTF_8));
-        assertThat(MessageIdExtractor.cloudEventsId().idOf(record)).isEqualTo("A234-1234-1234");
+        assertThat(MessageIds.cloudEventsId().idOf(record)).isEqualTo("A234-1234-1234");
     }
 
     @Test
     void topicPartitionOffsetIsThePositionWithinTheTopic() {
-        assertThat(MessageIdExtractor.topicPartitionOffset().idOf(TestRecords.record("orders", 42, null, "v")))
+        assertThat(MessageIds.topicPartitionOffset().idOf(TestRecords.record("orders", 42, null, "v")))
                 .isEqualTo("0@42");
     }
 
     @Test
     void aBlankHeaderNameIsRefused() {
-        assertThatThrownBy(() -> MessageIdExtractor.header(" ")).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> MessageIds.header(" ")).isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("name must not be blank, but was \" \"");
     }
 }

@@ -28,11 +28,11 @@ import java.util.function.Consumer;
  *         .retryStyle(RetryStyle.BROKER_REDELIVERY)                      // attempt n is delivery n
  *         .maxAttempts(5).backoff(Backoff.exponential(Duration.ofSeconds(1), Duration.ofMinutes(1)))
  *         .build();
- * IdempotentMessageProcessor processor = IdempotentMessageProcessor.builder(inbox,
+ * NatsInbox processor = NatsInbox.builder(inbox,
  *                 (msg, jdbc, attempt) -> insertOrder(jdbc, msg.getData()))          // same connection
  *         .deadLetters(nats.jetStream(), "orders.dlq")
  *         .build();
- * RetrySafeJetStreamConsumer consumer = RetrySafeJetStreamConsumer.pull(nats, processor)
+ * RetrySafeNatsConsumer consumer = RetrySafeNatsConsumer.pull(nats, processor)
  *         .stream("ORDERS").durable("billing").start();
  * }</pre>
  *
@@ -49,14 +49,11 @@ import java.util.function.Consumer;
  * <tr><td>{@code DeadLetter}</td><td>{@code term()}, after the dead letter was stored</td></tr>
  * </table>
  *
- * <p>A crash after the commit and before the acknowledgement leaves the message unacknowledged:
- * JetStream delivers it again after the consumer's {@code ack_wait}, and that delivery is replayed.
- *
- * <p>Immutable and thread-safe; one processor serves any number of consumers and threads.
+ * <p>A crash between the commit and the acknowledgement: JetStream delivers the message again after
+ * {@code ack_wait}, and that delivery is replayed. Immutable and thread-safe.
  */
-public final class IdempotentMessageProcessor {
-    private static final System.Logger LOG = System.getLogger(IdempotentMessageProcessor.class.getName());
-    private static final byte[] EMPTY = new byte[0];
+public final class NatsInbox {
+    private static final System.Logger LOG = System.getLogger(NatsInbox.class.getName());
 
     private final Inbox inbox;
     private final String name;
@@ -66,7 +63,7 @@ public final class IdempotentMessageProcessor {
     private final String deadLetterSubject;
     private final Consumer<Message> afterCommit;
 
-    private IdempotentMessageProcessor(Builder b) {
+    private NatsInbox(Builder b) {
         this.inbox = b.inbox;
         this.name = inbox.engine().name();
         this.handler = b.handler;
@@ -77,9 +74,8 @@ public final class IdempotentMessageProcessor {
     }
 
     /**
-     * @param inbox   an inbox retrying by {@link RetryStyle#BROKER_REDELIVERY}: a failed handler is
-     *                nakked with the back-off's delay, and attempt {@code n} is JetStream's delivery
-     *                {@code n}
+     * @param inbox   an inbox retrying by {@link RetryStyle#BROKER_REDELIVERY}: a failed handler is nakked
+     *                with the back-off's delay, and attempt {@code n} is JetStream's delivery {@code n}
      * @param handler the business work, on the transaction's connection
      * @throws IllegalArgumentException if the inbox retries in process
      */
@@ -90,6 +86,11 @@ public final class IdempotentMessageProcessor {
     /** The scope of the keys of messages delivered by {@code consumer} of {@code stream}. */
     public static String scope(String stream, String consumer) {
         return Inbox.scope("nats", stream, consumer);
+    }
+
+    /** Where a JetStream message is, in logs and dead letters: {@code <stream>#<sequence>}. */
+    static String position(Message msg) {
+        return msg.metaData().getStream() + "#" + msg.metaData().streamSequence();
     }
 
     /**
@@ -105,15 +106,14 @@ public final class IdempotentMessageProcessor {
                     + msg.getSubject() + " has no JetStream ack subject");
         }
         NatsJetStreamMetaData meta = msg.metaData();
-        String position = meta.getStream() + "#" + meta.streamSequence();
-        String id;
+        String position = position(msg);
+        String id = null;
         InvalidKeyException unreadable = null;
         try {
             id = messageIds.idOf(msg);
         } catch (RuntimeException e) {
             LOG.log(Level.ERROR, () -> "[" + name + "] message " + position + ": reading its id with " + messageIds
                     + " failed", e);
-            id = null;
             unreadable = e instanceof InvalidKeyException k ? k
                     : new InvalidKeyException(InvalidKeyException.Rule.MALFORMED, "reading the message id failed: " + e);
         }
@@ -148,22 +148,20 @@ public final class IdempotentMessageProcessor {
     }
 
     /**
-     * Publishes the dead letter and waits for the dead-letter stream's acknowledgement: the original
-     * payload and headers (without the {@code Nats-*} ones, instructions to the server) plus the
-     * inbox's headers, with a {@code Nats-Msg-Id} of its own per stream message, so that the
-     * dead-letter stream drops a second copy of it within its duplicate window.
+     * Publishes the payload with {@link #deadLetterHeaders} and waits for the stream's acknowledgement; a
+     * {@code Nats-Msg-Id} per stream message lets the dead-letter stream drop a second copy.
      */
     private void deadLetter(Message msg, NatsJetStreamMetaData meta, InboxResult.DeadLetter deadLetter)
             throws Exception {
         deadLetterJetStream.publish(deadLetterSubject, deadLetterHeaders(msg, deadLetter.headers()),
-                msg.getData() == null ? EMPTY : msg.getData(),
+                msg.getData() == null ? new byte[0] : msg.getData(),
                 PublishOptions.builder().messageId("retrysafe-dlq:" + meta.getStream() + ":" + meta.getConsumer()
                         + ":" + meta.streamSequence()).build());
     }
 
     /**
-     * The original headers but the {@code Nats-*} ones and any of the inbox's names, then the inbox's,
-     * each value cut to printable ASCII (NATS refuses a header value with a character above 0x7f).
+     * The original headers but the {@code Nats-*} ones (instructions to the server) and the inbox's names,
+     * then the inbox's, each value cut to printable ASCII (NATS refuses a value with a character above 0x7f).
      */
     static Headers deadLetterHeaders(Message msg, Map<String, String> inboxHeaders) {
         Headers headers = new Headers();
@@ -199,11 +197,10 @@ public final class IdempotentMessageProcessor {
 
     @Override
     public String toString() {
-        return "IdempotentMessageProcessor[" + inbox + ", messageIds=" + messageIds + ", deadLetterSubject="
-                + deadLetterSubject + "]";
+        return "NatsInbox[" + inbox + ", messageIds=" + messageIds + ", deadLetterSubject=" + deadLetterSubject + "]";
     }
 
-    /** Builds an {@link IdempotentMessageProcessor}; each value may be set once. */
+    /** Builds a {@link NatsInbox}; each value may be set once. */
     public static final class Builder {
         private final Inbox inbox;
         private final MessageHandler handler;
@@ -255,10 +252,10 @@ public final class IdempotentMessageProcessor {
         }
 
         /** @throws IllegalStateException if the dead letters are not set */
-        public IdempotentMessageProcessor build() {
+        public NatsInbox build() {
             Require.set(deadLetterSubject, "deadLetters", "a message given up must go somewhere, or it is only "
                     + "terminated and left in the stream where no consumer sees it again");
-            return new IdempotentMessageProcessor(this);
+            return new NatsInbox(this);
         }
     }
 }

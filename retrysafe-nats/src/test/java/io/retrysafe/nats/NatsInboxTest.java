@@ -22,12 +22,12 @@ import org.junit.jupiter.api.Test;
 import org.postgresql.ds.PGSimpleDataSource;
 
 /** Configuration and the pure parts of the adapter; everything that talks to a server is in the *IT classes. */
-class IdempotentMessageProcessorTest {
+class NatsInboxTest {
     private static final MessageHandler NOTHING = (msg, c, attempt) -> {
     };
     /** Never called here: nothing is dead-lettered in these tests. */
     private static final JetStream JS = (JetStream) Proxy.newProxyInstance(
-            IdempotentMessageProcessorTest.class.getClassLoader(), new Class<?>[] {JetStream.class}, (proxy, m, args) -> {
+            NatsInboxTest.class.getClassLoader(), new Class<?>[] {JetStream.class}, (proxy, m, args) -> {
                 throw new UnsupportedOperationException(m.getName());
             });
 
@@ -39,13 +39,13 @@ class IdempotentMessageProcessorTest {
                 JdbcIdempotencyStore.builder(ds).dialect(JdbcDialect.POSTGRESQL).build()).build()));
     }
 
-    private static IdempotentMessageProcessor.Builder processor() {
-        return IdempotentMessageProcessor.builder(inbox().retryStyle(RetryStyle.BROKER_REDELIVERY).build(), NOTHING);
+    private static NatsInbox.Builder processor() {
+        return NatsInbox.builder(inbox().retryStyle(RetryStyle.BROKER_REDELIVERY).build(), NOTHING);
     }
 
     @Test
     void defaults() {
-        IdempotentMessageProcessor p = processor().deadLetters(JS, "orders.dlq").build();
+        NatsInbox p = processor().deadLetters(JS, "orders.dlq").build();
         assertThat(p.deadLetterSubject()).isEqualTo("orders.dlq");
         assertThat(p.messageIds()).hasToString("header(Nats-Msg-Id)");
     }
@@ -59,14 +59,14 @@ class IdempotentMessageProcessorTest {
 
     @Test
     void theInboxMustRetryByRedelivery() {
-        assertThatThrownBy(() -> IdempotentMessageProcessor.builder(inbox().build(), NOTHING))
+        assertThatThrownBy(() -> NatsInbox.builder(inbox().build(), NOTHING))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("retry style must be BROKER_REDELIVERY, but was IN_PROCESS");
     }
 
     @Test
     void settersCheckTheirArgumentsAndRefuseASecondValue() {
-        IdempotentMessageProcessor.Builder b = processor();
+        NatsInbox.Builder b = processor();
         assertThatThrownBy(() -> b.deadLetters(null, "dlq")).isInstanceOf(NullPointerException.class);
         assertThatThrownBy(() -> b.messageIds(null)).isInstanceOf(NullPointerException.class);
         b.messageIds(MessageIds.streamSequence());
@@ -76,7 +76,7 @@ class IdempotentMessageProcessorTest {
 
     @Test
     void theDeadLetterSubjectMustBeAPlainSubject() {
-        IdempotentMessageProcessor.Builder b = processor();
+        NatsInbox.Builder b = processor();
         for (String bad : new String[] {"", "orders.*", "orders.>", "orders dlq", ".orders", "orders.", "a..b"}) {
             assertThatThrownBy(() -> b.deadLetters(JS, bad)).as(bad).isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("but was \"" + bad + "\"");
@@ -86,7 +86,7 @@ class IdempotentMessageProcessorTest {
 
     @Test
     void aMessageThatIsNotFromJetStreamIsRefused() {
-        IdempotentMessageProcessor p = processor().deadLetters(JS, "orders.dlq").build();
+        NatsInbox p = processor().deadLetters(JS, "orders.dlq").build();
         NatsMessage core = NatsMessage.builder().subject("orders").data("x".getBytes(UTF_8)).build();
         assertThatThrownBy(() -> p.process(core)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("no JetStream ack subject");
@@ -113,7 +113,7 @@ class IdempotentMessageProcessorTest {
         inbox.put(DeadLetterHeaders.REASON, "fingerprint-mismatch");
         inbox.put(DeadLetterHeaders.ERROR, "java.lang.IllegalStateException: caf\u00e9\tbar");
 
-        Headers headers = IdempotentMessageProcessor.deadLetterHeaders(msg, inbox);
+        Headers headers = NatsInbox.deadLetterHeaders(msg, inbox);
 
         assertThat(headers.keySet()).containsExactlyInAnyOrder("Tenant", DeadLetterHeaders.REASON,
                 DeadLetterHeaders.ERROR);
@@ -124,6 +124,6 @@ class IdempotentMessageProcessorTest {
 
     @Test
     void scopeNamesStreamAndConsumer() {
-        assertThat(IdempotentMessageProcessor.scope("ORDERS", "billing")).isEqualTo("nats:ORDERS:billing");
+        assertThat(NatsInbox.scope("ORDERS", "billing")).isEqualTo("nats:ORDERS:billing");
     }
 }

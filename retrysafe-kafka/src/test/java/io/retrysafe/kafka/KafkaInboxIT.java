@@ -40,7 +40,7 @@ import org.postgresql.ds.PGSimpleDataSource;
  * The processor on its own, against a real PostgreSQL, with records made by hand and dead letters
  * collected in a list: the results a poll loop or a Spring listener adapter acts on.
  */
-class IdempotentRecordProcessorIT {
+class KafkaInboxIT {
     private static final String STORE_TABLE = "rs_kafka_inbox";
     /** Short, so that a held id answers "retry later" quickly. */
     private static final Duration LOCK_TIMEOUT = Duration.ofMillis(300);
@@ -67,15 +67,15 @@ class IdempotentRecordProcessorIT {
         topic = "orders-" + UUID.randomUUID().toString().substring(0, 8);
     }
 
-    private IdempotentRecordProcessor<String, String> processor(UnaryOperator<Inbox.Builder> inboxOptions) {
+    private KafkaInbox<String, String> processor(UnaryOperator<Inbox.Builder> inboxOptions) {
         return processor(inboxOptions, UnaryOperator.identity());
     }
 
-    private IdempotentRecordProcessor<String, String> processor(UnaryOperator<Inbox.Builder> inboxOptions,
-            UnaryOperator<IdempotentRecordProcessor.Builder<String, String>> options) {
+    private KafkaInbox<String, String> processor(UnaryOperator<Inbox.Builder> inboxOptions,
+            UnaryOperator<KafkaInbox.Builder<String, String>> options) {
         Inbox inbox = inboxOptions.apply(Inbox.builder(transactional).backoff(Backoff.fixed(Duration.ofMillis(10))))
                 .build();
-        return options.apply(IdempotentRecordProcessor.<String, String>builder(inbox, (record, connection, attempt) -> {
+        return options.apply(KafkaInbox.<String, String>builder(inbox, (record, connection, attempt) -> {
                     attempts.add(attempt.number());
                     Ledger.insert(connection, record, "p");
                     if (record.value().startsWith("fail once") && attempt.isFirst()) {
@@ -89,7 +89,7 @@ class IdempotentRecordProcessorIT {
 
     @Test
     void anIdHeldByAnotherTransactionIsRetriedLaterThenSkippedOnceThatCommits() throws Exception {
-        IdempotentRecordProcessor<String, String> processor = processor(UnaryOperator.identity());
+        KafkaInbox<String, String> processor = processor(UnaryOperator.identity());
         ConsumerRecord<String, String> record = TestRecords.record(topic, 0, "msg-held", "ship 1");
 
         // Another consumer of the group (a rebalance moved the partition) is inside its transaction for this id.
@@ -113,7 +113,7 @@ class IdempotentRecordProcessorIT {
 
     @Test
     void anotherPayloadUnderAnIdAlreadyProcessedIsDeadLettered() {
-        IdempotentRecordProcessor<String, String> processor = processor(UnaryOperator.identity());
+        KafkaInbox<String, String> processor = processor(UnaryOperator.identity());
         assertThat(processor.process(TestRecords.record(topic, 0, "msg-1", "ship 1")))
                 .isEqualTo(new InboxResult.Processed(1));
 
@@ -138,7 +138,7 @@ class IdempotentRecordProcessorIT {
 
     @Test
     void aFailedAttemptIsRolledBackAndTheNextIsToldItsNumber() throws SQLException {
-        IdempotentRecordProcessor<String, String> processor = processor(UnaryOperator.identity());
+        KafkaInbox<String, String> processor = processor(UnaryOperator.identity());
 
         assertThat(processor.process(TestRecords.record(topic, 0, "msg-1", "fail once")))
                 .isEqualTo(new InboxResult.Processed(2));
@@ -150,8 +150,8 @@ class IdempotentRecordProcessorIT {
 
     @Test
     void topicPartitionOffsetCatchesARedeliveryButNotAProducerDuplicate() throws SQLException {
-        IdempotentRecordProcessor<String, String> processor =
-                processor(UnaryOperator.identity(), b -> b.messageIds(MessageIdExtractor.topicPartitionOffset()));
+        KafkaInbox<String, String> processor =
+                processor(UnaryOperator.identity(), b -> b.messageIds(MessageIds.topicPartitionOffset()));
 
         assertThat(processor.process(TestRecords.record(topic, 5, null, "ship 1")))
                 .isEqualTo(new InboxResult.Processed(1));
@@ -167,7 +167,7 @@ class IdempotentRecordProcessorIT {
     @Test
     void aDeadLetterThatIsNotAcknowledgedLeavesTheRecordToBeTriedAgain() {
         AtomicInteger sends = new AtomicInteger();
-        IdempotentRecordProcessor<String, String> processor = IdempotentRecordProcessor.<String, String>builder(
+        KafkaInbox<String, String> processor = KafkaInbox.<String, String>builder(
                         Inbox.builder(transactional).build(),
                         (record, connection, attempt) -> attempts.add(attempt.number()))
                 .consumerGroup("shipping")
@@ -196,7 +196,7 @@ class IdempotentRecordProcessorIT {
         PGSimpleDataSource nowhere = new PGSimpleDataSource();
         nowhere.setURL("jdbc:postgresql://127.0.0.1:1/test");
         nowhere.setConnectTimeout(2);
-        IdempotentRecordProcessor<String, String> processor = processor(b -> b.dataSource(nowhere));
+        KafkaInbox<String, String> processor = processor(b -> b.dataSource(nowhere));
 
         InboxResult result = processor.process(TestRecords.record(topic, 0, "msg-1", "ship 1"));
 
@@ -210,7 +210,7 @@ class IdempotentRecordProcessorIT {
 
     @Test
     void aListenerThatThrowsChangesNothing() {
-        IdempotentRecordProcessor<String, String> processor = processor(b -> b.listener(new InboxListener() {
+        KafkaInbox<String, String> processor = processor(b -> b.listener(new InboxListener() {
             @Override
             public void onResult(Delivery delivery, InboxResult result) {
                 throw new IllegalStateException("broken metrics");
@@ -223,14 +223,14 @@ class IdempotentRecordProcessorIT {
     @Test
     void aValueOfATypeThatCannotBeFingerprintedIsDeadLetteredWithoutRunningTheHandler() {
         List<ProducerRecord<String, Object>> objects = new ArrayList<>();
-        IdempotentRecordProcessor<String, Object> processor = IdempotentRecordProcessor.<String, Object>builder(
+        KafkaInbox<String, Object> processor = KafkaInbox.<String, Object>builder(
                         Inbox.builder(transactional).build(),
                         (record, connection, attempt) -> attempts.add(attempt.number()))
                 .consumerGroup("shipping")
                 .deadLetters(objects::add)
                 .build();
         ConsumerRecord<String, Object> record = new ConsumerRecord<>(topic, 0, 3, null, 42);
-        record.headers().add(MessageIdExtractor.DEFAULT_HEADER, "msg-42".getBytes(StandardCharsets.UTF_8));
+        record.headers().add(MessageIds.DEFAULT_HEADER, "msg-42".getBytes(StandardCharsets.UTF_8));
 
         InboxResult result = processor.process(record);
 
@@ -244,8 +244,8 @@ class IdempotentRecordProcessorIT {
 
     @Test
     void aBytesValueIsFingerprintedOverItsBytesLikeTheSameText() {
-        IdempotentRecordProcessor<String, String> text = processor(UnaryOperator.identity());
-        IdempotentRecordProcessor<String, Bytes> bytes = IdempotentRecordProcessor.<String, Bytes>builder(
+        KafkaInbox<String, String> text = processor(UnaryOperator.identity());
+        KafkaInbox<String, Bytes> bytes = KafkaInbox.<String, Bytes>builder(
                         Inbox.builder(transactional).build(),
                         (record, connection, attempt) -> attempts.add(attempt.number()))
                 .consumerGroup("shipping")
@@ -254,7 +254,7 @@ class IdempotentRecordProcessorIT {
         assertThat(text.process(TestRecords.record(topic, 0, "msg-1", "ship 1"))).isEqualTo(new InboxResult.Processed(1));
         ConsumerRecord<String, Bytes> same = new ConsumerRecord<>(topic, 0, 1, null,
                 Bytes.wrap("ship 1".getBytes(StandardCharsets.UTF_8)));
-        same.headers().add(MessageIdExtractor.DEFAULT_HEADER, "msg-1".getBytes(StandardCharsets.UTF_8));
+        same.headers().add(MessageIds.DEFAULT_HEADER, "msg-1".getBytes(StandardCharsets.UTF_8));
 
         assertThat(bytes.process(same)).isEqualTo(new InboxResult.Replayed(topic + "-0@0"));
     }

@@ -7,7 +7,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -22,7 +21,7 @@ import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.errors.WakeupException;
 
 /**
- * A poll loop that processes every record through an {@link IdempotentRecordProcessor} and commits
+ * A poll loop that processes every record through a {@link KafkaInbox} and commits
  * a partition's offset only past records that are done: committed in the database with their
  * message id, or acknowledged by the dead-letter topic. A crash between the database commit and the
  * offset commit redelivers the record, and the processor skips it as a duplicate.
@@ -33,31 +32,29 @@ import org.apache.kafka.common.errors.WakeupException;
  * config.put(ConsumerConfig.GROUP_ID_CONFIG, "shipping");                 // the processor's consumer group
  * config.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);            // this loop commits
  * KafkaConsumer<String, String> consumer = new KafkaConsumer<>(config, new StringDeserializer(), new StringDeserializer());
- * IdempotentConsumerLoop<String, String> loop = IdempotentConsumerLoop.builder(consumer, processor).topics("orders").build();
+ * RetrySafeKafkaConsumer<String, String> loop = RetrySafeKafkaConsumer.builder(consumer, processor).topics("orders").build();
  * executor.submit(loop);            // runs until shutdown(), then closes the consumer
  * // on stop:
  * loop.shutdown();
  * }</pre>
  *
- * <p>Each polled record is processed on its own, in order within its partition. After each batch
- * the offsets past the records that are done are committed with {@code commitSync}. A record that
- * must be retried later ({@link InboxResult.RetryLater}: its id is held by another consumer during
- * a rebalance, or the database is down) stops its partition: the consumer seeks back to it and
- * pauses the partition for the result's {@code delay}; other partitions go on. On a revocation
- * the loop commits what is done before the partitions move; lost partitions are dropped uncommitted,
- * and their new owner replays what was already processed.
+ * <p>Records are processed one by one, in order within their partition; after each batch the offsets
+ * past those done are committed ({@code commitSync}). A record to retry later ({@link InboxResult.RetryLater}:
+ * its id held by another consumer in a rebalance, the database down) stops its partition: the consumer
+ * seeks back and pauses it for the result's {@code delay}. On a revocation the loop commits what is done;
+ * lost partitions are dropped uncommitted, and their new owner replays what was already processed.
  *
  * <p>The loop owns the consumer from {@link #run()} on: it subscribes, polls, commits and closes
  * it. The consumer must have {@code enable.auto.commit=false} and the processor's consumer group as
  * its {@code group.id}. {@link #shutdown()} is the only method to call from another thread.
  */
-public final class IdempotentConsumerLoop<K, V> implements Runnable {
+public final class RetrySafeKafkaConsumer<K, V> implements Runnable {
     public static final Duration DEFAULT_POLL_TIMEOUT = Duration.ofSeconds(1);
 
-    private static final System.Logger LOG = System.getLogger(IdempotentConsumerLoop.class.getName());
+    private static final System.Logger LOG = System.getLogger(RetrySafeKafkaConsumer.class.getName());
 
     private final Consumer<K, V> consumer;
-    private final IdempotentRecordProcessor<K, V> processor;
+    private final KafkaInbox<K, V> processor;
     private final List<String> topics;
     private final Duration pollTimeout;
     /** Per partition, the offset past its last record that is done and not yet committed. */
@@ -67,14 +64,14 @@ public final class IdempotentConsumerLoop<K, V> implements Runnable {
     private final AtomicBoolean started = new AtomicBoolean();
     private final AtomicBoolean stopping = new AtomicBoolean();
 
-    private IdempotentConsumerLoop(Builder<K, V> b) {
+    private RetrySafeKafkaConsumer(Builder<K, V> b) {
         this.consumer = b.consumer;
         this.processor = b.processor;
         this.topics = List.copyOf(b.topics);
         this.pollTimeout = b.pollTimeout != null ? b.pollTimeout : DEFAULT_POLL_TIMEOUT;
     }
 
-    public static <K, V> Builder<K, V> builder(Consumer<K, V> consumer, IdempotentRecordProcessor<K, V> processor) {
+    public static <K, V> Builder<K, V> builder(Consumer<K, V> consumer, KafkaInbox<K, V> processor) {
         return new Builder<>(consumer, processor);
     }
 
@@ -151,13 +148,7 @@ public final class IdempotentConsumerLoop<K, V> implements Runnable {
     private void resumeDuePartitions() {
         long now = System.nanoTime();
         List<TopicPartition> due = new ArrayList<>();
-        for (Iterator<Map.Entry<TopicPartition, Long>> it = pausedUntil.entrySet().iterator(); it.hasNext(); ) {
-            Map.Entry<TopicPartition, Long> entry = it.next();
-            if (now - entry.getValue() >= 0) {
-                due.add(entry.getKey());
-                it.remove();
-            }
-        }
+        pausedUntil.entrySet().removeIf(paused -> now - paused.getValue() >= 0 && due.add(paused.getKey()));
         due.retainAll(consumer.assignment());
         if (!due.isEmpty()) {
             consumer.resume(due);
@@ -185,13 +176,8 @@ public final class IdempotentConsumerLoop<K, V> implements Runnable {
 
         @Override
         public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
-            Map<TopicPartition, OffsetAndMetadata> revoked = new HashMap<>();
-            for (TopicPartition partition : partitions) {
-                OffsetAndMetadata offset = done.get(partition);
-                if (offset != null) {
-                    revoked.put(partition, offset);
-                }
-            }
+            Map<TopicPartition, OffsetAndMetadata> revoked = new HashMap<>(done);
+            revoked.keySet().retainAll(partitions);
             commit(revoked, "on revocation");
             forget(partitions);
         }
@@ -215,18 +201,18 @@ public final class IdempotentConsumerLoop<K, V> implements Runnable {
 
     @Override
     public String toString() {
-        return "IdempotentConsumerLoop[topics=" + topics + ", pollTimeout=" + pollTimeout + ", processor=" + processor
+        return "RetrySafeKafkaConsumer[topics=" + topics + ", pollTimeout=" + pollTimeout + ", processor=" + processor
                 + "]";
     }
 
-    /** Builds an {@link IdempotentConsumerLoop}; each value may be set once. */
+    /** Builds a {@link RetrySafeKafkaConsumer}; each value may be set once. */
     public static final class Builder<K, V> {
         private final Consumer<K, V> consumer;
-        private final IdempotentRecordProcessor<K, V> processor;
+        private final KafkaInbox<K, V> processor;
         private List<String> topics;
         private Duration pollTimeout;
 
-        private Builder(Consumer<K, V> consumer, IdempotentRecordProcessor<K, V> processor) {
+        private Builder(Consumer<K, V> consumer, KafkaInbox<K, V> processor) {
             this.consumer = Require.notNull(consumer, "consumer");
             this.processor = Require.notNull(processor, "processor");
         }
@@ -257,11 +243,11 @@ public final class IdempotentConsumerLoop<K, V> implements Runnable {
             return this;
         }
 
-        public IdempotentConsumerLoop<K, V> build() {
+        public RetrySafeKafkaConsumer<K, V> build() {
             if (topics == null) {
                 throw new IllegalStateException("topics must be set");
             }
-            return new IdempotentConsumerLoop<>(this);
+            return new RetrySafeKafkaConsumer<>(this);
         }
     }
 }

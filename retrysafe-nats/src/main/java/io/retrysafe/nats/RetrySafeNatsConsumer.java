@@ -24,15 +24,15 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * Feeds a durable JetStream consumer's messages to an {@link IdempotentMessageProcessor}, which
+ * Feeds a durable JetStream consumer's messages to a {@link NatsInbox}, which
  * acknowledges each one itself (manual acknowledgement, never auto-ack).
  *
  * <pre>{@code
  * // Pull: one thread pulls batches and processes each message as it arrives.
- * RetrySafeJetStreamConsumer consumer = RetrySafeJetStreamConsumer.pull(nats, processor)
+ * RetrySafeNatsConsumer consumer = RetrySafeNatsConsumer.pull(nats, processor)
  *         .stream("ORDERS").durable("billing").batchSize(10).start();
  * // Push: a dispatcher thread of the connection processes each message as it arrives.
- * RetrySafeJetStreamConsumer consumer = RetrySafeJetStreamConsumer.push(nats, processor)
+ * RetrySafeNatsConsumer consumer = RetrySafeNatsConsumer.push(nats, processor)
  *         .stream("ORDERS").durable("billing-push").start();
  * ...
  * consumer.close();
@@ -42,19 +42,19 @@ import java.util.concurrent.TimeoutException;
  * configuration. {@link Builder#start()} checks the three settings the processor depends on: the
  * consumer acknowledges explicitly ({@code AckPolicy.Explicit}); its kind matches (a pull consumer
  * has no deliver subject); and its {@code max_deliver} is unlimited or at least the inbox's
- * {@code maxAttempts}, so that the processor sees the last delivery and dead-letters it. Several instances (threads, processes) bound to one durable pull consumer
- * compete for its messages; a push consumer is shared through its deliver group.
+ * {@code maxAttempts}, so that the processor sees the last delivery and dead-letters it. Instances
+ * bound to one pull consumer compete for its messages; a push consumer is shared by its deliver group.
  *
  * <p>{@link #close()} stops fetching (or drains the dispatcher), lets the message in hand finish,
  * and unsubscribes; the durable consumer stays on the server. Messages fetched but not yet
  * processed are nakked so that another instance receives them at once.
  */
-public final class RetrySafeJetStreamConsumer implements AutoCloseable {
+public final class RetrySafeNatsConsumer implements AutoCloseable {
     public static final int DEFAULT_BATCH_SIZE = 10;
     public static final Duration DEFAULT_FETCH_TIMEOUT = Duration.ofSeconds(1);
     public static final Duration DEFAULT_CLOSE_TIMEOUT = Duration.ofSeconds(30);
 
-    private static final System.Logger LOG = System.getLogger(RetrySafeJetStreamConsumer.class.getName());
+    private static final System.Logger LOG = System.getLogger(RetrySafeNatsConsumer.class.getName());
 
     private final Builder config;
     private final String label;
@@ -65,19 +65,19 @@ public final class RetrySafeJetStreamConsumer implements AutoCloseable {
     private Dispatcher dispatcher;
     private Thread fetcher;
 
-    private RetrySafeJetStreamConsumer(Builder config) {
+    private RetrySafeNatsConsumer(Builder config) {
         this.config = config;
         this.label = "[" + config.processor.inbox().engine().name() + "] " + (config.pull ? "pull" : "push") + " consumer "
                 + config.durable + " of stream " + config.stream;
     }
 
     /** A fetch loop on one thread over a durable pull consumer. */
-    public static Builder pull(Connection nats, IdempotentMessageProcessor processor) {
+    public static Builder pull(Connection nats, NatsInbox processor) {
         return new Builder(nats, processor, true);
     }
 
     /** A dispatcher subscription to a durable push consumer (with its deliver group, if it has one). */
-    public static Builder push(Connection nats, IdempotentMessageProcessor processor) {
+    public static Builder push(Connection nats, NatsInbox processor) {
         return new Builder(nats, processor, false);
     }
 
@@ -179,7 +179,7 @@ public final class RetrySafeJetStreamConsumer implements AutoCloseable {
 
     private static String describe(Message msg) {
         try {
-            return "message " + msg.metaData().getStream() + "#" + msg.metaData().streamSequence();
+            return "message " + NatsInbox.position(msg);
         } catch (RuntimeException e) {
             return "a message on " + msg.getSubject();
         }
@@ -240,15 +240,15 @@ public final class RetrySafeJetStreamConsumer implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "RetrySafeJetStreamConsumer[" + (config.pull ? "pull" : "push") + ", stream=" + config.stream
+        return "RetrySafeNatsConsumer[" + (config.pull ? "pull" : "push") + ", stream=" + config.stream
                 + ", durable=" + config.durable + (config.pull ? ", batchSize=" + config.batchSize + ", fetchTimeout="
                 + config.fetchTimeout : "") + ", running=" + running + "]";
     }
 
-    /** Builds and starts a {@link RetrySafeJetStreamConsumer}; each value may be set once. */
+    /** Builds and starts a {@link RetrySafeNatsConsumer}; each value may be set once. */
     public static final class Builder {
         private final Connection nats;
-        private final IdempotentMessageProcessor processor;
+        private final NatsInbox processor;
         private final boolean pull;
         private String stream;
         private String durable;
@@ -257,7 +257,7 @@ public final class RetrySafeJetStreamConsumer implements AutoCloseable {
         private Duration closeTimeout;
         private boolean started;
 
-        private Builder(Connection nats, IdempotentMessageProcessor processor, boolean pull) {
+        private Builder(Connection nats, NatsInbox processor, boolean pull) {
             this.nats = Require.notNull(nats, "nats");
             this.processor = Require.notNull(processor, "processor");
             this.pull = pull;
@@ -276,7 +276,7 @@ public final class RetrySafeJetStreamConsumer implements AutoCloseable {
             return this;
         }
 
-        /** Pull only: how many messages one fetch asks for; default {@value RetrySafeJetStreamConsumer#DEFAULT_BATCH_SIZE}. */
+        /** Pull only: how many messages one fetch asks for; default {@value RetrySafeNatsConsumer#DEFAULT_BATCH_SIZE}. */
         public Builder batchSize(int batchSize) {
             requirePull("batchSize");
             Require.unset(this.batchSize, "batchSize");
@@ -286,7 +286,7 @@ public final class RetrySafeJetStreamConsumer implements AutoCloseable {
 
         /**
          * Pull only: how long one pull request stays open for its batch; default 1 s. Each message is
-         * processed as it arrives, and {@link RetrySafeJetStreamConsumer#close()} waits at most this long
+         * processed as it arrives, and {@link RetrySafeNatsConsumer#close()} waits at most this long
          * for the request in flight. The messages of one batch are processed one after the other, so
          * keep {@code batchSize ×} the handler's time well under the consumer's {@code ack_wait}.
          */
@@ -300,7 +300,7 @@ public final class RetrySafeJetStreamConsumer implements AutoCloseable {
             return this;
         }
 
-        /** How long {@link RetrySafeJetStreamConsumer#close()} waits for the message in hand; default 30 s. */
+        /** How long {@link RetrySafeNatsConsumer#close()} waits for the message in hand; default 30 s. */
         public Builder closeTimeout(Duration closeTimeout) {
             Require.unset(this.closeTimeout, "closeTimeout");
             this.closeTimeout = Require.positive(closeTimeout, "closeTimeout");
@@ -313,7 +313,7 @@ public final class RetrySafeJetStreamConsumer implements AutoCloseable {
          * @throws IllegalStateException if the consumer does not exist or is configured so that the
          *                               processor cannot work with it (the message says which setting)
          */
-        public RetrySafeJetStreamConsumer start() throws IOException, JetStreamApiException {
+        public RetrySafeNatsConsumer start() throws IOException, JetStreamApiException {
             if (started) {
                 throw new IllegalStateException("this builder already started a consumer");
             }
@@ -322,7 +322,7 @@ public final class RetrySafeJetStreamConsumer implements AutoCloseable {
                         + ", durable=" + durable);
             }
             try {
-                IdempotentMessageProcessor.scope(stream, durable);
+                NatsInbox.scope(stream, durable);
             } catch (IllegalArgumentException e) { // too long together
                 throw new IllegalStateException(e.getMessage(), e);
             }
@@ -331,7 +331,7 @@ public final class RetrySafeJetStreamConsumer implements AutoCloseable {
             closeTimeout = closeTimeout == null ? DEFAULT_CLOSE_TIMEOUT : closeTimeout;
             ConsumerConfiguration consumer = check(nats.jetStreamManagement());
             started = true;
-            RetrySafeJetStreamConsumer c = new RetrySafeJetStreamConsumer(this);
+            RetrySafeNatsConsumer c = new RetrySafeNatsConsumer(this);
             if (pull) {
                 c.startPull(nats.jetStream());
             } else {
@@ -360,11 +360,11 @@ public final class RetrySafeJetStreamConsumer implements AutoCloseable {
             }
             if (pull && cc.getDeliverSubject() != null) {
                 throw new IllegalStateException(which + " is a push consumer (deliver subject " + cc.getDeliverSubject()
-                        + "); use RetrySafeJetStreamConsumer.push, or create a pull consumer");
+                        + "); use RetrySafeNatsConsumer.push, or create a pull consumer");
             }
             if (!pull && cc.getDeliverSubject() == null) {
                 throw new IllegalStateException(which + " is a pull consumer (no deliver subject); use"
-                        + " RetrySafeJetStreamConsumer.pull, or create a push consumer");
+                        + " RetrySafeNatsConsumer.pull, or create a push consumer");
             }
             long maxDeliver = cc.getMaxDeliver();
             int maxAttempts = processor.inbox().maxAttempts();
