@@ -19,6 +19,7 @@ import io.retrysafe.spi.PhaseJournal;
 import io.retrysafe.spi.RecordStatus;
 import io.retrysafe.sql.BindMarkers;
 import io.retrysafe.sql.PostgresSqlText;
+import io.retrysafe.sql.TableNames;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.time.Instant;
@@ -285,6 +286,11 @@ final class PostgresStatements {
         byte[] bytes = new byte[buffer.remaining()];
         buffer.get(bytes);
         return bytes;
+    }
+
+    /** Whether the database rolled {@code e}'s transaction back so that it may be run again ({@link TableNames#isRollbackState}). */
+    static boolean mustRunAgain(Throwable e) {
+        return e instanceof R2dbcException r && TableNames.isRollbackState(r.getSqlState());
     }
 
     /** Whether {@code e} is the database's answer that a lock was not granted within {@code lock_timeout}. */

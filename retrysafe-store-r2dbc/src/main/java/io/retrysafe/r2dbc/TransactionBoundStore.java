@@ -9,6 +9,7 @@ import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.FencedWrite;
 import io.retrysafe.spi.IdempotencyRecord;
 import io.retrysafe.spi.OwnerToken;
+import io.retrysafe.sql.TableNames;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.Optional;
@@ -61,13 +62,22 @@ final class TransactionBoundStore implements AsyncIdempotencyStore {
 
     @Override
     public CompletionStage<ClaimResult> tryClaim(ClaimRequest request) {
-        Mono<ClaimResult> claim = ownsTransaction
-                ? sql.tryClaim(connection, request, store.lockTimeout(), true)
-                        // The claim was the transaction's first statement: the caller rolls all of it back.
-                        .onErrorResume(PostgresStatements::isLockTimeout,
-                                e -> Mono.just(new ClaimResult.InProgress(store.lockTimeout())))
-                : claimJoined(request);
+        Mono<ClaimResult> claim = ownsTransaction ? claimOwned(request, 0) : claimJoined(request);
         return claim.onErrorMap(e -> store.failure("claim", e)).toFuture();
+    }
+
+    /** The claim as its transaction's first statement: whatever the database aborts, nothing else is lost. */
+    private Mono<ClaimResult> claimOwned(ClaimRequest request, int rollbacks) {
+        return sql.tryClaim(connection, request, store.lockTimeout(), true)
+                // The caller rolls all of it back.
+                .onErrorResume(PostgresStatements::isLockTimeout,
+                        e -> Mono.just(new ClaimResult.InProgress(store.lockTimeout())))
+                // A record written after this transaction's snapshot (REPEATABLE READ, SERIALIZABLE) or a
+                // deadlock: a new transaction, whose snapshot sees the record, claims again.
+                .onErrorResume(e -> PostgresStatements.mustRunAgain(e) && rollbacks < TableNames.ROLLBACK_RETRIES,
+                        e -> Mono.from(connection.rollbackTransaction())
+                                .then(Mono.from(connection.beginTransaction()))
+                                .then(Mono.defer(() -> claimOwned(request, rollbacks + 1))));
     }
 
     /**
@@ -79,9 +89,9 @@ final class TransactionBoundStore implements AsyncIdempotencyStore {
         Mono<Void> undo = Mono.from(connection.rollbackTransactionToSavepoint(SAVEPOINT));
         return Mono.from(connection.createSavepoint(SAVEPOINT))
                 .then(sql.tryClaim(connection, request, store.lockTimeout(), true)
-                        .onErrorResume(PostgresStatements::isLockTimeout,
+                        .onErrorResume(TransactionBoundStore::inProgress,
                                 e -> undo.then(Mono.just(new ClaimResult.InProgress(store.lockTimeout()))))
-                        .onErrorResume(e -> !PostgresStatements.isLockTimeout(e), e -> undo
+                        .onErrorResume(e -> !inProgress(e), e -> undo
                                 .onErrorResume(rollback -> {
                                     e.addSuppressed(rollback); // gone with the transaction: the caller must roll back
                                     return Mono.empty();
@@ -90,6 +100,14 @@ final class TransactionBoundStore implements AsyncIdempotencyStore {
                 .flatMap(result -> result instanceof ClaimResult.Claimed
                         ? Mono.from(connection.releaseSavepoint(SAVEPOINT)).thenReturn(result)
                         : undo.thenReturn(result));
+    }
+
+    /**
+     * A joined claim's failure that means the key is busy: past the lock bound, or a record written after
+     * the snapshot of the caller's transaction (REPEATABLE READ, SERIALIZABLE), which can never see it.
+     */
+    private static boolean inProgress(Throwable e) {
+        return PostgresStatements.isLockTimeout(e) || PostgresStatements.mustRunAgain(e);
     }
 
     @Override

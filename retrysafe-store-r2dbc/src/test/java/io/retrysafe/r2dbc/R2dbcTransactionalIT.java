@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.IsolationLevel;
 import io.r2dbc.spi.Result;
 import io.retrysafe.AsyncRetrySafe;
 import io.retrysafe.Attempt;
@@ -28,10 +29,13 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -73,6 +77,18 @@ class R2dbcTransactionalIT {
     private static <T> CompletableFuture<T> onConnection(Function<Connection, CompletionStage<T>> work) {
         return Mono.usingWhen(R2dbcDatabase.pool().create(), c -> Mono.fromCompletionStage(() -> work.apply(c)),
                 Connection::close).toFuture();
+    }
+
+    /**
+     * {@code work} on a connection of the pool whose transactions run at {@code level} (a session setting),
+     * given back at the pool's READ COMMITTED.
+     */
+    private static <T> CompletableFuture<T> onConnection(String level, Function<Connection, CompletionStage<T>> work) {
+        return Mono.usingWhen(R2dbcDatabase.pool().create(),
+                c -> Mono.from(c.setTransactionIsolationLevel(IsolationLevel.valueOf(level)))
+                        .then(Mono.fromCompletionStage(() -> work.apply(c))),
+                c -> Mono.from(c.setTransactionIsolationLevel(IsolationLevel.READ_COMMITTED)).then(Mono.from(c.close())))
+                .toFuture();
     }
 
     private static TransactionalR2dbcRetrySafe mode(R2dbcIdempotencyStore on) {
@@ -236,6 +252,53 @@ class R2dbcTransactionalIT {
     }
 
     /** Sessions of this database waiting on a lock while claiming a key of the test's table. */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"REPEATABLE READ", "SERIALIZABLE"})
+    void atAStricterIsolationLevelADuplicateThatWaitedForTheFirstReplaysIt(String level) throws Exception {
+        TransactionalR2dbcRetrySafe payments = mode(store);
+        CompletableFuture<String> gate = new CompletableFuture<>();
+        CompletableFuture<Outcome<String>> first = onConnection(level, c -> payments.execute(c, key, REQUEST,
+                ResponseCodec.utf8(), attempt -> pay(c, paymentId()).thenCompose(paid -> gate)));
+        await().atMost(BOUND).until(() -> runs.get() == 1);
+
+        // Its snapshot predates the first's record: PostgreSQL refuses the claim once the first commits.
+        CompletableFuture<Outcome<String>> duplicate = onConnection(level, c -> payments.execute(c, key, REQUEST,
+                ResponseCodec.utf8(), attempt -> pay(c, paymentId() + "-duplicate")));
+        await().atMost(BOUND).until(() -> claimsWaitingOnALock() > 0);
+        gate.complete("paid " + paymentId());
+
+        assertThat(get(first)).isInstanceOf(Outcome.Executed.class);
+        assertThat(get(duplicate)).isEqualTo(new Outcome.Replayed<>("paid " + paymentId()));
+        assertThat(runs).hasValue(1);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"REPEATABLE READ", "SERIALIZABLE"})
+    void atAStricterIsolationLevelAJoinedClaimOlderThanTheRecordIsInProgressAndItsRetryReplays(String level)
+            throws Exception {
+        TransactionalR2dbcRetrySafe payments = mode(store);
+        AtomicReference<Outcome<String>> first = new AtomicReference<>();
+        TransactionalR2dbcRetrySafe.Joined<String> joined = get(onConnection(level, c -> Mono.from(c.beginTransaction())
+                // The caller's transaction takes its snapshot, then another request pays under the key.
+                .then(Flux.from(c.createStatement("SELECT 1").execute()).concatMap(r -> r.map(row -> 1)).then())
+                .then(Mono.fromCompletionStage(() -> onConnection(other -> payments.execute(other, key, REQUEST,
+                        ResponseCodec.utf8(), attempt -> pay(other, paymentId())))))
+                .doOnNext(first::set)
+                .then(Mono.fromCompletionStage(() -> payments.join(c, key, REQUEST, ResponseCodec.utf8(),
+                        attempt -> pay(c, paymentId() + "-joined"))))
+                .flatMap(j -> Mono.from(c.rollbackTransaction()).thenReturn(j))
+                .toFuture()));
+
+        assertThat(first.get()).isInstanceOf(Outcome.Executed.class);
+        assertThat(joined.outcome()).as("a claim whose snapshot cannot see the record").isInstanceOf(
+                Outcome.InProgress.class);
+        assertThat(joined.commit()).isFalse();
+        Outcome<String> retry = get(onConnection(level, c -> payments.execute(c, key, REQUEST, ResponseCodec.utf8(),
+                attempt -> pay(c, paymentId() + "-retry"))));
+        assertThat(retry).isEqualTo(new Outcome.Replayed<>("paid " + paymentId()));
+        assertThat(runs).hasValue(1);
+    }
+
     private static int claimsWaitingOnALock() throws SQLException {
         try (java.sql.Connection c = dataSource.getConnection(); Statement st = c.createStatement();
                 ResultSet rs = st.executeQuery("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"

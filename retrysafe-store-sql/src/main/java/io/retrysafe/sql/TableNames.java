@@ -27,6 +27,19 @@ public final class TableNames {
         return table;
     }
 
+    /** How often a claim whose transaction the database rolled back ({@link #isRollbackState}) runs again. */
+    public static final int ROLLBACK_RETRIES = 5;
+
+    /**
+     * Whether an SQLState says the database rolled the statement's transaction back so that it may be
+     * run again: a serialization failure ({@code 40001}: a record a concurrent transaction wrote after a
+     * REPEATABLE READ or SERIALIZABLE snapshot, or MariaDB's deadlock) or PostgreSQL's deadlock
+     * ({@code 40P01}).
+     */
+    public static boolean isRollbackState(String sqlState) {
+        return "40001".equals(sqlState) || "40P01".equals(sqlState);
+    }
+
     /**
      * Whether an SQLState says the database could not be reached (class 08, a connection exception)
      * or is shutting down or not accepting connections yet (57P01–57P03), as opposed to answering.

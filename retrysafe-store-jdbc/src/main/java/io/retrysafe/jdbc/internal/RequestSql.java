@@ -7,6 +7,7 @@ import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.FoundRecord;
 import io.retrysafe.spi.OwnerToken;
+import io.retrysafe.sql.TableNames;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Savepoint;
@@ -22,7 +23,7 @@ public abstract class RequestSql {
     /** A claim that finds the record changing under it (purged, expired, released) tries again this often. */
     protected static final int CLAIM_ROUNDS = 3;
     /** A claim whose transaction the database rolled back to let a concurrent one through runs again this often. */
-    protected static final int ROLLBACK_RETRIES = 5;
+    protected static final int ROLLBACK_RETRIES = TableNames.ROLLBACK_RETRIES;
 
     /**
      * The atomic insert-if-absent or takeover, then, if it did not claim, the decision from the
@@ -34,13 +35,9 @@ public abstract class RequestSql {
     public abstract ClaimResult tryClaim(Connection c, ClaimRequest request, Duration lockTimeout, Savepoint undo)
             throws SQLException;
 
-    /**
-     * The database rolled the statement's transaction back so that it may be run again: a serialization
-     * failure (a record a concurrent transaction wrote after this one's REPEATABLE READ or SERIALIZABLE
-     * snapshot, or MariaDB's deadlock) or PostgreSQL's deadlock.
-     */
+    /** The database rolled the statement's transaction back so that it may be run again ({@link TableNames#isRollbackState}). */
     protected static boolean mustRunAgain(SQLException e) {
-        return "40001".equals(e.getSQLState()) || "40P01".equals(e.getSQLState());
+        return TableNames.isRollbackState(e.getSQLState());
     }
 
     /** After the database aborted the claim's transaction: undo only the claim when it joined one, else all of it. */
