@@ -51,7 +51,7 @@ public final class CrashChild {
     public static void main(String[] args) throws Exception {
         if (args.length < 8) {
             throw new IllegalArgumentException("usage: CrashChild transactional|standalone URL USER PASSWORD STORE_TABLE"
-                    + " PAYMENT_TABLE SCOPE KEY [LEASE_TTL_MILLIS], but was " + args.length + " arguments");
+                    + " PAYMENT_TABLE SCOPE KEY [ISOLATION|LEASE_TTL_MILLIS], but was " + args.length + " arguments");
         }
         ChildJvm.haltWhenParentDies();
         String mode = args[0];
@@ -74,6 +74,9 @@ public final class CrashChild {
             case "transactional" -> {
                 // One connection: the claim, the payment and (never reached) the response share its transaction.
                 Connection connection = DriverManager.getConnection(url, user, password);
+                if (args.length == 9) {
+                    connection.setTransactionIsolation(Integer.parseInt(args[8]));
+                }
                 TransactionalRetrySafe tx = TransactionalRetrySafe.of(RetrySafe.builder(store).build());
                 outcome = tx.execute(connection, key, FINGERPRINT, ResponseCodec.utf8(),
                         blockAfter(attempt -> pay(connection, paymentTable, key.scope(), attempt)));

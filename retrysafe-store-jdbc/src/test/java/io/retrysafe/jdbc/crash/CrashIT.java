@@ -42,6 +42,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.RepeatedTest;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A process killed with SIGKILL inside its operation, after its business write: what the retry
@@ -105,8 +107,21 @@ class CrashIT {
 
     @RepeatedTest(20)
     void transactionalKilledInsideTheOperationLeavesNothingAndTheRetryRunsItOnce() throws Exception {
+        killInsideTheTransactionAndRetry(Connection.TRANSACTION_READ_COMMITTED);
+    }
+
+    /** The same at the stricter isolation levels, the dead one's and the retries' transactions alike. */
+    @ParameterizedTest(name = "isolation {0}")
+    @ValueSource(ints = {Connection.TRANSACTION_REPEATABLE_READ, Connection.TRANSACTION_SERIALIZABLE})
+    void transactionalKilledAtAStricterIsolationLevelLeavesNothingAndTheRetryRunsItOnce(int isolation)
+            throws Exception {
+        killInsideTheTransactionAndRetry(isolation);
+    }
+
+    private void killInsideTheTransactionAndRetry(int isolation) throws Exception {
         child = Child.start("transactional", TestDatabases.postgresJdbcUrl(), TestDatabases.postgresUser(),
-                TestDatabases.postgresPassword(), STORE_TABLE, PAYMENT_TABLE, scope, key.value());
+                TestDatabases.postgresPassword(), STORE_TABLE, PAYMENT_TABLE, scope, key.value(),
+                Integer.toString(isolation));
         String deadPayment = child.awaitInside(CHILD_INSIDE_BOUND);
         child.kill();
 
@@ -115,6 +130,7 @@ class CrashIT {
         List<Integer> attemptsRun = Collections.synchronizedList(new ArrayList<>());
         Outcome<String> retry;
         try (Connection c = ds.getConnection()) {
+            c.setTransactionIsolation(isolation);
             retry = tx.execute(c, key, CrashChild.FINGERPRINT, ResponseCodec.utf8(), attempt -> {
                 attemptsRun.add(attempt.number());
                 return "payment " + CrashChild.pay(c, PAYMENT_TABLE, scope, attempt.number());
@@ -132,6 +148,7 @@ class CrashIT {
         for (int i = 0; i < 3; i++) {
             Outcome<String> again;
             try (Connection c = ds.getConnection()) {
+                c.setTransactionIsolation(isolation);
                 again = tx.execute(c, key, CrashChild.FINGERPRINT, ResponseCodec.utf8(), attempt -> {
                     attemptsRun.add(attempt.number());
                     return "payment " + CrashChild.pay(c, PAYMENT_TABLE, scope, attempt.number());
