@@ -47,6 +47,7 @@ abstract class PaymentsOverJaxrs {
     private PaymentsService transactional;
     private PaymentsService standalone;
     private PaymentsService outage;
+    private PaymentsService standaloneOutage;
 
     /** The schema of this implementation's tables. */
     abstract String schema();
@@ -72,11 +73,12 @@ abstract class PaymentsOverJaxrs {
         config.setInitializationFailTimeout(-1);
         cutOff = new HikariDataSource(config);
         outage = PaymentsService.transactional(cutOff);
+        standaloneOutage = PaymentsService.standalone(cutOff);
     }
 
     @AfterAll
     void stop() throws Exception {
-        for (AutoCloseable c : new AutoCloseable[] {outage, standalone, transactional, cutOff, proxy, data}) {
+        for (AutoCloseable c : new AutoCloseable[] {standaloneOutage, outage, standalone, transactional, cutOff, proxy, data}) {
             if (c != null) {
                 c.close();
             }
@@ -326,8 +328,16 @@ abstract class PaymentsOverJaxrs {
 
     @Test
     void theStoreOutOfReachIs503AndTheSameKeyRunsOnceItIsBack() throws Exception {
-        Target outageTarget = new Target(outage::port);
-        PaymentsClient outageClient = new PaymentsClient(outageTarget);
+        assertTheStoreOutOfReachIs503(outage);
+    }
+
+    @Test
+    void inStandaloneModeTheStoreOutOfReachIs503Too() throws Exception {
+        assertTheStoreOutOfReachIs503(standaloneOutage);
+    }
+
+    private void assertTheStoreOutOfReachIs503(PaymentsService service) throws Exception {
+        PaymentsClient outageClient = new PaymentsClient(new Target(service::port));
         String account = target.newAccount(10_000);
         String key = UUID.randomUUID().toString();
 
