@@ -16,6 +16,7 @@ module io.retrysafe {
             io.retrysafe.http,
             io.retrysafe.inbox,
             io.retrysafe.inbox.tck,
+            io.retrysafe.jaxrs,
             io.retrysafe.jdbc,
             io.retrysafe.kafka,
             io.retrysafe.micrometer,

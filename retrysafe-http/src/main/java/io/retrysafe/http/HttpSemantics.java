@@ -10,6 +10,7 @@ import io.retrysafe.ResponseCodec;
 import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.StoredResponseUnreadableException;
+import io.retrysafe.internal.Hex;
 import io.retrysafe.internal.Require;
 import io.retrysafe.spi.RetrySafeListener;
 import java.security.Principal;
@@ -135,6 +136,21 @@ public final class HttpSemantics {
         }
         String name = principal.getName();
         return name == null || name.isBlank() ? null : "principal:" + name;
+    }
+
+    /** The scope of a header's value as sent (a tenant set by a gateway), or null when it is absent or blank. */
+    public static String headerScope(String name, String value) {
+        return value == null || value.isBlank() ? null : "header:" + name + ":" + value;
+    }
+
+    /** The scope of a secret header (an API key): its SHA-256, never the secret; null when it is absent or blank. */
+    public static String hashedHeaderScope(String value) {
+        return value == null || value.isBlank() ? null : "sha256:" + Hex.encode(Hex.sha256(value));
+    }
+
+    /** The one scope of every caller, chosen explicitly for a single trusted client. */
+    public static String globalScope(String name) {
+        return "global:" + name;
     }
 
     /** By name: this module has no Spring dependency, and an application without Spring Security has no such type. */

@@ -1,7 +1,6 @@
 package io.retrysafe.servlet;
 
 import io.retrysafe.http.HttpSemantics;
-import io.retrysafe.internal.Hex;
 import io.retrysafe.internal.Require;
 import jakarta.servlet.http.HttpServletRequest;
 
@@ -29,19 +28,13 @@ public interface ScopeResolver {
      */
     static ScopeResolver header(String name) {
         Require.notNull(name, "name");
-        return request -> {
-            String v = request.getHeader(name);
-            return v == null || v.isBlank() ? null : "header:" + name + ":" + v;
-        };
+        return request -> HttpSemantics.headerScope(name, request.getHeader(name));
     }
 
     /** The SHA-256 of a secret header (an API key), so that the secret itself is never stored. */
     static ScopeResolver hashedHeader(String name) {
         Require.notNull(name, "name");
-        return request -> {
-            String v = request.getHeader(name);
-            return v == null || v.isBlank() ? null : "sha256:" + Hex.encode(Hex.sha256(v));
-        };
+        return request -> HttpSemantics.hashedHeaderScope(request.getHeader(name));
     }
 
     /**
@@ -50,6 +43,7 @@ public interface ScopeResolver {
      */
     static ScopeResolver global(String name) {
         Require.notNull(name, "name");
-        return request -> "global:" + name;
+        String scope = HttpSemantics.globalScope(name);
+        return request -> scope;
     }
 }

@@ -14,6 +14,9 @@ import io.retrysafe.spi.RetrySafeListener;
 import java.lang.System.Logger.Level;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
@@ -110,30 +113,77 @@ public final class TransactionalRetrySafe {
         Require.notNull(connection, "connection");
         boolean autoCommit;
         try {
-            autoCommit = connection.getAutoCommit();
-            if (autoCommit) {
-                connection.setAutoCommit(false);
-            }
+            autoCommit = begin(connection);
         } catch (SQLException e) {
-            return new Outcome.StoreUnavailable<>(
-                    store.failure("begin a transaction", e).withRetryAfter(engine.policy().retryAfter()));
+            return beginFailed(e);
         }
         TransactionBoundStore bound = new TransactionBoundStore(store, connection, true, keyOrder);
         try {
             return engine.withStore(bound).execute(key, fingerprint, codec, operation);
         } finally {
-            // Replays, refusals and failures end here: nothing of theirs may be committed.
-            if (!bound.ended()) {
-                rollbackQuietly(connection, key);
-            }
-            if (autoCommit) {
-                try {
-                    connection.setAutoCommit(true);
-                } catch (SQLException e) {
-                    LOG.log(Level.WARNING, () -> "[" + engine.name() + "] could not restore auto-commit: " + e);
-                }
+            endTransaction(connection, key, bound, autoCommit);
+        }
+    }
+
+    /**
+     * {@link #execute} for an operation that finishes after it returns (a filter that claims before the handler
+     * runs and records after it, as Jakarta REST's do): the claim is written on {@code connection} before this
+     * returns, the transaction commits with the response once the operation's stage completes, on the thread that
+     * completes it, and the returned stage completes after that commit (or the rollback). A stage that fails rolls
+     * everything back. The connection is the caller's to close once the returned stage has completed.
+     */
+    public <T> CompletionStage<Outcome<T>> executeAsync(Connection connection, IdempotencyKey key,
+            Fingerprint fingerprint, ResponseCodec<T> codec, Operation<? extends CompletionStage<T>> operation) {
+        Require.notNull(connection, "connection");
+        boolean autoCommit;
+        try {
+            autoCommit = begin(connection);
+        } catch (SQLException e) {
+            return CompletableFuture.completedFuture(beginFailed(e));
+        }
+        TransactionBoundStore bound = new TransactionBoundStore(store, connection, true, keyOrder);
+        CompletionStage<Outcome<T>> outcome;
+        try {
+            outcome = engine.withStore(bound).executeAsync(key, fingerprint, codec, operation);
+        } catch (RuntimeException e) {
+            endTransaction(connection, key, bound, autoCommit);
+            throw e;
+        }
+        return outcome.whenComplete((done, failure) -> endTransaction(connection, key, bound, autoCommit));
+    }
+
+    /** Turns auto-commit off, so that the claim begins a transaction; returns whether it was on. */
+    private static boolean begin(Connection connection) throws SQLException {
+        boolean autoCommit = connection.getAutoCommit();
+        if (autoCommit) {
+            connection.setAutoCommit(false);
+        }
+        return autoCommit;
+    }
+
+    private <T> Outcome<T> beginFailed(SQLException e) {
+        return new Outcome.StoreUnavailable<>(store.failure("begin a transaction", e)
+                .withRetryAfter(engine.policy().retryAfter()));
+    }
+
+    /** Replays, refusals and failures end here: nothing of theirs may be committed. */
+    private void endTransaction(Connection connection, IdempotencyKey key, TransactionBoundStore bound,
+            boolean autoCommit) {
+        if (!bound.ended()) {
+            rollbackQuietly(connection, key);
+        }
+        if (autoCommit) {
+            try {
+                connection.setAutoCommit(true);
+            } catch (SQLException e) {
+                LOG.log(Level.WARNING, () -> "[" + engine.name() + "] could not restore auto-commit: " + e);
             }
         }
+    }
+
+    /** How long a duplicate waits for the commit of the request in flight before it is answered in progress. */
+    public Duration lockTimeout() {
+        return store.lockTimeout();
     }
 
     /**

@@ -27,6 +27,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -106,6 +107,48 @@ class PostgresTransactionalIT {
         try (Connection c = ds.getConnection()) {
             return mode.execute(c, key, fingerprint, ResponseCodec.utf8(), op);
         }
+    }
+
+    /** The claim before the operation's stage, the commit once it completes: nothing is visible in between. */
+    @Test
+    void executeAsyncCommitsWhenTheStageCompletesAndNotBefore() throws Exception {
+        IdempotencyKey key = key("async");
+        CompletableFuture<String> answer = new CompletableFuture<>();
+        try (Connection c = ds.getConnection()) {
+            CompletableFuture<Outcome<String>> outcome = tx.executeAsync(c, key, fp, ResponseCodec.utf8(), attempt -> {
+                pay(c, scope, 100);
+                return answer;
+            }).toCompletableFuture();
+
+            assertThat(outcome).isNotDone();
+            assertThat(payments()).as("not committed while the stage runs").isZero();
+            assertThat(execute(key, fp, tx, attempt -> "must not run"))
+                    .as("a duplicate meets the claim").isInstanceOf(Outcome.InProgress.class);
+
+            answer.complete("paid");
+            assertThat(outcome.get(10, TimeUnit.SECONDS)).isInstanceOf(Outcome.Executed.class);
+            assertThat(c.getAutoCommit()).as("auto-commit restored").isTrue();
+        }
+        assertThat(payments()).isEqualTo(1);
+        assertThat(execute(key, fp, tx, attempt -> "must not run")).isEqualTo(new Outcome.Replayed<>("paid"));
+    }
+
+    @Test
+    void executeAsyncRollsBackAndReleasesWhenTheStageFails() throws Exception {
+        IdempotencyKey key = key("async-fails");
+        CompletableFuture<String> answer = new CompletableFuture<>();
+        try (Connection c = ds.getConnection()) {
+            CompletableFuture<Outcome<String>> outcome = tx.executeAsync(c, key, fp, ResponseCodec.utf8(), attempt -> {
+                pay(c, scope, 100);
+                return answer;
+            }).toCompletableFuture();
+
+            answer.completeExceptionally(new IllegalStateException("the handler failed"));
+            assertThatThrownBy(() -> outcome.get(10, TimeUnit.SECONDS)).hasRootCauseMessage("the handler failed");
+        }
+        assertThat(payments()).isZero();
+        assertThat(execute(key, fp, tx, attempt -> "ran again"))
+                .as("released: a retry runs").isInstanceOf(Outcome.Executed.class);
     }
 
     @Test

@@ -1,7 +1,6 @@
 package io.retrysafe.webflux;
 
 import io.retrysafe.http.HttpSemantics;
-import io.retrysafe.internal.Hex;
 import io.retrysafe.internal.Require;
 import org.springframework.web.server.ServerWebExchange;
 import reactor.core.publisher.Mono;
@@ -29,19 +28,20 @@ public interface ReactiveScopeResolver {
     static ReactiveScopeResolver header(String name) {
         Require.notNull(name, "name");
         return exchange -> Mono.justOrEmpty(exchange.getRequest().getHeaders().getFirst(name))
-                .filter(v -> !v.isBlank()).map(v -> "header:" + name + ":" + v);
+                .mapNotNull(v -> HttpSemantics.headerScope(name, v));
     }
 
     /** The SHA-256 of a secret header (an API key), so that the secret itself is never stored. */
     static ReactiveScopeResolver hashedHeader(String name) {
         Require.notNull(name, "name");
         return exchange -> Mono.justOrEmpty(exchange.getRequest().getHeaders().getFirst(name))
-                .filter(v -> !v.isBlank()).map(v -> "sha256:" + Hex.encode(Hex.sha256(v)));
+                .mapNotNull(HttpSemantics::hashedHeaderScope);
     }
 
     /** One scope for every caller; only for services whose callers are one trusted system. */
     static ReactiveScopeResolver global(String name) {
         Require.notNull(name, "name");
-        return exchange -> Mono.just("global:" + name);
+        Mono<String> scope = Mono.just(HttpSemantics.globalScope(name));
+        return exchange -> scope;
     }
 }
