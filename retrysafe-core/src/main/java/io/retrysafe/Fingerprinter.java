@@ -1,7 +1,6 @@
 package io.retrysafe;
 
 import io.retrysafe.internal.Hex;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.List;
@@ -29,7 +28,7 @@ public interface Fingerprinter {
             field(sha, method == null ? new byte[0] : method.toUpperCase(Locale.ROOT).getBytes(StandardCharsets.UTF_8));
             field(sha, route == null ? new byte[0] : route.getBytes(StandardCharsets.UTF_8));
             field(sha, contentType == null ? new byte[0]
-                    : contentType.replaceAll("\\s", "").toLowerCase(Locale.ROOT).getBytes(StandardCharsets.UTF_8));
+                    : withoutWhiteSpace(contentType).toLowerCase(Locale.ROOT).getBytes(StandardCharsets.UTF_8));
             field(sha, body == null ? new byte[0] : body);
             return Fingerprint.of(sha.digest());
         };
@@ -76,8 +75,26 @@ public interface Fingerprinter {
 
     private static String mediaType(String contentType) {
         int semicolon = contentType.indexOf(';');
-        return (semicolon < 0 ? contentType : contentType.substring(0, semicolon)).replaceAll("\\s", "")
+        return withoutWhiteSpace(semicolon < 0 ? contentType : contentType.substring(0, semicolon))
                 .toLowerCase(Locale.ROOT);
+    }
+
+    /**
+     * {@code text} without the white space the pattern {@code \s} matches; the same string, with nothing
+     * allocated, when it has none (the usual case).
+     */
+    private static String withoutWhiteSpace(String text) {
+        StringBuilder out = null;
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            boolean space = c == ' ' || c == '\t' || c == '\n' || c == 0x0B || c == '\f' || c == '\r';
+            if (space && out == null) {
+                out = new StringBuilder(text.length()).append(text, 0, i);
+            } else if (!space && out != null) {
+                out.append(c);
+            }
+        }
+        return out == null ? text : out.toString();
     }
 
     /** application/json or a structured-syntax suffix such as application/problem+json (RFC 6839). */
@@ -92,7 +109,12 @@ public interface Fingerprinter {
     }
 
     private static void field(MessageDigest sha, byte[] value) {
-        sha.update(ByteBuffer.allocate(Integer.BYTES).putInt(value.length).array());
+        int n = value.length;
+        // The length, big-endian, a byte at a time: no buffer per field.
+        sha.update((byte) (n >>> 24));
+        sha.update((byte) (n >>> 16));
+        sha.update((byte) (n >>> 8));
+        sha.update((byte) n);
         sha.update(value);
     }
 }

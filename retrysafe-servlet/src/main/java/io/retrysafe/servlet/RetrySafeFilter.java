@@ -326,7 +326,7 @@ public final class RetrySafeFilter implements Filter {
         }
         byte[] body;
         try (InputStream in = request.getInputStream()) {
-            body = in.readNBytes(max + 1);
+            body = readBody(in, declared, max);
         } catch (IOException e) {
             // The connection ended (or timed out) before the body did: a request that cannot be
             // fingerprinted must not run, and it is the client's, not a server failure.
@@ -360,6 +360,20 @@ public final class RetrySafeFilter implements Filter {
     /** A request header's field values in order, for the route's fingerprinted headers. */
     private static Function<String, List<String>> headerValues(HttpServletRequest request) {
         return name -> Collections.list(request.getHeaders(name));
+    }
+
+    /**
+     * The body: its declared length when it has one (at most {@code max}, checked before), else at most
+     * {@code max + 1} bytes, one more than allowed saying it is too long. A declared length sizes the array:
+     * {@code readNBytes(int)} reads into 8 KiB chunks and copies them, however short the body.
+     */
+    private static byte[] readBody(InputStream in, long declared, int max) throws IOException {
+        if (declared < 0) {
+            return in.readNBytes(max + 1);
+        }
+        byte[] body = new byte[(int) declared];
+        int read = in.readNBytes(body, 0, body.length);
+        return read == body.length ? body : Arrays.copyOf(body, read);
     }
 
     /** No declared charset is the container's default; a declared one must be known to this JVM. */
