@@ -66,7 +66,11 @@ final class SpringTransactionalExecutor implements IdempotentExecutor {
         TransactionalRetrySafe.Joined<StoredResponse> joined;
         try {
             Connection connection = DataSourceUtils.getConnection(dataSource);
-            joined = tx.join(connection, key, fingerprint, ResponseCodec.identity(), handler);
+            // A transaction begun here has nothing in it yet: the claim needs no savepoint. One the filter
+            // joined (an enclosing transaction on this thread) may hold writes the savepoint keeps.
+            joined = status.isNewTransaction()
+                    ? tx.joinNew(connection, key, fingerprint, ResponseCodec.identity(), handler)
+                    : tx.join(connection, key, fingerprint, ResponseCodec.identity(), handler);
         } catch (RuntimeException | Error e) {
             rollback(status, key, e);
             throw e;

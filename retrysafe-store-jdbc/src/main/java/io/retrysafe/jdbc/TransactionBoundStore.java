@@ -30,6 +30,8 @@ final class TransactionBoundStore implements IdempotencyStore {
     private final RequestSql sql;
     private final Connection connection;
     private final boolean ownsTransaction;
+    /** The claim is the transaction's first statement: nothing before it to keep behind a savepoint. */
+    private final boolean claimFirst;
     private final KeyOrder keyOrder;
     /** Key last: the request whose record the completion inserts, once the lookup found none. */
     private ClaimRequest unclaimed;
@@ -39,13 +41,15 @@ final class TransactionBoundStore implements IdempotencyStore {
     /**
      * @param ownsTransaction true: the completion commits and a release rolls back; false: the
      *     caller's transaction manager does both, and this store only writes
+     * @param claimFirst true: the claim is the transaction's first statement (always so when it owns it)
      */
     TransactionBoundStore(JdbcIdempotencyStore store, Connection connection, boolean ownsTransaction,
-            KeyOrder keyOrder) {
+            boolean claimFirst, KeyOrder keyOrder) {
         this.store = store;
         this.sql = store.sql().requests();
         this.connection = connection;
         this.ownsTransaction = ownsTransaction;
+        this.claimFirst = ownsTransaction || claimFirst;
         this.keyOrder = keyOrder;
     }
 
@@ -78,7 +82,7 @@ final class TransactionBoundStore implements IdempotencyStore {
                     return found;
                 }
             }
-            return store.boundedWait(wait -> ownsTransaction ? sql.tryClaim(connection, request, wait, null)
+            return store.boundedWait(wait -> claimFirst ? sql.tryClaim(connection, request, wait, null)
                     : claimJoined(request, wait));
         } catch (SQLException e) {
             throw store.failure("claim", e);

@@ -117,7 +117,7 @@ public final class TransactionalRetrySafe {
         } catch (SQLException e) {
             return beginFailed(e);
         }
-        TransactionBoundStore bound = new TransactionBoundStore(store, connection, true, keyOrder);
+        TransactionBoundStore bound = new TransactionBoundStore(store, connection, true, true, keyOrder);
         try {
             return engine.withStore(bound).execute(key, fingerprint, codec, operation);
         } finally {
@@ -141,7 +141,7 @@ public final class TransactionalRetrySafe {
         } catch (SQLException e) {
             return CompletableFuture.completedFuture(beginFailed(e));
         }
-        TransactionBoundStore bound = new TransactionBoundStore(store, connection, true, keyOrder);
+        TransactionBoundStore bound = new TransactionBoundStore(store, connection, true, true, keyOrder);
         CompletionStage<Outcome<T>> outcome;
         try {
             outcome = engine.withStore(bound).executeAsync(key, fingerprint, codec, operation);
@@ -209,8 +209,26 @@ public final class TransactionalRetrySafe {
      */
     public <T> Joined<T> join(Connection connection, IdempotencyKey key, Fingerprint fingerprint,
             ResponseCodec<T> codec, Operation<T> operation) {
+        return join(connection, key, fingerprint, codec, operation, false);
+    }
+
+    /**
+     * {@link #join} for a transaction the caller has just begun for this request (a transaction manager's
+     * new transaction, nothing written in it yet): the claim is its first statement, so it needs no
+     * savepoint, two statements fewer. Whatever does not claim may leave the transaction rolled back,
+     * which the caller's rollback then finds done; a claim the database refused for a concurrent write
+     * (a serialization failure, a deadlock) runs again in a new transaction on the same connection, and
+     * replays what that write stored. Anything written on {@code connection} before the call may be lost.
+     */
+    public <T> Joined<T> joinNew(Connection connection, IdempotencyKey key, Fingerprint fingerprint,
+            ResponseCodec<T> codec, Operation<T> operation) {
+        return join(connection, key, fingerprint, codec, operation, true);
+    }
+
+    private <T> Joined<T> join(Connection connection, IdempotencyKey key, Fingerprint fingerprint,
+            ResponseCodec<T> codec, Operation<T> operation, boolean claimFirst) {
         Require.notNull(connection, "connection");
-        TransactionBoundStore bound = new TransactionBoundStore(store, connection, false, keyOrder);
+        TransactionBoundStore bound = new TransactionBoundStore(store, connection, false, claimFirst, keyOrder);
         Outcome<T> outcome = engine.withStore(bound).withListener(new HoldingOutcome(engine.listener()))
                 .execute(key, fingerprint, codec, operation);
         Joined<T> joined = new Joined<>(engine, key, outcome, bound.completed());

@@ -138,6 +138,36 @@ class PostgresIsolationIT {
         assertThat(payments()).isEqualTo(1);
     }
 
+    @ParameterizedTest(name = "isolation {0}")
+    @ValueSource(ints = {Connection.TRANSACTION_REPEATABLE_READ, Connection.TRANSACTION_SERIALIZABLE})
+    void aClaimFirstInTheApplicationsNewTransactionRunsAgainAndReplays(int isolation) throws Exception {
+        IdempotencyKey key = IdempotencyKey.of(scope, "new-transaction");
+        AtomicInteger runs = new AtomicInteger();
+        try (Connection app = ds.getConnection()) {
+            app.setAutoCommit(false);
+            app.setTransactionIsolation(isolation);
+            try (Statement st = app.createStatement()) {
+                st.execute("SELECT 1"); // the transaction's snapshot, older than the record written next
+            }
+            Outcome<String> first;
+            try (Connection other = ds.getConnection()) {
+                first = tx.execute(other, key, fp, ResponseCodec.utf8(), attempt -> pay(other));
+            }
+
+            TransactionalRetrySafe.Joined<String> joined = tx.joinNew(app, key, fp, ResponseCodec.utf8(), attempt -> {
+                runs.incrementAndGet();
+                return pay(app);
+            });
+
+            assertThat(joined.outcome()).as("the claim, run again in a new transaction")
+                    .isEqualTo(new Outcome.Replayed<>(first.orThrow()));
+            assertThat(joined.commit()).isFalse();
+            app.rollback();
+        }
+        assertThat(runs).as("the joined request's work").hasValue(0);
+        assertThat(payments()).isEqualTo(1);
+    }
+
     private String pay(Connection c) throws SQLException {
         UUID id = UUID.randomUUID();
         try (PreparedStatement ps = c.prepareStatement("INSERT INTO rs_pg_isolation_payment (id, scope) VALUES (?, ?)")) {

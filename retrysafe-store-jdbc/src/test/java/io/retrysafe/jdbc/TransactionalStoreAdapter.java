@@ -41,7 +41,7 @@ final class TransactionalStoreAdapter implements IdempotencyStore, AutoCloseable
         try {
             c = dataSource.getConnection();
             c.setAutoCommit(false);
-            TransactionBoundStore bound = new TransactionBoundStore(store, c, true, KeyOrder.FIRST);
+            TransactionBoundStore bound = new TransactionBoundStore(store, c, true, true, KeyOrder.FIRST);
             ClaimResult result = bound.tryClaim(request);
             if (result instanceof ClaimResult.Claimed) {
                 held.put(request.token(), new Held(c, bound));
