@@ -22,9 +22,9 @@ record StoredCall(Status status, Metadata headers, byte[] message, Metadata trai
     private static final String DESCRIPTION = "grpc-message";
     /** Present when the call sent a message: an empty protobuf message has no bytes. */
     private static final String MESSAGE = "grpc-response-message";
-    /** Metadata names hold no ':', so these prefixes cannot meet a name of the call's own. */
-    private static final String HEADER = "h:";
-    private static final String TRAILER = "t:";
+    /** Metadata names hold no '/', so these prefixes cannot meet a name of the call's own (stores refuse ':'). */
+    private static final String HEADER = "h/";
+    private static final String TRAILER = "t/";
 
     StoredResponse encode() {
         Map<String, List<String>> stored = new LinkedHashMap<>();

@@ -16,6 +16,7 @@ import com.google.rpc.RetryInfo;
 import io.grpc.Metadata;
 import io.grpc.Status;
 import io.grpc.protobuf.StatusProto;
+import io.retrysafe.RetrySafe;
 import io.retrysafe.grpc.TestServer.Reply;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,19 +24,44 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
 
 /** What a client of a protected service observes; each subclass names the transport and the store. */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
 abstract class ServerInterceptorContract {
     static final String ALICE = "alice";
     static final String BOB = "bob";
 
-    /** Unique per test: the service counts runs by it, and it is the test's key. */
+    private final TestServer.Transport transport;
+    private final Supplier<RetrySafe> engine;
+    private TestServer server;
+    /** Unique per test: the service counts runs by it. */
     String ref;
     String key;
 
-    abstract TestServer server();
+    ServerInterceptorContract(TestServer.Transport transport, Supplier<RetrySafe> engine) {
+        this.transport = transport;
+        this.engine = engine;
+    }
+
+    @BeforeAll
+    void start() throws Exception {
+        server = TestServer.start(transport, engine.get());
+    }
+
+    @AfterAll
+    void stop() throws Exception {
+        server.close();
+    }
+
+    TestServer server() {
+        return server;
+    }
 
     @BeforeEach
     void newIntent() {
@@ -105,6 +131,24 @@ abstract class ServerInterceptorContract {
         assertThat(retry.replayed()).isTrue();
         assertThat(retry.message()).isEqualTo(replies.stream().filter(r -> r.status().isOk()).findFirst()
                 .orElseThrow().message());
+        assertThat(runs(ref)).isEqualTo(1);
+    }
+
+    @Test
+    void theSameRequestEncodedInAnotherFieldOrderIsTheSameIntent() throws Exception {
+        Struct request = request(ref, 100, "ok");
+        List<String> names = new ArrayList<>(request.getFieldsMap().keySet());
+        java.util.Collections.reverse(names);
+        Struct.Builder b = Struct.newBuilder();
+        names.forEach(n -> b.putFields(n, request.getFieldsOrThrow(n)));
+        Struct other = b.build();
+        assertThat(PAY.streamRequest(other).readAllBytes()).isNotEqualTo(PAY.streamRequest(request).readAllBytes());
+
+        server().call(PAY, ALICE, key, request);
+        Reply<Struct> retry = server().call(PAY, ALICE, key, other);
+
+        assertThat(retry.status().isOk()).isTrue();
+        assertThat(retry.replayed()).isTrue();
         assertThat(runs(ref)).isEqualTo(1);
     }
 
