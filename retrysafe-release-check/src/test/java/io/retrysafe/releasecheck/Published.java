@@ -8,7 +8,7 @@ final class Published {
     static final Set<String> JARS = Set.of("retrysafe-core", "retrysafe-store-tck",
             "retrysafe-store-sql", "retrysafe-store-jdbc", "retrysafe-store-redis", "retrysafe-servlet", "retrysafe-client", "retrysafe-cli",
             "retrysafe-gateway", "retrysafe-micrometer", "retrysafe-inbox", "retrysafe-inbox-tck", "retrysafe-nats", "retrysafe-kafka", "retrysafe-spring-boot-starter",
-            "retrysafe-spring-boot3-starter", "retrysafe-rabbitmq", "retrysafe-http", "retrysafe-webflux", "retrysafe-store-r2dbc",
+            "retrysafe-spring-boot3-starter", "retrysafe-rabbitmq", "retrysafe-http", "retrysafe-webflux", "retrysafe-grpc", "retrysafe-store-r2dbc",
             "retrysafe-store-dynamodb");
     static final Set<String> POMS = Set.of("retrysafe-parent", "retrysafe-bom", "retrysafe-spring-boot3-parent");
 
