@@ -33,8 +33,6 @@ import java.util.concurrent.CompletionStage;
  */
 final class ProtectedCall<ReqT, RespT> extends ServerCall.Listener<ReqT> {
     private static final System.Logger LOG = System.getLogger(RetrySafeServerInterceptor.class.getName());
-    /** The delay a client is told when the store failed and named none. */
-    private static final Duration STORE_RETRY_AFTER = Duration.ofSeconds(1);
 
     private final ServerCall<ReqT, RespT> call;
     private final Metadata headers;
@@ -179,8 +177,9 @@ final class ProtectedCall<ReqT, RespT> extends ServerCall.Listener<ReqT> {
         }
     }
 
-    private static Duration orDefault(Duration retryAfter) {
-        return retryAfter == null ? STORE_RETRY_AFTER : retryAfter;
+    /** The store's delay, else the engine's policy's: the one it tells a duplicate in flight. */
+    private Duration orDefault(Duration retryAfter) {
+        return retryAfter == null ? engine.policy().retryAfter() : retryAfter;
     }
 
     private void close(Refusal refusal) {

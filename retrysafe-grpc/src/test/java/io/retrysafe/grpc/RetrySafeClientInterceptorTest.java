@@ -5,15 +5,18 @@ import static io.retrysafe.grpc.PaymentsService.request;
 import static io.retrysafe.grpc.PaymentsService.runs;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.google.common.util.concurrent.ListenableFuture;
 import com.google.protobuf.Struct;
 import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
+import io.grpc.ForwardingServerCall;
 import io.grpc.Server;
 import io.grpc.ServerCall;
 import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;
+import io.grpc.Status;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
 import io.grpc.stub.ClientCalls;
@@ -24,6 +27,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -34,8 +38,14 @@ import org.junit.jupiter.api.Test;
 class RetrySafeClientInterceptorTest {
     /** The key of each attempt that reached the server, in order. */
     private static final List<String> ATTEMPTS = new CopyOnWriteArrayList<>();
+    /** The status of each attempt the server answered, in order. */
+    private static final List<Status.Code> ANSWERS = new CopyOnWriteArrayList<>();
+    /** Counted down when the server refuses an attempt with ABORTED. */
+    private static volatile CountDownLatch aborted;
     private static Server server;
     private static ManagedChannel channel;
+    /** Retries ABORTED too, after a backoff far shorter than the server's retry delay. */
+    private static ManagedChannel abortedRetrying;
     private String ref;
 
     @BeforeAll
@@ -45,7 +55,16 @@ class RetrySafeClientInterceptorTest {
             public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
                     ServerCallHandler<Q, R> next) {
                 ATTEMPTS.add(headers.get(GrpcIdempotency.KEY_HEADER));
-                return next.startCall(call, headers);
+                return next.startCall(new ForwardingServerCall.SimpleForwardingServerCall<>(call) {
+                    @Override
+                    public void close(Status status, Metadata trailers) {
+                        ANSWERS.add(status.getCode());
+                        if (status.getCode() == Status.Code.ABORTED) {
+                            aborted.countDown();
+                        }
+                        super.close(status, trailers);
+                    }
+                }, headers);
             }
         };
         RetrySafe engine = RetrySafe.builder(new InMemoryIdempotencyStore()).name("grpc-client-test").build();
@@ -55,23 +74,33 @@ class RetrySafeClientInterceptorTest {
                         new RetrySafeServerInterceptor(TestServer.CONFIG, engine), PaymentsService.authentication(),
                         recordKeys))
                 .build().start();
-        Map<String, Object> retryPolicy = Map.of("maxAttempts", 4.0, "initialBackoff", "0.01s", "maxBackoff", "0.05s",
-                "backoffMultiplier", 2.0, "retryableStatusCodes", List.of("UNAVAILABLE"));
-        Map<String, Object> serviceConfig = Map.of("methodConfig", List.of(Map.of(
-                "name", List.of(Map.of("service", PaymentsService.SERVICE, "method", "Pay")),
-                "retryPolicy", retryPolicy)));
         Metadata caller = new Metadata();
         caller.put(PaymentsService.CALLER_HEADER, "alice");
         channel = InProcessChannelBuilder.forName(name)
-                .defaultServiceConfig(serviceConfig)
+                .defaultServiceConfig(serviceConfig(4, List.of("UNAVAILABLE")))
+                .enableRetry()
+                .intercept(RetrySafeClientInterceptor.methods(PAY.getFullMethodName()),
+                        MetadataUtils.newAttachHeadersInterceptor(caller))
+                .build();
+        abortedRetrying = InProcessChannelBuilder.forName(name)
+                .defaultServiceConfig(serviceConfig(5, List.of("UNAVAILABLE", "ABORTED")))
                 .enableRetry()
                 .intercept(RetrySafeClientInterceptor.methods(PAY.getFullMethodName()),
                         MetadataUtils.newAttachHeadersInterceptor(caller))
                 .build();
     }
 
+    private static Map<String, Object> serviceConfig(int maxAttempts, List<String> retryable) {
+        Map<String, Object> retryPolicy = Map.of("maxAttempts", (double) maxAttempts, "initialBackoff", "0.01s",
+                "maxBackoff", "0.05s", "backoffMultiplier", 2.0, "retryableStatusCodes", retryable);
+        return Map.of("methodConfig", List.of(Map.of(
+                "name", List.of(Map.of("service", PaymentsService.SERVICE, "method", "Pay")),
+                "retryPolicy", retryPolicy)));
+    }
+
     @AfterAll
     static void stop() throws Exception {
+        abortedRetrying.shutdownNow().awaitTermination(10, TimeUnit.SECONDS);
         channel.shutdownNow().awaitTermination(10, TimeUnit.SECONDS);
         server.shutdownNow().awaitTermination(10, TimeUnit.SECONDS);
     }
@@ -80,6 +109,8 @@ class RetrySafeClientInterceptorTest {
     void newIntent() {
         ref = "ref-" + UUID.randomUUID();
         ATTEMPTS.clear();
+        ANSWERS.clear();
+        aborted = new CountDownLatch(1);
     }
 
     @Test
@@ -118,5 +149,29 @@ class RetrySafeClientInterceptorTest {
         ClientCalls.blockingUnaryCall(channel, PaymentsService.QUOTE, CallOptions.DEFAULT, request(ref, 5, "ok"));
 
         assertThat(ATTEMPTS).containsExactly((String) null);
+    }
+
+    @Test
+    void aClientWhosePolicyRetriesAbortedWaitsTheServersDelayAndGetsTheFirstCallsAnswer() throws Exception {
+        CallOptions options = CallOptions.DEFAULT.withOption(RetrySafeClientInterceptor.KEY, "order-" + ref);
+        PaymentsService.gate(ref);
+        ListenableFuture<Struct> first = ClientCalls.futureUnaryCall(channel.newCall(PAY, options),
+                request(ref, 5, "wait"));
+        assertThat(PaymentsService.entered(ref)).isTrue();
+
+        ListenableFuture<Struct> duplicate = ClientCalls.futureUnaryCall(abortedRetrying.newCall(PAY, options),
+                request(ref, 5, "wait"));
+        try {
+            // The duplicate's first attempt is refused while the first call runs; only then does the first finish.
+            // Without the server's pushback the client would spend its attempts within its 10 ms backoff.
+            assertThat(aborted.await(30, TimeUnit.SECONDS)).isTrue();
+        } finally {
+            PaymentsService.open(ref);
+        }
+
+        assertThat(duplicate.get(30, TimeUnit.SECONDS)).isEqualTo(first.get(30, TimeUnit.SECONDS));
+        assertThat(ATTEMPTS).containsOnly("order-" + ref).hasSize(3);
+        assertThat(ANSWERS).containsExactly(Status.Code.ABORTED, Status.Code.OK, Status.Code.OK);
+        assertThat(runs(ref)).isEqualTo(1);
     }
 }
