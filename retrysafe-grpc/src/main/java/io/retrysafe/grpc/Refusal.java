@@ -8,9 +8,8 @@ import java.time.Duration;
 
 /**
  * A call answered without its handler: a status, and for the refusals a client should retry later, the delay
- * twice: as {@code google.rpc.RetryInfo} in the rich error model's {@code grpc-status-details-bin} (what
- * Google's client libraries and AIP-194 read) and as {@code grpc-retry-pushback-ms}, which grpc-java's and
- * gRPC Core's retry policies obey when the code is one they retry.
+ * twice: as {@code google.rpc.RetryInfo} in the rich error model's {@code grpc-status-details-bin}, and as
+ * {@code grpc-retry-pushback-ms}, which grpc-java's retry policy obeys when the code is one it retries.
  */
 record Refusal(Status status, Metadata trailers) {
     static final Metadata.Key<byte[]> STATUS_DETAILS =

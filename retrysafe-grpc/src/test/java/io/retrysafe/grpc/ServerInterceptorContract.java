@@ -215,7 +215,8 @@ abstract class ServerInterceptorContract {
         Reply<Struct> r = server().start(PAY, ALICE, null, request(ref, 100, "ok"),
                 h -> h.put(GrpcIdempotency.KEY_HEADER, "abc\u0001\r\ndef")).join();
 
-        assertThat(r.status().isOk()).isFalse();
+        // Refused by the key rules, or dropped by the transport and then missing: never a key, never run.
+        assertThat(r.status().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
         assertThat(runs(ref)).isZero();
     }
 
