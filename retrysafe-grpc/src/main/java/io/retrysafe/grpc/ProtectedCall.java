@@ -43,6 +43,8 @@ final class ProtectedCall<ReqT, RespT> extends ServerCall.Listener<ReqT> {
     private boolean refused;
     /** The handler's listener, once it runs. */
     private volatile ServerCall.Listener<ReqT> handler;
+    /** What the handler answered, once it runs. */
+    private volatile Capture capture;
 
     ProtectedCall(ServerCall<ReqT, RespT> call, Metadata headers, ServerCallHandler<ReqT, RespT> next,
             IdempotencyKey key, RetrySafe engine) {
@@ -86,17 +88,33 @@ final class ProtectedCall<ReqT, RespT> extends ServerCall.Listener<ReqT> {
             return;
         }
         outcome.whenComplete((done, failure) -> {
-            if (failure != null) {
-                answerFailure(failure);
-            } else {
-                answer(done);
+            try {
+                if (failure != null) {
+                    answerFailure(failure);
+                } else {
+                    answer(done);
+                }
+            } catch (RuntimeException e) {
+                // Nothing else would close the call (a stored message the method's marshaller no longer parses):
+                // the client must not wait for its deadline.
+                LOG.log(Level.WARNING, () -> "key " + key.digest() + ": the answer could not be sent: " + e);
+                closeUnlessClosed(Status.INTERNAL.withDescription("the answer could not be sent"));
             }
         });
+    }
+
+    private void closeUnlessClosed(Status status) {
+        try {
+            call.close(status, new Metadata());
+        } catch (IllegalStateException alreadyClosed) {
+            // The answer went out before the failure.
+        }
     }
 
     /** Runs the handler on a call that captures its answer; the stage completes when the handler closes it. */
     private CompletionStage<StoredResponse> run() {
         Capture capture = new Capture();
+        this.capture = capture;
         ServerCall.Listener<ReqT> listener = next.startCall(capture, headers);
         handler = listener;
         listener.onReady();
@@ -131,11 +149,14 @@ final class ProtectedCall<ReqT, RespT> extends ServerCall.Listener<ReqT> {
 
     private void answer(Outcome<StoredResponse> outcome) {
         if (outcome instanceof Outcome.Executed<StoredResponse> executed) {
-            send(StoredCall.decode(executed.value()), false);
+            send(StoredCall.decode(executed.value()), capture.message);
         } else if (outcome instanceof Outcome.Unprotected<StoredResponse> unprotected) {
-            send(StoredCall.decode(unprotected.value()), false);
+            send(StoredCall.decode(unprotected.value()), capture.message);
         } else if (outcome instanceof Outcome.Replayed<StoredResponse> replayed) {
-            send(StoredCall.decode(replayed.value()), true);
+            StoredCall stored = StoredCall.decode(replayed.value());
+            stored.trailers().put(GrpcIdempotency.REPLAYED_TRAILER, "true");
+            send(stored, stored.message() == null ? null
+                    : call.getMethodDescriptor().parseResponse(new ByteArrayInputStream(stored.message())));
         } else if (outcome instanceof Outcome.InProgress<StoredResponse> inProgress) {
             // ABORTED: a concurrency conflict, as the HTTP front doors' 409; the client retries with the same key.
             close(Refusal.retryAfter(Status.Code.ABORTED, "a call with this idempotency key is still being "
@@ -186,27 +207,25 @@ final class ProtectedCall<ReqT, RespT> extends ServerCall.Listener<ReqT> {
         call.close(refusal.status(), refusal.trailers());
     }
 
-    private void send(StoredCall answer, boolean replayed) {
-        Metadata trailers = answer.trailers();
-        if (replayed) {
-            trailers.put(GrpcIdempotency.REPLAYED_TRAILER, "true");
-        }
-        if (answer.message() != null) {
+    /** Sends an answer: the handler's own message where it ran here, the stored one parsed on a replay. */
+    private void send(StoredCall answer, RespT message) {
+        if (message != null) {
             call.sendHeaders(answer.headers());
-            call.sendMessage(call.getMethodDescriptor().parseResponse(new ByteArrayInputStream(answer.message())));
+            call.sendMessage(message);
         } else if (answer.headers().keys().isEmpty()) {
             // Nothing but a status: a trailers-only answer, as grpc-java sends one.
         } else {
             call.sendHeaders(answer.headers());
         }
-        call.close(answer.status(), trailers);
+        call.close(answer.status(), answer.trailers());
     }
 
     /** The call the handler answers: what it sends is kept, and sent to the client after the outcome. */
     private final class Capture extends ForwardingServerCall.SimpleForwardingServerCall<ReqT, RespT> {
         final CompletableFuture<StoredResponse> answer = new CompletableFuture<>();
         private Metadata sentHeaders = new Metadata();
-        private byte[] message;
+        private volatile RespT message;
+        private byte[] bytes;
 
         Capture() {
             super(call);
@@ -224,8 +243,9 @@ final class ProtectedCall<ReqT, RespT> extends ServerCall.Listener<ReqT> {
 
         @Override
         public void sendMessage(RespT response) {
+            message = response;
             try (InputStream in = call.getMethodDescriptor().streamResponse(response)) {
-                message = in.readAllBytes();
+                bytes = in.readAllBytes();
             } catch (IOException e) {
                 throw new UncheckedIOException("the response message could not be marshalled", e);
             }
@@ -238,7 +258,7 @@ final class ProtectedCall<ReqT, RespT> extends ServerCall.Listener<ReqT> {
 
         @Override
         public void close(Status status, Metadata trailers) {
-            answer.complete(new StoredCall(status, sentHeaders, message, trailers).encode());
+            answer.complete(new StoredCall(status, sentHeaders, bytes, trailers).encode());
         }
     }
 }

@@ -23,8 +23,8 @@ import java.util.List;
  * <li>no caller to scope the key to → {@code UNAUTHENTICATED};
  * <li>first call → runs; its answer (message, status, headers and trailers) is held back until its outcome is
  *     recorded, then sent;
- * <li>retry → the stored answer, its message's bytes as first written, with the trailer
- *     {@code idempotent-replayed: true};
+ * <li>retry → the stored answer, its message parsed from the bytes first written, with the trailer
+ *     {@code idempotent-replayed: true} ({@code INTERNAL} if the method can no longer parse them);
  * <li>retry while the first is in flight → {@code ABORTED} with the retry delay ({@code google.rpc.RetryInfo});
  * <li>same key, another request → {@code FAILED_PRECONDITION};
  * <li>store unreachable, or the outcome could not be recorded → {@code UNAVAILABLE} with the retry delay;

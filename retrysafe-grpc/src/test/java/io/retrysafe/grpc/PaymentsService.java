@@ -36,6 +36,16 @@ final class PaymentsService {
             .setRequestMarshaller(ProtoUtils.marshaller(Struct.getDefaultInstance()))
             .setResponseMarshaller(ProtoUtils.marshaller(Struct.getDefaultInstance()))
             .build();
+    /** Its response marshaller writes and cannot read: a replay cannot parse what it stored. */
+    static final MethodDescriptor<Struct, Struct> RECEIPT_WRITE_ONLY = MethodDescriptor.<Struct, Struct>newBuilder()
+            .setType(MethodDescriptor.MethodType.UNARY)
+            .setFullMethodName(MethodDescriptor.generateFullMethodName(SERVICE, "Receipt"))
+            .setRequestMarshaller(ProtoUtils.marshaller(Struct.getDefaultInstance()))
+            .setResponseMarshaller(new WriteOnlyMarshaller())
+            .build();
+    /** {@code Receipt} as a client sees it: the answer's bytes. */
+    static final MethodDescriptor<Struct, byte[]> RECEIPT_RAW = RECEIPT_WRITE_ONLY.toBuilder(
+            ProtoUtils.marshaller(Struct.getDefaultInstance()), new BytesMarshaller()).build();
     /** {@code Pay} as a client that reads the answer's bytes as they came. */
     static final MethodDescriptor<Struct, byte[]> PAY_RAW = PAY.toBuilder(
             ProtoUtils.marshaller(Struct.getDefaultInstance()), new BytesMarshaller()).build();
@@ -136,6 +146,12 @@ final class PaymentsService {
                     observer.onNext(reply);
                     observer.onCompleted();
                 }))
+                .addMethod(RECEIPT_WRITE_ONLY, ServerCalls.asyncUnaryCall((request, observer) -> {
+                    RUNS.computeIfAbsent(request.getFieldsOrThrow("ref").getStringValue(), r -> new AtomicInteger())
+                            .incrementAndGet();
+                    observer.onNext(request);
+                    observer.onCompleted();
+                }))
                 .addMethod(QUOTE, ServerCalls.asyncUnaryCall((request, observer) -> {
                     String ref = request.getFieldsOrThrow("ref").getStringValue();
                     int run = RUNS.computeIfAbsent(ref, r -> new AtomicInteger()).incrementAndGet();
@@ -206,6 +222,18 @@ final class PaymentsService {
             } catch (IOException e) {
                 throw new IllegalStateException(e);
             }
+        }
+    }
+
+    static final class WriteOnlyMarshaller implements MethodDescriptor.Marshaller<Struct> {
+        @Override
+        public InputStream stream(Struct value) {
+            return new ByteArrayInputStream(value.toByteArray());
+        }
+
+        @Override
+        public Struct parse(InputStream stream) {
+            throw new UnsupportedOperationException("this marshaller only writes");
         }
     }
 }

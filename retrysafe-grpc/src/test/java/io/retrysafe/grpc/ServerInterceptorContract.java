@@ -265,6 +265,18 @@ abstract class ServerInterceptorContract {
     }
 
     @Test
+    void aStoredMessageTheMethodCannotParseAgainIsInternalNotAHang() {
+        Reply<byte[]> first = server().call(PaymentsService.RECEIPT_RAW, ALICE, key, request(ref, 1, "ok"));
+        Reply<byte[]> retry = server().call(PaymentsService.RECEIPT_RAW, ALICE, key, request(ref, 1, "ok"));
+
+        assertThat(first.status().isOk()).isTrue();
+        assertThat(first.message()).isEqualTo(request(ref, 1, "ok").toByteArray());
+        assertThat(retry.status().getCode()).isEqualTo(Status.Code.INTERNAL);
+        assertThat(retry.status().getDescription()).isEqualTo("the answer could not be sent");
+        assertThat(runs(ref)).isEqualTo(1);
+    }
+
+    @Test
     void aProtectedStreamingMethodIsUnimplemented() {
         Reply<Struct> r = server().call(WATCH, ALICE, key, request(ref, 1, "ok"));
 

@@ -27,6 +27,7 @@ final class TestServer implements AutoCloseable {
             .method(PaymentsService.PAY.getFullMethodName())
             .methodKeyOptional(PaymentsService.QUOTE.getFullMethodName())
             .method(PaymentsService.WATCH.getFullMethodName())
+            .method(PaymentsService.RECEIPT_WRITE_ONLY.getFullMethodName())
             .caller(CallerResolver.context(PaymentsService.CALLER))
             .build();
 
