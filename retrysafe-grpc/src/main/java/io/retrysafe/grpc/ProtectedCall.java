@@ -148,10 +148,10 @@ final class ProtectedCall<ReqT, RespT> extends ServerCall.Listener<ReqT> {
     }
 
     private void answer(Outcome<StoredResponse> outcome) {
-        if (outcome instanceof Outcome.Executed<StoredResponse> executed) {
-            send(StoredCall.decode(executed.value()), capture.message);
-        } else if (outcome instanceof Outcome.Unprotected<StoredResponse> unprotected) {
-            send(StoredCall.decode(unprotected.value()), capture.message);
+        if (outcome instanceof Outcome.Executed<StoredResponse>) {
+            send(capture.answered, capture.message);
+        } else if (outcome instanceof Outcome.Unprotected<StoredResponse>) {
+            send(capture.answered, capture.message);
         } else if (outcome instanceof Outcome.Replayed<StoredResponse> replayed) {
             StoredCall stored = StoredCall.decode(replayed.value());
             stored.trailers().put(GrpcIdempotency.REPLAYED_TRAILER, "true");
@@ -207,7 +207,7 @@ final class ProtectedCall<ReqT, RespT> extends ServerCall.Listener<ReqT> {
         call.close(refusal.status(), refusal.trailers());
     }
 
-    /** Sends an answer: the handler's own message where it ran here, the stored one parsed on a replay. */
+    /** Sends an answer: the handler's own where it ran here, the stored one (its message parsed) on a replay. */
     private void send(StoredCall answer, RespT message) {
         if (message != null) {
             call.sendHeaders(answer.headers());
@@ -226,6 +226,8 @@ final class ProtectedCall<ReqT, RespT> extends ServerCall.Listener<ReqT> {
         private Metadata sentHeaders = new Metadata();
         private volatile RespT message;
         private byte[] bytes;
+        /** The handler's answer as it was sent, credentials included: the stored one has them left out. */
+        private volatile StoredCall answered;
 
         Capture() {
             super(call);
@@ -258,7 +260,8 @@ final class ProtectedCall<ReqT, RespT> extends ServerCall.Listener<ReqT> {
 
         @Override
         public void close(Status status, Metadata trailers) {
-            answer.complete(new StoredCall(status, sentHeaders, bytes, trailers).encode());
+            answered = new StoredCall(status, sentHeaders, bytes, trailers);
+            answer.complete(answered.encode());
         }
     }
 }

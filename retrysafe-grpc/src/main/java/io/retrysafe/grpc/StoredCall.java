@@ -3,6 +3,7 @@ package io.retrysafe.grpc;
 import io.grpc.Metadata;
 import io.grpc.Status;
 import io.retrysafe.StoredResponse;
+import io.retrysafe.internal.HeaderCodec;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.LinkedHashMap;
@@ -15,7 +16,8 @@ import java.util.Map;
  * gRPC code (as {@code google.rpc.Code} maps them, but {@code CANCELLED} as 408), so that an engine's
  * {@link io.retrysafe.OutcomePolicy} decides as it does for HTTP: the answers that say "try again"
  * ({@code CANCELLED}, {@code ABORTED}, {@code ALREADY_EXISTS}, {@code RESOURCE_EXHAUSTED}) and server failures release
- * the key; the exact code is kept beside it.
+ * the key; the exact code is kept beside it. Headers and trailers that carry credentials or session state
+ * ({@link HeaderCodec#NEVER_STORED}) are sent on the first answer and never stored.
  */
 record StoredCall(Status status, Metadata headers, byte[] message, Metadata trailers) {
     private static final String CODE = "grpc-status";
@@ -52,6 +54,9 @@ record StoredCall(Status status, Metadata headers, byte[] message, Metadata trai
 
     private static void put(Map<String, List<String>> stored, String prefix, Metadata metadata) {
         for (String name : metadata.keys()) {
+            if (HeaderCodec.NEVER_STORED.contains(name)) {
+                continue;
+            }
             List<String> values = new ArrayList<>();
             if (name.endsWith(Metadata.BINARY_HEADER_SUFFIX)) {
                 for (byte[] v : metadata.getAll(Metadata.Key.of(name, Metadata.BINARY_BYTE_MARSHALLER))) {

@@ -55,6 +55,9 @@ final class PaymentsService {
     static final Metadata.Key<String> PAYMENT_ID = Metadata.Key.of("payment-id", Metadata.ASCII_STRING_MARSHALLER);
     static final Metadata.Key<byte[]> RECEIPT = Metadata.Key.of("receipt-bin", Metadata.BINARY_BYTE_MARSHALLER);
     static final Metadata.Key<String> SERVED_BY = Metadata.Key.of("served-by", Metadata.ASCII_STRING_MARSHALLER);
+    static final Metadata.Key<String> SET_COOKIE = Metadata.Key.of("set-cookie", Metadata.ASCII_STRING_MARSHALLER);
+    static final Metadata.Key<String> AUTHORIZATION = Metadata.Key.of("authorization",
+            Metadata.ASCII_STRING_MARSHALLER);
 
     private static final Map<String, AtomicInteger> RUNS = new ConcurrentHashMap<>();
     private static final Map<String, CountDownLatch> GATES = new ConcurrentHashMap<>();
@@ -168,7 +171,7 @@ final class PaymentsService {
                 .build();
     }
 
-    /** Adds the served-by header, the payment-id and receipt-bin trailers to Pay's successful answers. */
+    /** Adds the served-by and set-cookie headers, the payment-id, receipt-bin and authorization trailers to answers. */
     static ServerInterceptor decorations() {
         return new ServerInterceptor() {
             @Override
@@ -178,6 +181,7 @@ final class PaymentsService {
                     @Override
                     public void sendHeaders(Metadata h) {
                         h.put(SERVED_BY, "node-1");
+                        h.put(SET_COOKIE, "session=first-caller");
                         super.sendHeaders(h);
                     }
 
@@ -186,6 +190,7 @@ final class PaymentsService {
                         if (status.isOk()) {
                             trailers.put(PAYMENT_ID, "pay-" + System.nanoTime());
                             trailers.put(RECEIPT, new byte[] {0, 1, (byte) 0xff, 10});
+                            trailers.put(AUTHORIZATION, "Bearer refreshed-for-first-caller");
                         }
                         super.close(status, trailers);
                     }

@@ -86,6 +86,19 @@ abstract class ServerInterceptorContract {
     }
 
     @Test
+    void credentialsAndSessionStateReachTheFirstCallerOnlyAndAreNeverStored() {
+        Reply<Struct> first = server().call(PAY, ALICE, key, request(ref, 100, "ok"));
+        Reply<Struct> retry = server().call(PAY, ALICE, key, request(ref, 100, "ok"));
+
+        assertThat(first.headers().get(PaymentsService.SET_COOKIE)).isEqualTo("session=first-caller");
+        assertThat(first.trailers().get(PaymentsService.AUTHORIZATION)).isEqualTo("Bearer refreshed-for-first-caller");
+        assertThat(retry.replayed()).isTrue();
+        assertThat(retry.headers().get(SERVED_BY)).isEqualTo("node-1");
+        assertThat(retry.headers().containsKey(PaymentsService.SET_COOKIE)).isFalse();
+        assertThat(retry.trailers().containsKey(PaymentsService.AUTHORIZATION)).isFalse();
+    }
+
+    @Test
     void aStoredRefusalIsReplayedWithItsStatusDescriptionAndTrailers() {
         Reply<Struct> first = server().call(PAY, ALICE, key, request(ref, 100, "not-found"));
         Reply<Struct> retry = server().call(PAY, ALICE, key, request(ref, 100, "not-found"));
