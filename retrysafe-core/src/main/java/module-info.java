@@ -13,6 +13,7 @@ module io.retrysafe {
     exports io.retrysafe.internal to
             io.retrysafe.client,
             io.retrysafe.gateway,
+            io.retrysafe.grpc,
             io.retrysafe.http,
             io.retrysafe.inbox,
             io.retrysafe.inbox.tck,

@@ -5,12 +5,20 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Stored response headers as text, one {@code name:value} line per value, in order. Backslash and
  * line breaks are escaped so that any value round-trips, even one HTTP would not allow.
  */
 public final class HeaderCodec {
+    /**
+     * Never stored by any front door, whatever is configured (lower case): they carry credentials or per-session
+     * state, which a replay must not hand to whoever retries.
+     */
+    public static final Set<String> NEVER_STORED = Set.of("set-cookie", "set-cookie2", "authorization",
+            "proxy-authorization", "www-authenticate", "proxy-authenticate", "cookie");
+
     private HeaderCodec() {
     }
 

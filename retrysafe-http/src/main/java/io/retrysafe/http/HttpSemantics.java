@@ -10,6 +10,7 @@ import io.retrysafe.ResponseCodec;
 import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.StoredResponseUnreadableException;
+import io.retrysafe.internal.HeaderCodec;
 import io.retrysafe.internal.Hex;
 import io.retrysafe.internal.Require;
 import io.retrysafe.spi.RetrySafeListener;
@@ -44,8 +45,7 @@ public final class HttpSemantics {
     public static final Set<String> DEFAULT_REPLAYED_HEADERS = Set.of("content-type", "content-language",
             "content-encoding", "vary", "location", "etag", "last-modified", "cache-control", "link");
     /** Never stored, whatever is configured: they carry credentials or per-session state. */
-    public static final Set<String> FORBIDDEN_HEADERS = Set.of("set-cookie", "set-cookie2", "authorization",
-            "proxy-authorization", "www-authenticate", "proxy-authenticate", "cookie");
+    public static final Set<String> FORBIDDEN_HEADERS = HeaderCodec.NEVER_STORED;
     /** The pause a client is told when the store failed and the engine named none. */
     public static final Duration STORE_RETRY_AFTER = Duration.ofSeconds(1);
     private static final String ANONYMOUS_AUTHENTICATION =
