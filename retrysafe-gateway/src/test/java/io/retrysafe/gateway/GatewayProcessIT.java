@@ -152,6 +152,8 @@ class GatewayProcessIT {
         }
         Map<String, List<String>> answers = new ConcurrentHashMap<>();
         Map<String, Integer> refusals = new ConcurrentHashMap<>();
+        // Per key, the instance its client's current attempt went to.
+        Map<String, Integer> sentTo = new ConcurrentHashMap<>();
         AtomicBoolean stop = new AtomicBoolean();
         ExecutorService clients = Executors.newFixedThreadPool(8);
         List<Future<?>> work = new ArrayList<>();
@@ -159,7 +161,9 @@ class GatewayProcessIT {
             work.add(clients.submit(() -> {
                 // A client that retries with the same key until it has an answer, then asks once more (a replay).
                 for (int attempt = 0; !stop.get() && answers.getOrDefault(key, List.of()).size() < 2; attempt++) {
-                    GatewayHttp client = new GatewayHttp(instance.apply(key, attempt));
+                    int on = instance.apply(key, attempt);
+                    sentTo.put(key, on);
+                    GatewayHttp client = new GatewayHttp(on);
                     try {
                         HttpResponse<String> r = client.send(client.post("/payments?delay=100&remember", null, key,
                                 "{\"amount\":1}").header("X-Tenant", TENANT));
@@ -179,17 +183,17 @@ class GatewayProcessIT {
                 return null;
             }));
         }
-        // Kill one while requests are in flight at the upstream, twice, and start it again each time.
+        // Kill one while requests it sent are in flight at the upstream, twice, and start it again each time.
         for (int kill = 1; kill <= 2; kill++) {
             int answered = kill * intents / 4;
-            try {
-                awaitCondition(() -> answers.size() >= answered && inFlight() > 0, Duration.ofSeconds(60),
-                        "answers before kill " + kill);
-            } catch (org.awaitility.core.ConditionTimeoutException e) {
-                throw new AssertionError("answers " + answers.size() + ", in flight " + inFlight() + ", refusals "
-                        + refusals, e);
-            }
             int victim = kill == 1 ? 0 : gateways.length - 1;
+            try {
+                awaitCondition(() -> answers.size() >= answered && justSentThrough(ports[victim], sentTo) > 0,
+                        Duration.ofSeconds(60), "answers before kill " + kill);
+            } catch (org.awaitility.core.ConditionTimeoutException e) {
+                throw new AssertionError("answers " + answers.size() + ", in flight through the victim "
+                        + justSentThrough(ports[victim], sentTo) + ", refusals " + refusals, e);
+            }
             gateways[victim].kill();
             gateways[victim] = startGateway(ports[victim]);
         }
@@ -328,14 +332,23 @@ class GatewayProcessIT {
         return client.post("/payments?block=" + key, null, key, "{\"amount\":1}").header("X-Tenant", TENANT);
     }
 
-    private int inFlight() {
+    /**
+     * The keys whose call, sent through the instance on {@code port}, the upstream began less than 40 ms ago and has not
+     * answered: with the upstream's 100 ms delay, each is still unanswered when the instance is killed right after.
+     * Calls in flight through another instance would not count: their gateway completes them.
+     */
+    private int justSentThrough(int port, Map<String, Integer> sentTo) {
+        long recent = System.nanoTime() - TimeUnit.MILLISECONDS.toNanos(40);
         int n = 0;
-        for (List<TestUpstream.Call> calls : upstream.history.values()) {
+        for (Map.Entry<String, List<TestUpstream.Call>> e : upstream.history.entrySet()) {
+            List<TestUpstream.Call> calls = e.getValue();
             synchronized (calls) {
-                for (TestUpstream.Call c : calls) {
-                    if (c.ended == 0) {
-                        n++;
-                    }
+                if (calls.isEmpty()) {
+                    continue;
+                }
+                TestUpstream.Call last = calls.get(calls.size() - 1);
+                if (last.ended == 0 && last.began > recent && Integer.valueOf(port).equals(sentTo.get(e.getKey()))) {
+                    n++;
                 }
             }
         }
