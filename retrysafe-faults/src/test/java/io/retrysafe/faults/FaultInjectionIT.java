@@ -33,16 +33,25 @@ import org.opentest4j.TestAbortedException;
 
 /**
  * The payments service (transactional mode on PostgreSQL, Redis fast filter on, its checkouts charging
- * cards at a payment provider that runs as a process of its own) under a workload of retrying clients,
+ * cards at a payment provider that runs as a process of its own), three instances on one database whose
+ * clients send each request to the next instance, under a workload of retrying clients,
  * while a driver injects faults at random points from a seeded RNG; then {@link FaultChecker} proves the
  * invariants. docs/faults.md describes the faults, the invariants and how to replay a seed.
  *
- * <p>{@code -Dretrysafe.faults.duration=PT1H} runs it for an hour; {@code -Dretrysafe.faults.seed=N}
+ * <p>{@code -Dretrysafe.faults.duration=PT1H} runs it for an hour; {@code -Dretrysafe.faults.instances=N} runs N
+ * instances; {@code -Dretrysafe.faults.seed=N}
  * replays run N's schedule of faults (which fault, after how long, for how long) and the clients'
  * choices; thread timing is the machine's, so the interleavings differ.
  */
 class FaultInjectionIT {
     private static final int CLIENTS = 8;
+    /** Instances of the service on one database, each client's requests going to each in turn. */
+    private static final int INSTANCES = Integer.parseInt(property("retrysafe.faults.instances", "3"));
+    /**
+     * The keys' lease, shorter than the service's default (30 s) so that an owner paused past it is taken over
+     * within the run; an owner alive renews it while it works.
+     */
+    private static final Duration LEASE = Duration.ofSeconds(6);
     /** Clients that send checkouts ({@code POST /checkouts}), besides the ones that pay. */
     private static final int CHECKOUT_CLIENTS = 2;
     private static final double DUPLICATE_RATE = 0.05;
@@ -68,14 +77,25 @@ class FaultInjectionIT {
     private static final Duration COMPLETER_IDLE_FOR = Duration.ofSeconds(5);
     /**
      * Once the clients are done, how long the completer has to finish every checkout: a checkout whose service
-     * died holds its key for the lease (30 s), then idles for {@code COMPLETER_IDLE_FOR}; a call to the provider
+     * died holds its key for the lease, then idles for {@code COMPLETER_IDLE_FOR}; a call to the provider
      * may take its timeout (10 s); and a run may meet the provider with a key still in flight and try again.
      */
     private static final Duration COMPLETER_BOUND = Duration.ofSeconds(120);
 
     enum Fault {
-        /** SIGKILL of the service, started again on the same port. */
+        /** SIGKILL of one instance, started again on the same port. */
         SERVICE_KILL,
+        /**
+         * One instance frozen (SIGSTOP) for 1 to 4 s past the lease, as a long GC pause or a suspended VM freezes
+         * an owner: another instance or the completer takes its keys over; then it runs on (SIGCONT) and tries to
+         * finish what it held, which fencing must refuse.
+         */
+        OWNER_PAUSED,
+        /**
+         * A rolling restart: each instance in turn stopped with SIGTERM (graceful shutdown: requests in flight
+         * finish) and started again, while the others serve.
+         */
+        ROLLING_RESTART,
         /** PostgreSQL stopped cleanly ({@code pg_ctl stop -m fast}) and started again. */
         POSTGRES_RESTART,
         /** PostgreSQL crashed ({@code pg_ctl stop -m immediate}) and started again: WAL recovery. */
@@ -124,42 +144,40 @@ class FaultInjectionIT {
                 ServiceNode providerNode = ServiceNode.provider(logs, SuitePostgres.freePort())) {
             providerNode.start();
             ProviderAdmin provider = new ProviderAdmin(providerNode.url());
-            List<String> args = new ArrayList<>(List.of(
-                    "--spring.datasource.url=" + SuitePostgres.jdbcUrl(proxy.port()),
-                    "--spring.datasource.username=postgres", "--spring.datasource.password=",
-                    "--spring.datasource.hikari.maximum-pool-size=10",
-                    "--spring.datasource.hikari.connection-timeout=5000",
-                    "--spring.datasource.hikari.validation-timeout=2000",
-                    "--payments.provider.url=" + provider.url(),
-                    "--retrysafe.phases.completer.enabled=true",
-                    "--retrysafe.phases.completer.interval=" + COMPLETER_INTERVAL.toMillis() + "ms",
-                    "--retrysafe.phases.completer.idle-for=" + COMPLETER_IDLE_FOR.toMillis() + "ms"));
-            // Extra arguments, e.g. --retrysafe.enabled=false to see the checker catch an unprotected service.
-            String extra = property("retrysafe.faults.service-args", "");
-            if (!extra.isEmpty()) {
-                args.addAll(List.of(extra.split("\\s+")));
-            }
+            List<String> args = serviceArgs(proxy.port(), provider);
             if (redis != null) {
                 args.add("--retrysafe.fast-filter.enabled=true");
                 args.add("--retrysafe.fast-filter.redis-uri=redis://127.0.0.1:" + redis.port());
             } else {
                 args.add("--retrysafe.fast-filter.enabled=false");
             }
-            try (ServiceNode service = new ServiceNode(logs, SuitePostgres.freePort(), args)) {
-                service.start(); // creates the tables
-                Map<String, Kind> accounts = openAccounts(pg);
-                Workload workload = new Workload(new PaymentClient(service.port(), REQUEST_TIMEOUT), accounts, seed,
-                        DUPLICATE_RATE);
+            List<ServiceNode> services = new ArrayList<>();
+            try {
+                for (int i = 0; i < INSTANCES; i++) {
+                    ServiceNode service = new ServiceNode(logs, "service-" + i, SuitePostgres.freePort(), args);
+                    services.add(service);
+                    service.start(); // the first creates the tables
+                }
+                Map<String, Kind> accounts;
+                try (Connection c = pg.connect()) {
+                    accounts = openAccounts(c);
+                }
+                Workload workload = new Workload(new PaymentClient(services.stream().map(ServiceNode::port).toList(),
+                        REQUEST_TIMEOUT), accounts, seed, DUPLICATE_RATE);
                 workload.start();
-                drive(new Random(seed), kinds, duration, injected, service, pg, proxy, redis, provider);
+                drive(new Random(seed), kinds, duration, injected, services, pg, proxy, redis, provider);
                 say("faults stopped; the clients finish their intents (at most " + RECOVERY_MILLIS / 1000 + " s)");
                 workload.finish(RECOVERY_MILLIS);
                 intents = workload.logs();
-                awaitCompleter(service, pg);
+                awaitCompleter(services, pg::connect);
                 Map<String, Long> opening = new LinkedHashMap<>();
                 accounts.keySet().forEach(a -> opening.put(a, OPENING_BALANCE));
                 try (Connection db = pg.connect()) {
                     checker.check(db, intents, opening, provider.charges());
+                }
+            } finally {
+                for (ServiceNode service : services) {
+                    service.close();
                 }
             }
         } finally {
@@ -167,9 +185,106 @@ class FaultInjectionIT {
                 redis.close();
             }
         }
-        summary(injected, intents, checker);
+        summary(injected, intents, checker, leasesLost(logs));
         assertThat(intents).as("intents").hasSizeGreaterThan(CLIENTS);
         assertThat(checker.violations()).as("violations (seed " + seed + ")").isEmpty();
+    }
+
+    /**
+     * The payments service (one instance: the fault is the database's) on a PostgreSQL primary with a synchronous
+     * standby, under the same clients; every 6 to 12 s the primary crashes, the standby is promoted, the proxy in
+     * front of the database moves to it (as a virtual address or a DNS name follows a promotion), and a new standby
+     * is copied from the new primary. A synchronous standby has every commit the primary acknowledged, so the
+     * invariants hold as on one server. {@code -Dretrysafe.faults.replication=async} runs it with asynchronous
+     * replication instead, to measure what a promotion loses: it reports the violations and does not fail on them.
+     */
+    @Test
+    void everyIntentTakesEffectOnceAcrossFailoversToASynchronousStandby() throws Exception {
+        boolean synchronous = !property("retrysafe.faults.replication", "sync").equals("async");
+        int failovers = Integer.parseInt(property("retrysafe.faults.failovers", "3"));
+        long seed = new SecureRandom().nextLong();
+        Random rng = new Random(seed);
+        say("failover: seed " + seed + ", " + (synchronous ? "synchronous" : "asynchronous") + " replication, "
+                + failovers + " failovers");
+        Path logs = Files.createDirectories(Path.of("target", "faults-logs", "failover-" + seed));
+        List<Log> intents;
+        FaultChecker checker = new FaultChecker();
+        Map<String, Integer> injected = new LinkedHashMap<>();
+        try (ReplicatedPostgres pg = ReplicatedPostgres.start(synchronous);
+                TcpProxy proxy = new TcpProxy(pg.primary().port());
+                ServiceNode providerNode = ServiceNode.provider(logs, SuitePostgres.freePort())) {
+            providerNode.start();
+            ProviderAdmin provider = new ProviderAdmin(providerNode.url());
+            List<String> args = serviceArgs(proxy.port(), provider);
+            args.add("--retrysafe.fast-filter.enabled=false");
+            try (ServiceNode service = new ServiceNode(logs, "service-0", SuitePostgres.freePort(), args)) {
+                service.start();
+                Map<String, Kind> accounts;
+                try (Connection c = pg.connect()) {
+                    accounts = openAccounts(c);
+                }
+                Workload workload = new Workload(new PaymentClient(service.port(), REQUEST_TIMEOUT), accounts, seed,
+                        DUPLICATE_RATE);
+                workload.start();
+                long start = System.nanoTime();
+                for (int i = 0; i < failovers; i++) {
+                    Thread.sleep(6_000 + rng.nextInt(6_000)); // the schedule itself, not a wait for a condition
+                    ReplicatedPostgres.Node old = pg.primary();
+                    ReplicatedPostgres.Node promoted = pg.failover();
+                    proxy.retarget(promoted.port());
+                    pg.copyOfPrimary(old);
+                    await("the new standby streams").atMost(Duration.ofSeconds(60))
+                            .pollInterval(Duration.ofMillis(200)).ignoreExceptions().until(pg::standbyStreaming);
+                    injected.merge("POSTGRES_FAILOVER", 1, Integer::sum);
+                    say(String.format("t=%6.1fs %-20s primary now on port %d", (System.nanoTime() - start) / 1e9,
+                            "POSTGRES_FAILOVER", promoted.port()));
+                }
+                workload.finish(RECOVERY_MILLIS);
+                intents = workload.logs();
+                awaitCompleter(List.of(service), pg::connect);
+                Map<String, Long> opening = new LinkedHashMap<>();
+                accounts.keySet().forEach(a -> opening.put(a, OPENING_BALANCE));
+                try (Connection db = pg.connect()) {
+                    checker.check(db, intents, opening, provider.charges());
+                }
+            }
+        }
+        summary(injected, intents, checker, leasesLost(logs));
+        assertThat(intents).as("intents").hasSizeGreaterThan(CLIENTS);
+        if (synchronous) {
+            assertThat(checker.violations()).as("violations (seed " + seed + ")").isEmpty();
+        }
+    }
+
+    /** Where the checker and the completer's wait read the database: the current primary. */
+    @FunctionalInterface
+    private interface ConnectionSource {
+        Connection connect() throws java.sql.SQLException;
+    }
+
+    /**
+     * What every instance of the service runs with in the suite: its database through the proxy on {@code dbPort},
+     * the provider, the completer, the suite's lease, and the extra arguments of
+     * {@code -Dretrysafe.faults.service-args}.
+     */
+    private static List<String> serviceArgs(int dbPort, ProviderAdmin provider) {
+        List<String> args = new ArrayList<>(List.of(
+                "--spring.datasource.url=" + SuitePostgres.jdbcUrl(dbPort),
+                "--spring.datasource.username=postgres", "--spring.datasource.password=",
+                "--spring.datasource.hikari.maximum-pool-size=10",
+                "--spring.datasource.hikari.connection-timeout=5000",
+                "--spring.datasource.hikari.validation-timeout=2000",
+                "--payments.provider.url=" + provider.url(),
+                "--retrysafe.phases.completer.enabled=true",
+                "--retrysafe.phases.completer.interval=" + COMPLETER_INTERVAL.toMillis() + "ms",
+                "--retrysafe.phases.completer.idle-for=" + COMPLETER_IDLE_FOR.toMillis() + "ms",
+                "--retrysafe.policy.lease-ttl=" + LEASE.toMillis() + "ms"));
+        // Extra arguments, e.g. --retrysafe.enabled=false to see the checker catch an unprotected service.
+        String extra = property("retrysafe.faults.service-args", "");
+        if (!extra.isEmpty()) {
+            args.addAll(List.of(extra.split("\\s+")));
+        }
+        return args;
     }
 
     /**
@@ -177,8 +292,8 @@ class FaultInjectionIT {
      * seeded pause of 1 to 6 s; a fault that takes something away gives it back before the next.
      */
     private static void drive(Random rng, List<Fault> kinds, Duration duration, Map<Fault, Integer> injected,
-            ServiceNode service, SuitePostgres pg, TcpProxy proxy, TestRedis.Server redis, ProviderAdmin provider)
-            throws Exception {
+            List<ServiceNode> services, SuitePostgres pg, TcpProxy proxy, TestRedis.Server redis,
+            ProviderAdmin provider) throws Exception {
         long start = System.nanoTime();
         long end = start + duration.toNanos();
         List<Fault> round = new ArrayList<>();
@@ -196,9 +311,26 @@ class FaultInjectionIT {
             long length = 1_000 + rng.nextInt(7_000);
             String detail = switch (fault) {
                 case SERVICE_KILL -> {
+                    ServiceNode service = services.get(rng.nextInt(services.size()));
                     service.kill();
                     service.start();
-                    yield "pid now " + service.pid();
+                    yield service.name() + ", pid now " + service.pid();
+                }
+                case OWNER_PAUSED -> {
+                    ServiceNode service = services.get(rng.nextInt(services.size()));
+                    long frozen = LEASE.toMillis() + length / 2;
+                    service.pause();
+                    Thread.sleep(frozen); // the fault itself: the lease must run out while the owner is frozen
+                    service.resume();
+                    yield service.name() + " frozen " + frozen + " ms";
+                }
+                case ROLLING_RESTART -> {
+                    List<String> exits = new ArrayList<>();
+                    for (ServiceNode service : services) {
+                        exits.add(service.name() + " exit " + service.terminate(Duration.ofSeconds(60)));
+                        service.start();
+                    }
+                    yield String.join(", ", exits);
                 }
                 case POSTGRES_RESTART -> {
                     pg.restart();
@@ -238,9 +370,9 @@ class FaultInjectionIT {
     }
 
     /** One account per client, each opened with {@link #OPENING_BALANCE}, and what its client sends. */
-    private static Map<String, Kind> openAccounts(SuitePostgres pg) throws Exception {
+    private static Map<String, Kind> openAccounts(Connection c) throws Exception {
         Map<String, Kind> accounts = new LinkedHashMap<>();
-        try (Connection c = pg.connect(); PreparedStatement ps = c.prepareStatement(
+        try (PreparedStatement ps = c.prepareStatement(
                 "INSERT INTO account (id, label, balance) VALUES (?, ?, ?)")) {
             for (int i = 0; i < CLIENTS + CHECKOUT_CLIENTS; i++) {
                 Kind kind = i < CLIENTS ? Kind.PAYMENT : Kind.CHECKOUT;
@@ -260,14 +392,14 @@ class FaultInjectionIT {
      * checkout they left: its backlog is 0, no hold is {@code HELD} and no phased operation is unfinished. It does
      * not fail: what is left then is the checker's to report.
      */
-    private static void awaitCompleter(ServiceNode service, SuitePostgres pg) {
+    private static void awaitCompleter(List<ServiceNode> services, ConnectionSource pg) {
         HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
         long start = System.nanoTime();
         long[] last = {-1, -1, -1};
         try {
             await("the completer finishes every checkout").atMost(COMPLETER_BOUND).pollInterval(Duration.ofSeconds(1))
                     .ignoreExceptions().until(() -> {
-                        last[0] = backlog(http, service);
+                        last[0] = backlog(http, services);
                         try (Connection db = pg.connect()) {
                             last[1] = FaultChecker.heldHolds(db);
                             last[2] = FaultChecker.unfinishedPhases(db);
@@ -282,9 +414,22 @@ class FaultInjectionIT {
     }
 
     /**
-     * The completer's backlog after its last run, from {@code /actuator/idempotency}: -1 before its first run,
-     * 0 without a completer.
+     * The completer's backlog after its last run, from {@code /actuator/idempotency}: 0 once an instance's completer
+     * has run and found none, -1 while none has, 0 without a completer. One completer runs at a time across the
+     * instances, so the others may not have run yet.
      */
+    private static long backlog(HttpClient http, List<ServiceNode> services) throws Exception {
+        long backlog = -1;
+        for (ServiceNode service : services) {
+            long b = backlog(http, service);
+            if (b > 0) {
+                return b;
+            }
+            backlog = Math.max(backlog, b);
+        }
+        return backlog;
+    }
+
     private static long backlog(HttpClient http, ServiceNode service) throws Exception {
         HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(service.url() + "/actuator/idempotency"))
                 .timeout(Duration.ofSeconds(5)).GET().build(), HttpResponse.BodyHandlers.ofString());
@@ -295,7 +440,25 @@ class FaultInjectionIT {
         return backlog == null ? -1 : Long.parseLong(backlog);
     }
 
-    private static void summary(Map<Fault, Integer> injected, List<Log> logs, FaultChecker checker) {
+    /**
+     * How many times an owner found its key taken over when it went to renew the lease (after a pause or a stall
+     * past the lease), from the instances' logs: evidence that fencing was exercised, not an invariant.
+     */
+    private static long leasesLost(Path logs) throws java.io.IOException {
+        long n = 0;
+        try (java.util.stream.Stream<Path> files = Files.list(logs)) {
+            List<Path> instanceLogs = files.filter(f -> f.getFileName().toString().matches("service-\\d+-\\d+\\.log"))
+                    .toList();
+            for (Path log : instanceLogs) {
+                try (java.util.stream.Stream<String> lines = Files.lines(log)) {
+                    n += lines.filter(l -> l.contains("is no longer held by this attempt")).count();
+                }
+            }
+        }
+        return n;
+    }
+
+    private static void summary(Map<?, Integer> injected, List<Log> logs, FaultChecker checker, long leasesLost) {
         long requests = logs.stream().mapToLong(l -> l.answers().size()).sum();
         long duplicates = logs.stream().mapToLong(l -> l.answers().stream().filter(a -> a.attempt() == 0).count())
                 .sum();
@@ -310,6 +473,7 @@ class FaultInjectionIT {
         b.append("[faults] answers by status: ").append(FaultChecker.byStatus(logs)).append('\n');
         b.append("[faults] refusals by problem type: ").append(FaultChecker.refusals(logs)).append('\n');
         b.append("[faults] checkouts: ").append(checker.checkouts()).append('\n');
+        b.append("[faults] owners that found their key taken over (instances' logs): ").append(leasesLost).append('\n');
         b.append("[faults] violations: ").append(checker.total()).append('\n');
         checker.violations().forEach(v -> b.append("[faults]   ").append(v).append('\n'));
         System.out.println(b);

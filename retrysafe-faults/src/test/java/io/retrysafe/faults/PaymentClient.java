@@ -8,8 +8,10 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Base64;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * {@code POST /payments} or {@code POST /checkouts} with a key, over real HTTP; every attempt becomes an
@@ -18,12 +20,22 @@ import java.util.concurrent.CompletableFuture;
 final class PaymentClient {
     private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(Duration.ofSeconds(2)).build();
-    private final String base;
+    private final List<String> bases;
+    private final AtomicInteger next = new AtomicInteger();
     private final Duration timeout;
 
     /** @param timeout how long an attempt waits for its answer before it counts as a network error */
     PaymentClient(int port, Duration timeout) {
-        this.base = "http://127.0.0.1:" + port;
+        this(List.of(port), timeout);
+    }
+
+    /**
+     * A client of several instances of one service: each request goes to the next instance in turn, as a
+     * round-robin balancer in front of them sends it, so that an intent's retries and duplicates meet different
+     * instances.
+     */
+    PaymentClient(List<Integer> ports, Duration timeout) {
+        this.bases = ports.stream().map(p -> "http://127.0.0.1:" + p).toList();
         this.timeout = timeout;
     }
 
@@ -84,7 +96,8 @@ final class PaymentClient {
 
     private HttpRequest request(Intent intent) {
         String credentials = intent.user() + ":" + intent.user() + "-secret";
-        return HttpRequest.newBuilder(URI.create(base + intent.kind().path)).timeout(timeout)
+        return HttpRequest.newBuilder(URI.create(
+                bases.get(Math.floorMod(next.getAndIncrement(), bases.size())) + intent.kind().path)).timeout(timeout)
                 .header("Authorization", "Basic " + Base64.getEncoder().encodeToString(
                         credentials.getBytes(StandardCharsets.UTF_8)))
                 .header("Content-Type", "application/json").header("Idempotency-Key", intent.key())

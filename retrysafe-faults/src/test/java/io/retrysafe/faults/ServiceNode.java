@@ -32,7 +32,12 @@ final class ServiceNode implements AutoCloseable {
 
     /** The payments service on {@code port}, with {@code args} besides its port and ready file. */
     ServiceNode(Path dir, int port, List<String> args) {
-        this(dir, "service", port, "-Xmx512m", MAIN_CLASS, readyFile -> {
+        this(dir, "service", port, args);
+    }
+
+    /** An instance of the payments service, named so in its logs, one of several on one database. */
+    ServiceNode(Path dir, String name, int port, List<String> args) {
+        this(dir, name, port, "-Xmx512m", MAIN_CLASS, readyFile -> {
             List<String> program = new ArrayList<>(List.of("--server.port=" + port,
                     "--payments.ready-file=" + readyFile, "--spring.main.banner-mode=off"));
             program.addAll(args);
@@ -60,6 +65,10 @@ final class ServiceNode implements AutoCloseable {
 
     int port() {
         return port;
+    }
+
+    String name() {
+        return name;
     }
 
     String url() {
@@ -119,6 +128,35 @@ final class ServiceNode implements AutoCloseable {
     synchronized void kill() throws InterruptedException {
         process.destroyForcibly();
         process.waitFor();
+    }
+
+    /** SIGSTOP: the JVM frozen as a long GC pause or a suspended VM freezes it; its sockets and sessions stay open. */
+    synchronized void pause() throws IOException, InterruptedException {
+        signal("STOP");
+    }
+
+    /** SIGCONT: the frozen JVM runs on from where it stopped, unaware of the time that passed. */
+    synchronized void resume() throws IOException, InterruptedException {
+        signal("CONT");
+    }
+
+    private void signal(String name) throws IOException, InterruptedException {
+        Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).inheritIO().start();
+        if (kill.waitFor() != 0) {
+            throw new IllegalStateException("kill -" + name + " " + process.pid() + " exited with " + kill.exitValue());
+        }
+    }
+
+    /**
+     * SIGTERM, as an orchestrator stops an instance: the service shuts down gracefully (requests in flight finish)
+     * within {@code bound}; returns its exit status.
+     */
+    synchronized int terminate(Duration bound) throws InterruptedException {
+        process.destroy();
+        if (!process.waitFor(bound.toMillis(), TimeUnit.MILLISECONDS)) {
+            throw new AssertionError("the " + name + " did not stop within " + bound + " of SIGTERM");
+        }
+        return process.exitValue();
     }
 
     static String tail(Path log) {

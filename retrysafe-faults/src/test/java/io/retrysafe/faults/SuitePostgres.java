@@ -164,6 +164,11 @@ final class SuitePostgres implements AutoCloseable {
     }
 
     private void asUser(List<String> command) throws IOException, InterruptedException {
+        asPostgres(command);
+    }
+
+    /** Runs {@code command} as the {@code postgres} OS user (the caller is root); fails with its output. */
+    static void asPostgres(List<String> command) throws IOException, InterruptedException {
         // setpriv execs the command as the user: no PAM session, no watching parent process in between.
         List<String> all = new ArrayList<>(List.of("setpriv", "--reuid=" + OS_USER, "--regid=" + OS_USER,
                 "--init-groups", "--"));
@@ -171,7 +176,8 @@ final class SuitePostgres implements AutoCloseable {
         run(all);
     }
 
-    private static void run(List<String> command) throws IOException, InterruptedException {
+    /** Runs {@code command}, waiting at most 2 minutes; fails with its output unless it exits 0. */
+    static void run(List<String> command) throws IOException, InterruptedException {
         Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
         byte[] out = p.getInputStream().readAllBytes();
         if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
@@ -180,7 +186,8 @@ final class SuitePostgres implements AutoCloseable {
         }
     }
 
-    private static Optional<Path> systemBinaries() {
+    /** The newest of the machine's PostgreSQL server binaries ({@code /usr/lib/postgresql/<version>/bin}). */
+    static Optional<Path> systemBinaries() {
         Path root = Path.of("/usr/lib/postgresql");
         if (!Files.isDirectory(root)) {
             return Optional.empty();

@@ -21,7 +21,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class TcpProxy implements AutoCloseable {
     private final ServerSocket server;
-    private final int targetPort;
+    private volatile int targetPort;
     private final Set<Pipe> pipes = ConcurrentHashMap.newKeySet();
     private final Object stallLock = new Object();
     private final AtomicInteger accepted = new AtomicInteger();
@@ -68,6 +68,15 @@ public final class TcpProxy implements AutoCloseable {
      */
     public void cut() {
         cut = true;
+        dropAll();
+    }
+
+    /**
+     * From now on, new connections go to {@code port}, as a virtual address moves to a promoted replica; open
+     * connections are reset.
+     */
+    public void retarget(int port) {
+        targetPort = port;
         dropAll();
     }
 
