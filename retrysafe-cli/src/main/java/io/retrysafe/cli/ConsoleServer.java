@@ -142,7 +142,8 @@ final class ConsoleServer implements AutoCloseable {
             if (method.equals("GET") && access.isToken(query.get("token"))) {
                 // The token leaves the address bar (and the history) at once; the cookie carries it from here.
                 out.add("Set-Cookie", access.cookie());
-                redirect(ex, path);
+                // Never "//host/…": that would send the browser to another site.
+                redirect(ex, path.startsWith("//") ? "/" : path);
                 return;
             }
             if (!access.isAuthenticated(in)) {

@@ -8,15 +8,18 @@ import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.OwnerToken;
 import io.retrysafe.spi.RecordStatus;
 import java.nio.file.Files;
+import java.time.Duration;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
 import org.openqa.selenium.OutputType;
+import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.WebDriver;
 import org.openqa.selenium.WebElement;
 import org.openqa.selenium.chrome.ChromeDriver;
@@ -31,6 +34,7 @@ import org.openqa.selenium.chrome.ChromeOptions;
 class ConsoleBrowserIT {
     private static final Path CHROMIUM = Path.of("/usr/bin/chromium");
     private static final Path CHROMEDRIVER = Path.of("/usr/bin/chromedriver");
+    private static final Duration NAVIGATION = Duration.ofSeconds(30);
     private static final Path SHOTS = Path.of(System.getProperty("retrysafe.console.screenshots",
             "target/console-screenshots"));
 
@@ -58,6 +62,8 @@ class ConsoleBrowserIT {
         ChromeDriverService service = new ChromeDriverService.Builder().usingDriverExecutable(CHROMEDRIVER.toFile())
                 .usingAnyFreePort().build();
         browser = new ChromeDriver(service, options);
+        // Elements of a page still loading are waited for, bounded; a missing one fails after that.
+        browser.manage().timeouts().implicitlyWait(Duration.ofSeconds(10));
         Files.createDirectories(SHOTS);
     }
 
@@ -73,6 +79,29 @@ class ConsoleBrowserIT {
 
     private static void open(String path) {
         browser.get(f.base() + path);
+    }
+
+    /**
+     * Clicks {@code target} (or goes back, when null) and waits, bounded, until the page it leads to
+     * replaced the current one: the next look at the page is at the new one, never the old.
+     */
+    private static void follow(WebElement target) {
+        WebElement page = browser.findElement(By.tagName("html"));
+        if (target == null) {
+            browser.navigate().back();
+        } else {
+            target.click();
+        }
+        long deadline = System.nanoTime() + NAVIGATION.toNanos();
+        while (true) {
+            try {
+                page.isDisplayed();
+            } catch (StaleElementReferenceException gone) {
+                return;
+            }
+            assertThat(System.nanoTime()).as("the next page came within %s", NAVIGATION).isLessThan(deadline);
+            LockSupport.parkNanos(Duration.ofMillis(20).toNanos());
+        }
     }
 
     private static void shot(String name) throws Exception {
@@ -95,25 +124,25 @@ class ConsoleBrowserIT {
         assertThat(browser.findElements(By.tagName("svg"))).hasSizeGreaterThanOrEqualTo(4);
         shot("overview");
 
-        browser.findElement(By.linkText("Stuck keys")).click();
+        follow(browser.findElement(By.linkText("Stuck keys")));
         WebElement row = browser.findElement(By.xpath("//tr[td/code[text()='" + stuck.digest() + "']]"));
         assertThat(row.getText()).contains("tenant-7|POST /refunds", "in progress", "ran out");
         assertThat(browser.getPageSource()).doesNotContain(stuck.value());
         shot("stuck");
 
-        row.findElement(By.linkText("release…")).click();
+        follow(row.findElement(By.linkText("release…")));
         assertThat(browser.findElement(By.tagName("h1")).getText()).isEqualTo("Release " + stuck.digest() + "?");
         browser.findElement(By.id("confirm")).sendKeys("not-the-digest");
-        browser.findElement(By.cssSelector("form.confirm button")).click();
+        follow(browser.findElement(By.cssSelector("form.confirm button")));
         assertThat(browser.findElement(By.id("outcome")).getText()).startsWith("not confirmed");
         assertThat(f.store.inspect(stuck).orElseThrow().status()).isEqualTo(RecordStatus.IN_PROGRESS);
 
-        browser.navigate().back();
+        follow(null);
         WebElement confirm = browser.findElement(By.id("confirm"));
         confirm.clear();
         confirm.sendKeys(stuck.digest());
         shot("release");
-        browser.findElement(By.cssSelector("form.confirm button")).click();
+        follow(browser.findElement(By.cssSelector("form.confirm button")));
         assertThat(browser.findElement(By.id("outcome")).getText())
                 .isEqualTo("released: key digest " + stuck.digest() + " is FAILED; the next retry with the same "
                         + "request runs as attempt 2");
@@ -131,17 +160,17 @@ class ConsoleBrowserIT {
     void theRecordPageShowsTheAnswerAsStoredRedacted() throws Exception {
         IdempotencyKey done = f.completedRedacted("tenant-8|POST /payments");
         signedIn();
-        browser.findElement(By.linkText("Records")).click();
+        follow(browser.findElement(By.linkText("Records")));
         browser.findElement(By.name("scope")).sendKeys(done.scope());
         browser.findElement(By.name("key")).sendKeys(done.value());
-        browser.findElement(By.cssSelector("form.lookup button")).click();
+        follow(browser.findElement(By.cssSelector("form.lookup button")));
         assertThat(browser.findElement(By.tagName("h1")).getText()).isEqualTo("Record " + done.digest());
         assertThat(browser.findElement(By.id("state")).getText()).isEqualTo("completed");
         assertThat(browser.getCurrentUrl()).doesNotContain(done.value());
         assertThat(browser.getPageSource()).as("the raw key is not shown unless asked and allowed")
                 .doesNotContain(done.value());
 
-        browser.findElement(By.id("show-body")).click();
+        follow(browser.findElement(By.id("show-body")));
         String answer = browser.findElement(By.id("answer")).getText();
         assertThat(answer).contains("\"card\":\"****1111\"").doesNotContain(ConsoleFixture.CARD);
         shot("record");
@@ -150,19 +179,19 @@ class ConsoleBrowserIT {
     @Test
     void theLinterFlagsATimestampKeyAndTheMakerMakesAUuidV7() throws Exception {
         signedIn();
-        browser.findElement(By.linkText("Keys")).click();
+        follow(browser.findElement(By.linkText("Keys")));
         browser.findElement(By.id("lint-keys")).sendKeys("order-" + System.currentTimeMillis());
-        browser.findElement(By.cssSelector("form[action='/keys/lint'] button")).click();
+        follow(browser.findElement(By.cssSelector("form[action='/keys/lint'] button")));
         List<String> codes = browser.findElements(By.className("finding")).stream()
                 .map(e -> e.getAttribute("data-code")).toList();
         assertThat(codes).as(browser.getPageSource()).contains("timestamp");
         assertThat(browser.findElement(By.className("lint")).getText()).contains("accepted, with warnings");
 
-        browser.findElement(By.cssSelector("form[action='/keys/generate'] button")).click();
+        follow(browser.findElement(By.cssSelector("form[action='/keys/generate'] button")));
         assertThat(browser.findElement(By.id("generated")).getText().strip())
                 .matches("[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}");
         browser.findElement(By.id("lint-keys")).sendKeys("order-" + System.currentTimeMillis());
-        browser.findElement(By.cssSelector("form[action='/keys/lint'] button")).click();
+        follow(browser.findElement(By.cssSelector("form[action='/keys/lint'] button")));
         shot("keys");
     }
 }

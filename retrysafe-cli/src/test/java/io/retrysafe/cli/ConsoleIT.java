@@ -103,6 +103,9 @@ class ConsoleIT {
         assertThat(cookie).contains("HttpOnly", "SameSite=Strict").startsWith("retrysafe-console-" + f.console.port()
                 + "=" + ConsoleFixture.TOKEN);
 
+        assertThat(get("//evil.example/?token=" + ConsoleFixture.TOKEN).headers().firstValue("Location"))
+                .as("never a redirect to another site").hasValue("/");
+
         HttpResponse<String> withCookie = get("/stuck", "Cookie", cookie.split(";")[0]);
         assertThat(withCookie.statusCode()).isEqualTo(200);
         assertThat(withCookie.body()).contains("tenant-1|POST /payments");
