@@ -28,7 +28,7 @@ import java.util.UUID;
 import javax.sql.DataSource;
 
 /**
- * A console over a fresh records table in the test PostgreSQL, and records seeded through the real
+ * A console over a fresh records table in the test PostgreSQL (or MariaDB), and records seeded through the real
  * store: what the console ITs share. The table's name is unique per run; {@link #close()} drops it.
  */
 final class ConsoleFixture implements AutoCloseable {
@@ -38,28 +38,42 @@ final class ConsoleFixture implements AutoCloseable {
     static final String CARD = "4111111111111111";
 
     final String table = "rs_console_it_" + UUID.randomUUID().toString().substring(0, 8);
-    final DataSource ds = TestDatabases.postgres();
-    final JdbcIdempotencyStore store = JdbcIdempotencyStore.builder(ds).dialect(JdbcDialect.POSTGRESQL).table(table)
-            .build();
+    final JdbcDialect dialect;
+    final DataSource ds;
+    final JdbcIdempotencyStore store;
     final Fingerprint fp = Fingerprint.sha256("request".getBytes(StandardCharsets.UTF_8));
     final ConsoleServer console;
 
+    /** On PostgreSQL. */
     ConsoleFixture(boolean revealKeys) throws Exception {
+        this(JdbcDialect.POSTGRESQL, revealKeys);
+    }
+
+    ConsoleFixture(JdbcDialect dialect, boolean revealKeys) throws Exception {
+        this.dialect = dialect;
+        this.ds = isPostgres() ? TestDatabases.postgres() : TestDatabases.mariadb();
+        this.store = JdbcIdempotencyStore.builder(ds).dialect(dialect).table(table).build();
         store.createSchema();
         Database db = Database.open(settings());
         console = ConsoleServer.start(db, new ConsoleConfig(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0),
                 TOKEN, revealKeys, Clock.systemUTC()));
     }
 
-    ConnectionOptions.Settings settings() {
-        return new ConnectionOptions.Settings(TestDatabases.postgresJdbcUrl(), TestDatabases.postgresUser(),
-                TestDatabases.postgresPassword(), table);
+    private boolean isPostgres() {
+        return dialect == JdbcDialect.POSTGRESQL;
     }
 
-    /** The connection flags of the test database, for the command run in process. */
+    ConnectionOptions.Settings settings() {
+        return isPostgres()
+                ? new ConnectionOptions.Settings(TestDatabases.postgresJdbcUrl(), TestDatabases.postgresUser(),
+                        TestDatabases.postgresPassword(), table)
+                : new ConnectionOptions.Settings(TestDatabases.mariadbJdbcUrl(), TestDatabases.mariadbUser(),
+                        TestDatabases.mariadbPassword(), table);
+    }
+
+    /** The connection flags of the test database, for the command run in process (its password is empty). */
     List<String> connectionFlags() {
-        return List.of("--url", TestDatabases.postgresJdbcUrl(), "--user", TestDatabases.postgresUser(),
-                "--table", table);
+        return List.of("--url", settings().url(), "--user", settings().user(), "--table", table);
     }
 
     String base() {
@@ -70,9 +84,11 @@ final class ConsoleFixture implements AutoCloseable {
     IdempotencyKey stuck(String scope, String value) throws SQLException {
         IdempotencyKey key = IdempotencyKey.of(scope, value);
         claim(key);
+        // The database's clock, as the store's: PostgreSQL's now(), MariaDB's UTC_TIMESTAMP (columns in UTC).
+        String now = isPostgres() ? "now()" : "UTC_TIMESTAMP(6)";
         try (Connection c = ds.getConnection(); PreparedStatement ps = c.prepareStatement("UPDATE " + table
-                + " SET lease_expires_at = now() - interval '1 minute', created_at = now() - interval '10 minutes'"
-                + " WHERE scope = ?")) {
+                + " SET lease_expires_at = " + now + " - INTERVAL '1' MINUTE, created_at = " + now
+                + " - INTERVAL '10' MINUTE WHERE scope = ?")) {
             ps.setString(1, scope);
             assertThat(ps.executeUpdate()).isEqualTo(1);
         }

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.retrysafe.AesGcmProtection;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.StoredResponse;
+import io.retrysafe.jdbc.JdbcDialect;
+import io.retrysafe.spi.FencedWrite;
 import io.retrysafe.spi.RecordStatus;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -54,7 +56,11 @@ class ConsoleIT {
     }
 
     private HttpResponse<String> get(String path, String... headers) throws Exception {
-        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(f.base() + path)).timeout(Duration.ofSeconds(30));
+        return get(f, path, headers);
+    }
+
+    private HttpResponse<String> get(ConsoleFixture at, String path, String... headers) throws Exception {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(at.base() + path)).timeout(Duration.ofSeconds(30));
         for (int i = 0; i < headers.length; i += 2) {
             b.header(headers[i], headers[i + 1]);
         }
@@ -62,14 +68,23 @@ class ConsoleIT {
     }
 
     private HttpResponse<String> authed(String path) throws Exception {
-        return get(path, "Authorization", "Bearer " + ConsoleFixture.TOKEN);
+        return authed(f, path);
+    }
+
+    private HttpResponse<String> authed(ConsoleFixture at, String path) throws Exception {
+        return get(at, path, "Authorization", "Bearer " + ConsoleFixture.TOKEN);
     }
 
     private HttpResponse<String> post(String path, Map<String, String> form, String... headers) throws Exception {
+        return post(f, path, form, headers);
+    }
+
+    private HttpResponse<String> post(ConsoleFixture at, String path, Map<String, String> form, String... headers)
+            throws Exception {
         List<String> pairs = new ArrayList<>();
         form.forEach((k, v) -> pairs.add(URLEncoder.encode(k, StandardCharsets.UTF_8) + "="
                 + URLEncoder.encode(v, StandardCharsets.UTF_8)));
-        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(f.base() + path)).timeout(Duration.ofSeconds(30))
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(at.base() + path)).timeout(Duration.ofSeconds(30))
                 .header("Content-Type", "application/x-www-form-urlencoded")
                 .header("Authorization", "Bearer " + ConsoleFixture.TOKEN)
                 .POST(HttpRequest.BodyPublishers.ofString(String.join("&", pairs)));
@@ -180,8 +195,9 @@ class ConsoleIT {
         IdempotencyKey sealed = IdempotencyKey.of("tenant-3|POST /payments", "k-" + java.util.UUID.randomUUID());
         var token = f.claim(sealed);
         AesGcmProtection aes = AesGcmProtection.builder().key("2026-11", new byte[32]).currentKey("2026-11").build();
-        f.store.complete(sealed, token, aes.seal(sealed, StoredResponse.of(201,
-                ("{\"card\":\"" + ConsoleFixture.CARD + "\"}").getBytes(StandardCharsets.UTF_8))), ConsoleFixture.RETENTION);
+        assertThat(f.store.complete(sealed, token, aes.seal(sealed, StoredResponse.of(201,
+                ("{\"card\":\"" + ConsoleFixture.CARD + "\"}").getBytes(StandardCharsets.UTF_8))), ConsoleFixture.RETENTION))
+                .isEqualTo(FencedWrite.COMMITTED);
         String csrf = first(CSRF, authed("/keys").body());
         HttpResponse<String> lookup = post("/lookup", Map.of("scope", sealed.scope(), "key", sealed.value(), "csrf", csrf));
         assertThat(lookup.statusCode()).isEqualTo(303);
@@ -194,18 +210,26 @@ class ConsoleIT {
         try (ConsoleFixture revealing = new ConsoleFixture(true)) {
             IdempotencyKey key = IdempotencyKey.of("tenant-4|POST /payments", "k-" + java.util.UUID.randomUUID());
             revealing.claim(key);
-            String base = revealing.base();
-            HttpResponse<String> listing = http.send(HttpRequest.newBuilder(URI.create(base + "/records"))
-                    .header("Authorization", "Bearer " + ConsoleFixture.TOKEN).build(), HttpResponse.BodyHandlers.ofString());
-            String ref = first(REF, listing.body());
-            String record = http.send(HttpRequest.newBuilder(URI.create(base + "/record?ref=" + ref))
-                    .header("Authorization", "Bearer " + ConsoleFixture.TOKEN).build(), HttpResponse.BodyHandlers.ofString())
-                    .body();
-            assertThat(record).contains("show the raw key").doesNotContain(key.value());
-            String revealed = http.send(HttpRequest.newBuilder(URI.create(base + "/record?ref=" + ref + "&key=1"))
-                    .header("Authorization", "Bearer " + ConsoleFixture.TOKEN).build(), HttpResponse.BodyHandlers.ofString())
-                    .body();
+            String ref = first(REF, authed(revealing, "/records").body());
+            assertThat(authed(revealing, "/record?ref=" + ref).body()).contains("show the raw key")
+                    .doesNotContain(key.value());
+            String revealed = authed(revealing, "/record?ref=" + ref + "&key=1").body();
             assertThat(revealed).contains("<code id=\"raw-key\">&quot;" + key.value() + "&quot;</code>");
+        }
+    }
+
+    @Test
+    void onMariaDbTheStuckKeyShowsAndIsReleased() throws Exception {
+        try (ConsoleFixture maria = new ConsoleFixture(JdbcDialect.MARIADB, false)) {
+            IdempotencyKey stuck = maria.stuck("tenant-5|POST /payments", "k-" + java.util.UUID.randomUUID());
+            maria.completedRedacted("tenant-5|POST /refunds");
+            assertThat(authed(maria, "/").body()).contains("2 live records", ">1 stuck</a>", "POST /refunds");
+            String ref = first(REF, authed(maria, "/stuck").body());
+            String csrf = first(CSRF, authed(maria, "/release?ref=" + ref).body());
+            HttpResponse<String> released = post(maria, "/release", Map.of("ref", ref, "attempt", "1", "confirm",
+                    stuck.digest(), "csrf", csrf), "Origin", maria.base());
+            assertThat(released.statusCode()).as(released.body()).isEqualTo(200);
+            assertThat(maria.store.inspect(stuck).orElseThrow().status()).isEqualTo(RecordStatus.FAILED);
         }
     }
 
