@@ -19,7 +19,6 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
 import org.openqa.selenium.OutputType;
-import org.openqa.selenium.StaleElementReferenceException;
 import org.openqa.selenium.WebDriver;
 import org.openqa.selenium.WebElement;
 import org.openqa.selenium.chrome.ChromeDriver;
@@ -82,23 +81,19 @@ class ConsoleBrowserIT {
     }
 
     /**
-     * Clicks {@code target} (or goes back, when null) and waits, bounded, until the page it leads to
-     * replaced the current one: the next look at the page is at the new one, never the old.
+     * Clicks {@code target} (or goes back, when null) and waits, bounded, until the browser is at the
+     * address it leads to: every step of these tests leads to another address, so the next look at the
+     * page is at the new one, never the old.
      */
     private static void follow(WebElement target) {
-        WebElement page = browser.findElement(By.tagName("html"));
+        String before = browser.getCurrentUrl();
         if (target == null) {
             browser.navigate().back();
         } else {
             target.click();
         }
         long deadline = System.nanoTime() + NAVIGATION.toNanos();
-        while (true) {
-            try {
-                page.isDisplayed();
-            } catch (StaleElementReferenceException gone) {
-                return;
-            }
+        while (browser.getCurrentUrl().equals(before)) {
             assertThat(System.nanoTime()).as("the next page came within %s", NAVIGATION).isLessThan(deadline);
             LockSupport.parkNanos(Duration.ofMillis(20).toNanos());
         }
