@@ -1,6 +1,7 @@
 package io.retrysafe.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.sun.net.httpserver.Headers;
 import java.net.InetAddress;
@@ -9,7 +10,10 @@ import java.security.SecureRandom;
 import java.time.Clock;
 import org.junit.jupiter.api.Test;
 
-/** The console's gatekeeping pieces on their own: tokens, hosts, origins, record references, escaping. */
+/**
+ * The console's gatekeeping pieces on their own: tokens, hosts, origins, record references, escaping;
+ * and the browser test's rule for a machine without the browser.
+ */
 class ConsoleAccessTest {
     private static final String TOKEN = "0123456789abcdef-token";
     private final ConsoleAccess access = new ConsoleAccess(new ConsoleConfig(
@@ -82,5 +86,14 @@ class ConsoleAccessTest {
         assertThat(ConsoleServer.route("orders-consumer")).isEqualTo("orders-consumer");
         assertThat(ConsoleServer.parse("a=1&b=%3Cx%3E&a=2&c")).containsEntry("a", "1").containsEntry("b", "<x>")
                 .containsEntry("c", "");
+    }
+
+    @Test
+    void withoutTheBrowserTheBrowserTestFailsInCiAndIsSkippedElsewhere() {
+        java.nio.file.Path missing = java.nio.file.Path.of("/nonexistent/chromium");
+        assertThatThrownBy(() -> ConsoleBrowserIT.requireBrowser(missing, missing, true))
+                .isInstanceOf(AssertionError.class).hasMessageContaining("chromium-driver");
+        assertThatThrownBy(() -> ConsoleBrowserIT.requireBrowser(missing, missing, false))
+                .isInstanceOf(org.opentest4j.TestAbortedException.class);
     }
 }

@@ -42,15 +42,7 @@ class ConsoleBrowserIT {
 
     @BeforeAll
     static void start() throws Exception {
-        if (!Files.isExecutable(CHROMIUM) || !Files.isExecutable(CHROMEDRIVER)) {
-            String reason = "Chromium and chromedriver are needed at " + CHROMIUM + " and " + CHROMEDRIVER
-                    + " (Debian packages chromium and chromium-driver)";
-            // In CI the browser is part of the contract: a silent skip would hide a broken setup.
-            if ("true".equalsIgnoreCase(System.getenv("CI"))) {
-                throw new AssertionError(reason);
-            }
-            Assumptions.abort(reason);
-        }
+        requireBrowser(CHROMIUM, CHROMEDRIVER, "true".equalsIgnoreCase(System.getenv("CI")));
         f = new ConsoleFixture(false);
         ChromeOptions options = new ChromeOptions().setBinary(CHROMIUM.toFile())
                 .addArguments("--headless=new", "--window-size=1280,900", "--disable-dev-shm-usage",
@@ -64,6 +56,19 @@ class ConsoleBrowserIT {
         // Elements of a page still loading are waited for, bounded; a missing one fails after that.
         browser.manage().timeouts().implicitlyWait(Duration.ofSeconds(10));
         Files.createDirectories(SHOTS);
+    }
+
+    /** Aborts the class (skipped, with the reason) without the browser, or fails it when {@code ci}. */
+    static void requireBrowser(Path chromium, Path chromedriver, boolean ci) {
+        if (!Files.isExecutable(chromium) || !Files.isExecutable(chromedriver)) {
+            String reason = "Chromium and chromedriver are needed at " + chromium + " and " + chromedriver
+                    + " (Debian packages chromium and chromium-driver)";
+            // In CI the browser is part of the contract: a silent skip would hide a broken setup.
+            if (ci) {
+                throw new AssertionError(reason);
+            }
+            Assumptions.abort(reason);
+        }
     }
 
     @AfterAll
