@@ -10,6 +10,7 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Optional;
 import java.util.regex.Pattern;
 import javax.crypto.AEADBadTagException;
 import javax.crypto.Cipher;
@@ -135,6 +136,19 @@ public final class AesGcmProtection implements StoredResponseProtection {
         String headers = new String(plain, 4, headersLength, StandardCharsets.UTF_8);
         byte[] original = Arrays.copyOfRange(plain, 4 + headersLength, plain.length);
         return StoredResponse.of(stored.status(), HeaderCodec.decode(headers), original);
+    }
+
+    /**
+     * The id of the key {@code stored} was sealed under, or empty if it does not have the layout of a
+     * sealed answer: for a tool that shows stored answers without opening them (the CLI's console).
+     * Nothing is decrypted or checked; only {@link #open} tells whether it opens.
+     */
+    public static Optional<String> sealedKeyId(StoredResponse stored) {
+        byte[] body = stored.body();
+        if (!isSealed(stored, body) || body.length < MAGIC.length + 1 + (body[MAGIC.length] & 0xff)) {
+            return Optional.empty();
+        }
+        return Optional.of(new String(body, MAGIC.length + 1, body[MAGIC.length] & 0xff, StandardCharsets.US_ASCII));
     }
 
     private static boolean isSealed(StoredResponse stored, byte[] body) {

@@ -29,6 +29,15 @@ class AesGcmProtectionTest {
     }
 
     @Test
+    void aSealedAnswerNamesItsKeyIdWithoutBeingOpened() {
+        assertThat(AesGcmProtection.sealedKeyId(only("2026-11", NEW).seal(KEY, RESPONSE))).hasValue("2026-11");
+        assertThat(AesGcmProtection.sealedKeyId(RESPONSE)).as("not sealed").isEmpty();
+        assertThat(AesGcmProtection.sealedKeyId(StoredResponse.of(200, "RSG1".getBytes(UTF_8)))).as("too short").isEmpty();
+        assertThat(AesGcmProtection.sealedKeyId(StoredResponse.of(200, new byte[] {'R', 'S', 'G', '1', 9, 'a'})))
+                .as("a key id longer than the body").isEmpty();
+    }
+
+    @Test
     void sealedHoldsNeitherHeadersNorBodyAndOpensToTheOriginal() {
         AesGcmProtection protection = only("k1", OLD);
 

@@ -56,7 +56,7 @@ final class InspectCommand extends BaseCommand {
     }
 
     /** Status, header names and body size: a stored body may hold personal data, so it is not printed. */
-    private static String describe(StoredResponse response) {
+    static String describe(StoredResponse response) {
         return response.status() + ", headers " + response.headers().keySet() + ", body " + response.bodyLength()
                 + " bytes";
     }

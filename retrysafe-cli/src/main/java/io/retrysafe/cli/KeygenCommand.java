@@ -80,6 +80,19 @@ final class KeygenCommand extends BaseCommand {
             throw new CliException(Exit.USAGE, "--type intent needs the payload that tells intents apart: "
                     + "exactly one of --payload-file and --payload-json");
         }
+        String key = payloadJson != null
+                ? intent(principal, operation, businessDate, payloadJson.getBytes(StandardCharsets.UTF_8), true)
+                : intent(principal, operation, businessDate, read(payloadFile), false);
+        out().println(key);
+        out().flush();
+        return Exit.OK;
+    }
+
+    /**
+     * The intent key of {@code payload}, canonicalized first if it is JSON; the console makes the same.
+     * A business date that is not {@code yyyy-MM-dd} is bad input.
+     */
+    static String intent(String principal, String operation, String businessDate, byte[] payload, boolean json) {
         LocalDate date = null;
         if (businessDate != null) {
             try {
@@ -89,19 +102,12 @@ final class KeygenCommand extends BaseCommand {
                         + businessDate + "\"");
             }
         }
-        String key;
-        if (payloadJson != null) {
-            byte[] json = payloadJson.getBytes(StandardCharsets.UTF_8);
-            key = date == null ? IdempotencyKeys.intentFromJson(principal, operation, json)
-                    : IdempotencyKeys.intentFromJson(principal, operation, date, json);
-        } else {
-            byte[] payload = read(payloadFile);
-            key = date == null ? IdempotencyKeys.intent(principal, operation, payload)
-                    : IdempotencyKeys.intent(principal, operation, date, payload);
+        if (json) {
+            return date == null ? IdempotencyKeys.intentFromJson(principal, operation, payload)
+                    : IdempotencyKeys.intentFromJson(principal, operation, date, payload);
         }
-        out().println(key);
-        out().flush();
-        return Exit.OK;
+        return date == null ? IdempotencyKeys.intent(principal, operation, payload)
+                : IdempotencyKeys.intent(principal, operation, date, payload);
     }
 
     private static byte[] read(Path file) {

@@ -2,8 +2,6 @@ package io.retrysafe.cli;
 
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.spi.IdempotencyRecord;
-import io.retrysafe.spi.RecordStatus;
-import java.util.Optional;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -40,39 +38,34 @@ final class ReleaseCommand extends BaseCommand {
             throw new CliException(Exit.USAGE, "release needs a confirmation: run it on a terminal, or pass --yes");
         }
         Database db = open(connection);
-        Optional<IdempotencyRecord> found = db.admin.inspect(scope, key);
-        if (found.isEmpty()) {
-            out().println("no live record for scope \"" + scope + "\", key digest " + k.digest() + " in "
-                    + db.store.table() + ": nothing to release");
-            out().flush();
-            return Exit.NOTHING;
+        Release.Target target = Release.find(db.admin, scope, key);
+        if (target instanceof Release.Absent) {
+            return nothing(Release.absent(k, db.store.table()));
         }
-        IdempotencyRecord r = found.get();
-        if (r.status() != RecordStatus.IN_PROGRESS) {
-            out().println("the record of key digest " + k.digest() + " is " + r.status()
-                    + ": release frees IN_PROGRESS keys only; nothing changed");
-            out().flush();
-            return Exit.NOTHING;
+        if (target instanceof Release.NotInProgress n) {
+            return nothing(Release.notInProgress(k, n.status()));
         }
+        IdempotencyRecord r = ((Release.Stuck) target).record();
         out().println("scope \"" + scope + "\", key digest " + k.digest() + ": IN_PROGRESS, attempt " + r.attempt()
                 + ", created " + time(r.createdAt()) + ", lease until " + time(r.leaseExpiresAt()));
         out().flush();
         if (!yes) {
             String answer = prompter.readLine("type the key's digest (" + k.digest() + ") to confirm: ");
-            if (answer == null || !answer.strip().equals(k.digest())) {
+            if (!Release.isConfirmation(k, answer)) {
                 throw new CliException(Exit.USAGE, "not confirmed: the answer was not the key's digest; nothing changed");
             }
         }
-        // Only the attempt shown: if its lease ran out meanwhile and a retry took over, that one is healthy.
-        if (!db.admin.release(scope, key, r.attempt())) {
-            out().println("the record changed since it was shown (completed, released, or taken over by attempt "
-                    + (r.attempt() + 1) + "); nothing changed");
-            out().flush();
-            return Exit.NOTHING;
+        if (!Release.confirmed(db.admin, scope, key, r.attempt())) {
+            return nothing(Release.changed(r.attempt()));
         }
-        out().println("released: key digest " + k.digest() + " is FAILED; the next retry with the same request runs as "
-                + "attempt " + (r.attempt() + 1));
+        out().println(Release.released(k, r.attempt()));
         out().flush();
         return Exit.OK;
+    }
+
+    private int nothing(String message) {
+        out().println(message);
+        out().flush();
+        return Exit.NOTHING;
     }
 }

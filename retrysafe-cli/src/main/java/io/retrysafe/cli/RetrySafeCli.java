@@ -26,7 +26,8 @@ import picocli.CommandLine.UnmatchedArgumentException;
         description = {"Make and check idempotency keys, and operate RetrySafe's records table "
                 + "(PostgreSQL or MariaDB)."},
         subcommands = {KeygenCommand.class, LintCommand.class, InspectCommand.class, ListCommand.class,
-                ReleaseCommand.class, PurgeCommand.class, StatsCommand.class, PhasesCommand.class, SchemaCommand.class},
+                ReleaseCommand.class, PurgeCommand.class, StatsCommand.class, PhasesCommand.class, SchemaCommand.class,
+                ConsoleCommand.class},
         footerHeading = "%nConnection:%n",
         footer = {"--url, --user, --password, --table, or the environment: RETRYSAFE_JDBC_URL, RETRYSAFE_JDBC_USER, "
                 + "RETRYSAFE_JDBC_PASSWORD, RETRYSAFE_TABLE. Flags win. The password is never printed.",

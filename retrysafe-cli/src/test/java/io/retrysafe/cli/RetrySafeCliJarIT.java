@@ -7,6 +7,10 @@ import io.retrysafe.jdbc.JdbcDialect;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.testservices.TestDatabases;
 import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -18,6 +22,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -103,6 +109,52 @@ class RetrySafeCliJarIT {
                 st.execute("DROP TABLE IF EXISTS " + table);
             } catch (SQLException e) {
                 // best effort: the table name is unique to this run
+            }
+        }
+    }
+
+    @Test
+    void theConsoleServesFromTheJar() throws Exception {
+        DataSource ds = TestDatabases.postgres();
+        String table = "rs_cli_jar_it_" + UUID.randomUUID().toString().substring(0, 8);
+        JdbcIdempotencyStore.builder(ds).dialect(JdbcDialect.POSTGRESQL).table(table).build().createSchema();
+        String token = "jar-token-" + UUID.randomUUID();
+        Path jar = Path.of(System.getProperty("retrysafe.cli.jar", "target/retrysafe-cli.jar"));
+        Path out = Files.createTempFile(dir, "console", ".txt");
+        ProcessBuilder pb = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-jar", jar.toString(), "console", "--port", "0").redirectOutput(out.toFile())
+                .redirectErrorStream(true).redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
+        pb.environment().keySet().removeIf(name -> name.startsWith("RETRYSAFE_"));
+        pb.environment().putAll(Map.of(ConnectionOptions.ENV_URL, TestDatabases.postgresJdbcUrl(),
+                ConnectionOptions.ENV_USER, TestDatabases.postgresUser(),
+                ConnectionOptions.ENV_PASSWORD, TestDatabases.postgresPassword(), ConnectionOptions.ENV_TABLE, table,
+                ConsoleCommand.ENV_TOKEN, token));
+        Process console = pb.start();
+        try {
+            Pattern address = Pattern.compile("open (http://127\\.0\\.0\\.1:\\d+/)");
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(BOUND_SECONDS);
+            Matcher m = address.matcher("");
+            while (!m.reset(Files.readString(out)).find()) {
+                assertThat(console.isAlive()).as("the console is still running: %s", Files.readString(out)).isTrue();
+                assertThat(System.nanoTime()).as("the console printed its address in time").isLessThan(deadline);
+                console.waitFor(100, TimeUnit.MILLISECONDS); // polls the output file, bounded by the deadline
+            }
+            assertThat(Files.readString(out)).as("a given token is never printed").doesNotContain(token);
+            HttpClient http = HttpClient.newHttpClient();
+            HttpResponse<String> css = http.send(HttpRequest.newBuilder(
+                    URI.create(m.group(1) + "static/console.css")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertThat(css.statusCode()).as("the stylesheet ships inside the jar").isEqualTo(200);
+            HttpResponse<String> overview = http.send(HttpRequest.newBuilder(
+                    URI.create(m.group(1))).header("Authorization", "Bearer " + token).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertThat(overview.statusCode()).isEqualTo(200);
+            assertThat(overview.body()).contains("<h1>Overview</h1>", table);
+        } finally {
+            console.destroy();
+            console.waitFor(10, TimeUnit.SECONDS);
+            try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
+                st.execute("DROP TABLE IF EXISTS " + table);
             }
         }
     }

@@ -78,14 +78,23 @@ public final class JdbcAdmin {
      * a key taken over since shows {@code attempt > 1} and a lease that is alive.
      */
     public List<RecordSummary> list(RecordStatus status, Duration olderThan, int limit) {
+        return listKeyed(status, olderThan, limit).stream().map(KeyedSummary::summary).toList();
+    }
+
+    /**
+     * As {@link #list}, each summary with its raw key, for a tool that must act on a listed record
+     * ({@link #inspect}, {@link #release}) without the operator typing the key: an operator's console.
+     * Such a tool keeps the key to itself; {@link KeyedSummary#toString()} leaves it out.
+     */
+    public List<KeyedSummary> listKeyed(RecordStatus status, Duration olderThan, int limit) {
         Require.notNegative(olderThan, "olderThan");
         if (olderThan.compareTo(MAX_OLDER_THAN) > 0) {
             throw new IllegalArgumentException("olderThan must be at most " + MAX_OLDER_THAN + ", but was " + olderThan);
         }
         Require.between(limit, 1, MAX_LIMIT, "limit");
         List<AdminRow> rows = run(c -> sql().operators().list(c, status, olderThan, limit), "list");
-        return rows.stream().map(r -> new RecordSummary(r.scope(), digest(r.scope(), r.key()), r.status(), r.attempt(),
-                r.createdAt(), r.leaseExpiresAt(), r.expiresAt())).toList();
+        return rows.stream().map(r -> new KeyedSummary(r.key(), new RecordSummary(r.scope(), digest(r.scope(), r.key()),
+                r.status(), r.attempt(), r.createdAt(), r.leaseExpiresAt(), r.expiresAt()))).toList();
     }
 
     /**
@@ -198,6 +207,14 @@ public final class JdbcAdmin {
      */
     public record RecordSummary(String scope, String keyDigest, RecordStatus status, int attempt, Instant createdAt,
             Instant leaseExpiresAt, Instant expiresAt) {
+    }
+
+    /** A {@link RecordSummary} with the raw key it summarises; {@link #toString()} shows the digest only. */
+    public record KeyedSummary(String key, RecordSummary summary) {
+        @Override
+        public String toString() {
+            return "KeyedSummary[" + summary + "]";
+        }
     }
 
     /** The age classes of {@link Stats#byAge()}: time since a record was created. */
