@@ -21,9 +21,11 @@ import org.openjdk.jmh.infra.BenchmarkParams;
 /**
  * What RetrySafe costs a service on the front doors without Spring: a payment (one insert into PostgreSQL) served
  * by Jersey or RESTEasy (Jakarta REST, each in the HTTP server it ships) or by gRPC (Netty), with RetrySafe off,
- * in standalone mode and, for Jakarta REST, in transactional mode. One server per mode runs throughout; the modes
- * take turns inside one trial as in {@link PaymentInterleavedBenchmark}, so load that drifts slower than a cycle
- * weighs on each alike. Client and servers share the JVM, and so the cores, as they do for every mode.
+ * in standalone mode and, for Jakarta REST, in transactional mode; and the Quarkus example
+ * ({@code examples/payments-quarkus}, packaged first) with RetrySafe off and transactional, its own payment. One
+ * server per mode runs throughout; the modes take turns inside one trial as in {@link PaymentInterleavedBenchmark},
+ * so load that drifts slower than a cycle weighs on each alike. Client and servers share the JVM (the Quarkus
+ * example runs in processes of its own), and so the cores, as they do for every mode.
  *
  * <p>Read the secondary results (aux counters): payments per mode per second of the whole iteration; their ratio
  * to {@code off} is what RetrySafe keeps of the service's throughput. Each door is a trial of its own (a fresh
@@ -31,7 +33,7 @@ import org.openjdk.jmh.infra.BenchmarkParams;
  *
  * <pre>
  * java -jar retrysafe-benchmarks/target/benchmarks.jar FrontDoorBenchmark -f 1 -wi 2 -w 6s -i 10 -r 6s -t 8 \
- *     -p door=jersey,resteasy,grpc
+ *     -p door=jersey,resteasy,grpc,quarkus
  * </pre>
  */
 @BenchmarkMode(Mode.Throughput)
@@ -42,8 +44,8 @@ import org.openjdk.jmh.infra.BenchmarkParams;
 @State(Scope.Benchmark)
 public class FrontDoorBenchmark {
 
-    /** {@code jersey}, {@code resteasy} or {@code grpc}. */
-    @Param({"jersey", "resteasy", "grpc"})
+    /** {@code jersey}, {@code resteasy}, {@code grpc} or {@code quarkus} (the packaged example). */
+    @Param({"jersey", "resteasy", "grpc", "quarkus"})
     public String door;
 
     @Param({"1500"})

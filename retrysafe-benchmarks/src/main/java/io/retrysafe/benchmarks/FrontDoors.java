@@ -32,6 +32,7 @@ import io.retrysafe.jaxrs.JaxrsScopeResolver;
 import io.retrysafe.jaxrs.RetrySafeFeature;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
+import io.retrysafe.testservices.TestDatabases;
 import io.retrysafe.testservices.TestSchemas;
 import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.POST;
@@ -41,16 +42,23 @@ import jakarta.ws.rs.core.Application;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
 import jakarta.ws.rs.ext.RuntimeDelegate;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.Writer;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
@@ -78,13 +86,17 @@ final class FrontDoors {
 
     private static final String BODY = "{\"account\":\"acc-1\",\"amount\":1}";
     private static final String RECORDS = "frontdoor_record";
+    private static final String SCHEMA = "rs_bench_frontdoor";
 
     private FrontDoors() {
     }
 
     static Door open(String door, int pool) throws Exception {
-        HikariDataSource data = TestSchemas.postgres("rs_bench_frontdoor");
+        HikariDataSource data = TestSchemas.postgres(SCHEMA);
         data.setMaximumPoolSize(pool);
+        if (door.equals("quarkus")) {
+            return new QuarkusDoor(data); // the example makes its own tables
+        }
         try (Connection c = data.getConnection(); Statement s = c.createStatement()) {
             s.execute("CREATE TABLE payment (id UUID PRIMARY KEY, account VARCHAR(64) NOT NULL, amount BIGINT NOT NULL, "
                     + "created_at TIMESTAMPTZ NOT NULL DEFAULT now())");
@@ -95,7 +107,8 @@ final class FrontDoors {
             case "resteasy" -> new JaxrsDoor("org.jboss.resteasy.core.providerfactory.ResteasyProviderFactoryImpl",
                     data);
             case "grpc" -> new GrpcDoor(data);
-            default -> throw new IllegalArgumentException("door must be jersey, resteasy or grpc, but was " + door);
+            default -> throw new IllegalArgumentException("door must be jersey, resteasy, grpc or quarkus, but was "
+                    + door);
         };
     }
 
@@ -198,6 +211,94 @@ final class FrontDoors {
         public void close() throws Exception {
             for (SeBootstrap.Instance instance : servers.values()) {
                 instance.stop().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            }
+            data.close();
+        }
+    }
+
+    /**
+     * The Quarkus example ({@code examples/payments-quarkus}, packaged: {@code -Dretrysafe.bench.quarkus-app} names
+     * its {@code quarkus-run.jar}) as two processes, RetrySafe off and transactional, on the benchmark's schema. Its
+     * payment is its own (a locked account row, an update, an insert), the same with RetrySafe off and on.
+     */
+    private static final class QuarkusDoor implements Door {
+        private static final String APP = System.getProperty("retrysafe.bench.quarkus-app",
+                "examples/payments-quarkus/target/quarkus-app/quarkus-run.jar");
+        private static final String AUTHORIZATION = "Basic " + Base64.getEncoder().encodeToString(
+                "alice:alice-secret".getBytes(StandardCharsets.UTF_8));
+        private static final String PAYMENT = "{\"account\":\"acc-1\",\"amount\":1}";
+
+        private final HikariDataSource data;
+        private final Map<Mode, Process> processes = new EnumMap<>(Mode.class);
+        private final Map<Mode, URI> uris = new EnumMap<>(Mode.class);
+        private final HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+
+        QuarkusDoor(HikariDataSource data) throws Exception {
+            this.data = data;
+            if (!Files.isRegularFile(java.nio.file.Path.of(APP))) {
+                throw new IllegalStateException("the Quarkus example is not packaged (" + APP + "): ./mvnw -q -pl "
+                        + "examples/payments-quarkus -am package -DskipTests -DskipITs");
+            }
+            start(Mode.OFF, "false");
+            start(Mode.TRANSACTIONAL, "true");
+            try (Connection c = data.getConnection(); Statement s = c.createStatement()) {
+                s.execute("UPDATE account SET balance = 1000000000000 WHERE id = 'acc-1'");
+            }
+        }
+
+        private void start(Mode mode, String enabled) throws Exception {
+            String url = TestDatabases.postgresJdbcUrl();
+            url += (url.contains("?") ? "&" : "?") + "currentSchema=" + SCHEMA;
+            Process process = new ProcessBuilder(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "-Xmx512m", "-Dquarkus.http.port=0", "-Dquarkus.datasource.jdbc.url=" + url,
+                    "-Dquarkus.datasource.username=" + TestDatabases.postgresUser(),
+                    "-Dquarkus.datasource.password=" + TestDatabases.postgresPassword(),
+                    "-Dretrysafe.enabled=" + enabled, "-jar", APP).redirectErrorStream(true).start();
+            processes.put(mode, process);
+            BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(),
+                    StandardCharsets.UTF_8));
+            String line;
+            while ((line = out.readLine()) != null && !line.startsWith("READY ")) {
+                // the start-up log, until the line that names the port
+            }
+            if (line == null) {
+                throw new IllegalStateException("the Quarkus example (" + mode + ") exited before it was ready");
+            }
+            uris.put(mode, URI.create("http://127.0.0.1:" + line.substring("READY ".length()).strip() + "/payments"));
+            Thread drain = new Thread(() -> {
+                try {
+                    out.transferTo(Writer.nullWriter());
+                } catch (IOException e) {
+                    // the process ended
+                }
+            }, "quarkus-" + mode + "-output");
+            drain.setDaemon(true);
+            drain.start();
+        }
+
+        @Override
+        public List<Mode> modes() {
+            return List.of(Mode.OFF, Mode.TRANSACTIONAL);
+        }
+
+        @Override
+        public int pay(Mode mode) throws Exception {
+            HttpRequest.Builder request = HttpRequest.newBuilder(uris.get(mode)).header("Content-Type",
+                    "application/json").header("Authorization", AUTHORIZATION)
+                    .POST(HttpRequest.BodyPublishers.ofString(PAYMENT));
+            if (mode != Mode.OFF) {
+                request.header("Idempotency-Key", UUID.randomUUID().toString());
+            }
+            return client.send(request.build(), HttpResponse.BodyHandlers.discarding()).statusCode();
+        }
+
+        @Override
+        public void close() throws Exception {
+            for (Process process : processes.values()) {
+                process.destroy();
+                if (!process.waitFor(30, TimeUnit.SECONDS)) {
+                    process.destroyForcibly();
+                }
             }
             data.close();
         }
