@@ -239,21 +239,22 @@ final class FrontDoors {
                 throw new IllegalStateException("the Quarkus example is not packaged (" + APP + "): ./mvnw -q -pl "
                         + "examples/payments-quarkus -am package -DskipTests -DskipITs");
             }
-            start(Mode.OFF, "false");
-            start(Mode.TRANSACTIONAL, "true");
+            // Off, the example's resource writes in transactions of its own, as in standalone mode.
+            start(Mode.OFF, "-Dretrysafe.enabled=false", "-Dretrysafe.mode=standalone");
+            start(Mode.TRANSACTIONAL, "-Dretrysafe.enabled=true", "-Dretrysafe.mode=transactional");
             try (Connection c = data.getConnection(); Statement s = c.createStatement()) {
                 s.execute("UPDATE account SET balance = 1000000000000 WHERE id = 'acc-1'");
             }
         }
 
-        private void start(Mode mode, String enabled) throws Exception {
+        private void start(Mode mode, String enabled, String retrySafeMode) throws Exception {
             String url = TestDatabases.postgresJdbcUrl();
             url += (url.contains("?") ? "&" : "?") + "currentSchema=" + SCHEMA;
             Process process = new ProcessBuilder(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                     "-Xmx512m", "-Dquarkus.http.port=0", "-Dquarkus.datasource.jdbc.url=" + url,
                     "-Dquarkus.datasource.username=" + TestDatabases.postgresUser(),
                     "-Dquarkus.datasource.password=" + TestDatabases.postgresPassword(),
-                    "-Dretrysafe.enabled=" + enabled, "-jar", APP).redirectErrorStream(true).start();
+                    enabled, retrySafeMode, "-jar", APP).redirectErrorStream(true).start();
             processes.put(mode, process);
             BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(),
                     StandardCharsets.UTF_8));
