@@ -183,27 +183,7 @@ abstract class PaymentsOverJaxrs {
 
     @Test
     void aFormIsFingerprintedByItsFieldsAndReachesTheResourceWhole() throws Exception {
-        String account = target.newAccount(10_000);
-        String key = UUID.randomUUID().toString();
-
-        HttpResponse<String> first = transfer(key, "account=" + account + "&amount=5");
-        HttpResponse<String> reordered = transfer(key, "amount=5&account=" + account);
-        HttpResponse<String> other = transfer(key, "account=" + account + "&amount=6");
-        HttpResponse<String> malformed = transfer(UUID.randomUUID().toString(), "account=%zz&amount=5");
-
-        assertThat(first.statusCode()).as(first.body()).isEqualTo(201);
-        assertThat(first.body()).contains("\"amount\":5", "\"balance\":9995");
-        assertThat(reordered.headers().firstValue("Idempotent-Replayed")).hasValue("true");
-        assertThat(reordered.body()).isEqualTo(first.body());
-        assertProblem(other, 422, "key-reused");
-        assertProblem(malformed, 400, "malformed-form");
-        assertThat(target.effects(account)).isEqualTo(1);
-    }
-
-    private HttpResponse<String> transfer(String key, String form) throws Exception {
-        return client.send(client.request(target.firstUser(), "/transfers").header("Idempotency-Key", key)
-                .header("Content-Type", "application/x-www-form-urlencoded")
-                .POST(HttpRequest.BodyPublishers.ofString(form)));
+        HostileClients.aFormIsFingerprintedByItsFieldsAndReachesTheResourceWhole(target);
     }
 
     @Test

@@ -78,6 +78,11 @@ abstract class PaymentsOverQuarkus extends HttpConformance {
     }
 
     @Test
+    void aFormIsFingerprintedByItsFieldsAndReachesTheResourceWhole() throws Exception {
+        HostileClients.aFormIsFingerprintedByItsFieldsAndReachesTheResourceWhole(target);
+    }
+
+    @Test
     void aResourceThatThrowsIsRolledBackAndItsKeyReleased() throws Exception {
         String account = target.newAccount(10_000);
         HttpRequest.Builder failing = client().request(target.firstUser(), "/failures")

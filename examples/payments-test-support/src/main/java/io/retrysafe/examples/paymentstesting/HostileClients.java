@@ -124,6 +124,38 @@ public final class HostileClients {
     }
 
     /**
+     * {@code POST /transfers}, the payment as a form ({@code account}, {@code amount}), answered {@code 201} with
+     * the amount it booked: a form is fingerprinted by its sorted fields, so the same fields in another order replay,
+     * other fields are another request, a malformed form is refused, and the fields still reach the resource whole
+     * after the filter read the body.
+     */
+    public static void aFormIsFingerprintedByItsFieldsAndReachesTheResourceWhole(ConformanceTarget target)
+            throws Exception {
+        String account = target.newAccount(10_000);
+        String key = UUID.randomUUID().toString();
+
+        HttpResponse<String> first = transfer(target, key, "account=" + account + "&amount=5");
+        HttpResponse<String> reordered = transfer(target, key, "amount=5&account=" + account);
+        HttpResponse<String> other = transfer(target, key, "account=" + account + "&amount=6");
+        HttpResponse<String> malformed = transfer(target, UUID.randomUUID().toString(), "account=%zz&amount=5");
+
+        assertThat(first.statusCode()).as(first.body()).isEqualTo(201);
+        assertThat(first.body()).contains("\"amount\":5");
+        assertThat(reordered.headers().firstValue("Idempotent-Replayed")).hasValue("true");
+        assertThat(reordered.body()).isEqualTo(first.body());
+        assertProblem(other, 422, "key-reused");
+        assertProblem(malformed, 400, "malformed-form");
+        assertThat(target.effects(account)).isEqualTo(1);
+    }
+
+    private static HttpResponse<String> transfer(ConformanceTarget target, String key, String form) throws Exception {
+        PaymentsClient client = new PaymentsClient(target);
+        return client.send(client.request(target.firstUser(), "/transfers").header("Idempotency-Key", key)
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .POST(HttpRequest.BodyPublishers.ofString(form)));
+    }
+
+    /**
      * The store behind {@code proxy} cut off: a payment gets {@code 503} and does not run; once the store is back
      * the same key, retried as {@code Retry-After} says, runs it once.
      */
