@@ -3,7 +3,6 @@ package io.retrysafe.examples.paymentsquarkus;
 import io.quarkus.runtime.Quarkus;
 import io.quarkus.runtime.QuarkusApplication;
 import io.quarkus.runtime.annotations.QuarkusMain;
-import io.retrysafe.examples.paymentsquarkus.EmbeddedDatabase.Started;
 import java.io.IOException;
 import org.eclipse.microprofile.config.ConfigProvider;
 
@@ -17,9 +16,8 @@ public final class PaymentsQuarkusMain implements QuarkusApplication {
     static final String READY = "READY";
 
     public static void main(String... args) throws IOException {
-        try (Started database = EmbeddedDatabase.startUnlessConfigured()) {
-            Quarkus.run(PaymentsQuarkusMain.class, args);
-        }
+        EmbeddedDatabase.startUnlessConfigured();
+        Quarkus.run(PaymentsQuarkusMain.class, args);
     }
 
     @Override
