@@ -1,7 +1,6 @@
 package io.retrysafe.jaxrs;
 
 import static io.retrysafe.conformance.PaymentsClient.payment;
-import static io.retrysafe.examples.paymentstesting.HostileClients.assertProblem;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.zaxxer.hikari.HikariConfig;
@@ -188,28 +187,15 @@ abstract class PaymentsOverJaxrs {
 
     @Test
     void aResourceThatThrowsIsRolledBackAndItsKeyReleased() throws Exception {
-        assertAThrowingResourceReleasesItsKey(client);
+        HostileClients.aResourceThatThrowsIsRolledBackAndItsKeyReleased(target, "/payments",
+                PaymentsResource.FAILING_AMOUNT);
     }
 
     /** Standalone mode too: a failure releases the key, and the resource's own transaction never committed. */
     @Test
     void inStandaloneModeAResourceThatThrowsReleasesItsKey() throws Exception {
-        assertAThrowingResourceReleasesItsKey(new PaymentsClient(new Target(standalone::port)));
-    }
-
-    private void assertAThrowingResourceReleasesItsKey(PaymentsClient service) throws Exception {
-        String account = target.newAccount(10_000);
-        String key = UUID.randomUUID().toString();
-        String body = payment(account, PaymentsResource.FAILING_AMOUNT);
-
-        HttpResponse<String> failed = service.send(service.postPayment(target.firstUser(), key, body));
-        HttpResponse<String> retry = service.send(service.postPayment(target.firstUser(), key, body));
-
-        assertThat(failed.statusCode()).isEqualTo(500);
-        // Released, not in progress (409) nor stored: the retry runs the resource again, and fails again.
-        assertThat(retry.statusCode()).isEqualTo(500);
-        assertThat(retry.headers().firstValue("Idempotent-Replayed")).isEmpty();
-        assertThat(target.effects(account)).isZero();
+        HostileClients.aResourceThatThrowsIsRolledBackAndItsKeyReleased(new Target(standalone::port), "/payments",
+                PaymentsResource.FAILING_AMOUNT);
     }
 
     @Test

@@ -9,7 +9,6 @@ import io.retrysafe.conformance.HttpConformance;
 import io.retrysafe.examples.paymentstesting.HostileClients;
 import io.retrysafe.testservices.RawHttp;
 import io.retrysafe.testservices.TcpProxy;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
@@ -84,19 +83,7 @@ abstract class PaymentsOverQuarkus extends HttpConformance {
 
     @Test
     void aResourceThatThrowsIsRolledBackAndItsKeyReleased() throws Exception {
-        String account = target.newAccount(10_000);
-        HttpRequest.Builder failing = client().request(target.firstUser(), "/failures")
-                .header("Content-Type", "application/json").header("Idempotency-Key", UUID.randomUUID().toString())
-                .POST(HttpRequest.BodyPublishers.ofString(payment(account, 100)));
-
-        HttpResponse<String> failed = client().send(failing);
-        HttpResponse<String> retry = client().send(failing);
-
-        assertThat(failed.statusCode()).isEqualTo(500);
-        // Released, not in progress (409) nor stored: the retry runs the resource again, and fails again.
-        assertThat(retry.statusCode()).isEqualTo(500);
-        assertThat(retry.headers().firstValue("Idempotent-Replayed")).isEmpty();
-        assertThat(target.effects(account)).isZero();
+        HostileClients.aResourceThatThrowsIsRolledBackAndItsKeyReleased(target, "/failures", 100);
     }
 
     @Test

@@ -156,6 +156,28 @@ public final class HostileClients {
     }
 
     /**
+     * {@code POST path} of a payment of {@code amount}, to a resource that writes it and then throws: {@code 500},
+     * nothing of it committed, and the key released (not in progress, not stored), so a retry runs it again.
+     */
+    public static void aResourceThatThrowsIsRolledBackAndItsKeyReleased(ConformanceTarget target, String path,
+            long amount) throws Exception {
+        PaymentsClient client = new PaymentsClient(target);
+        String account = target.newAccount(10_000);
+        HttpRequest.Builder failing = client.request(target.firstUser(), path)
+                .header("Content-Type", "application/json").header("Idempotency-Key", UUID.randomUUID().toString())
+                .POST(HttpRequest.BodyPublishers.ofString(payment(account, amount)));
+
+        HttpResponse<String> failed = client.send(failing);
+        HttpResponse<String> retry = client.send(failing);
+
+        assertThat(failed.statusCode()).isEqualTo(500);
+        // Released, not in progress (409) nor stored: the retry runs the resource again, and fails again.
+        assertThat(retry.statusCode()).isEqualTo(500);
+        assertThat(retry.headers().firstValue("Idempotent-Replayed")).isEmpty();
+        assertThat(target.effects(account)).isZero();
+    }
+
+    /**
      * The store behind {@code proxy} cut off: a payment gets {@code 503} and does not run; once the store is back
      * the same key, retried as {@code Retry-After} says, runs it once.
      */
