@@ -23,7 +23,8 @@ import java.util.regex.Pattern;
 /**
  * {@code POST /payments}: takes an amount off an account and records the payment. RetrySafe stands in front of it
  * (application.properties): in transactional mode its writes go to the connection of the request's transaction, so
- * the payment, the key and the stored answer commit together; in standalone mode to a transaction of its own.
+ * the payment, the key and the stored answer commit together; in standalone mode, or with RetrySafe off, to a
+ * transaction of its own.
  */
 @Path("/payments")
 public class PaymentsResource {
@@ -47,7 +48,7 @@ public class PaymentsResource {
                     .build();
         }
         String payer = security.getUserPrincipal() == null ? "anonymous" : security.getUserPrincipal().getName();
-        if (retrySafe.mode() == RetrySafeConfig.Mode.TRANSACTIONAL) {
+        if (retrySafe.enabled() && retrySafe.mode() == RetrySafeConfig.Mode.TRANSACTIONAL) {
             return pay(RetrySafeFeature.connection(), payer, account.group(1), Long.parseLong(amount.group(1)));
         }
         try (Connection c = dataSource.getConnection()) {

@@ -21,11 +21,11 @@ class DisabledTest {
     private final QuarkusTarget target = new QuarkusTarget();
     private final PaymentsClient client = new PaymentsClient(target);
 
-    /** Off, and the resource writes in its own transactions, as it does in standalone mode. */
+    /** Off, in the default (transactional) mode: the resource then writes in transactions of its own. */
     public static class Disabled implements QuarkusTestProfile {
         @Override
         public Map<String, String> getConfigOverrides() {
-            return Map.of("retrysafe.enabled", "false", "retrysafe.mode", "standalone");
+            return Map.of("retrysafe.enabled", "false");
         }
     }
 
