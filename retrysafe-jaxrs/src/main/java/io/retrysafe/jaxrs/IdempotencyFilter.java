@@ -19,6 +19,7 @@ import jakarta.ws.rs.container.ContainerResponseFilter;
 import jakarta.ws.rs.core.Context;
 import jakarta.ws.rs.core.HttpHeaders;
 import jakarta.ws.rs.core.MediaType;
+import jakarta.ws.rs.core.UriInfo;
 import jakarta.ws.rs.ext.MessageBodyWriter;
 import jakarta.ws.rs.ext.Providers;
 import java.io.ByteArrayInputStream;
@@ -32,6 +33,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletionException;
 import java.util.function.Function;
+import java.util.function.Supplier;
 
 /**
  * The request filter claims a protected request's key before its resource runs (or answers without it); the
@@ -40,25 +42,49 @@ import java.util.function.Function;
 final class IdempotencyFilter implements ContainerRequestFilter, ContainerResponseFilter {
     private static final String CLAIM = IdempotencyFilter.class.getName() + ".claim";
 
-    private final HttpSettings<JaxrsScopeResolver> settings;
-    private final Mode mode;
-    private final Map<HttpRoute, Admissions> admissions = new IdentityHashMap<>();
+    private final Supplier<Protection> protection;
+    private final Supplier<Providers> runtimeProviders;
 
     @Context
     private Providers providers;
 
-    IdempotencyFilter(HttpSettings<JaxrsScopeResolver> settings, Mode mode) {
-        this.settings = settings;
-        this.mode = mode;
-        for (HttpRoute route : settings.routes()) {
-            admissions.put(route, Admissions.of(route, settings.keyRules(), mode.engine().listener()));
+    /**
+     * @param protection what to protect and how, asked for on each request; null: nothing is protected
+     * @param runtimeProviders where the entity's writer is looked up when the runtime injected no {@code @Context}
+     *     into this instance; null: it always does
+     */
+    IdempotencyFilter(Supplier<Protection> protection, Supplier<Providers> runtimeProviders) {
+        this.protection = protection;
+        this.runtimeProviders = runtimeProviders;
+    }
+
+    /** The settings and the mode, with each route's admission: built once, before the first request is filtered. */
+    static final class Protection {
+        private final HttpSettings<JaxrsScopeResolver> settings;
+        private final Mode mode;
+        private final Map<HttpRoute, Admissions> admissions = new IdentityHashMap<>();
+
+        Protection(HttpSettings<JaxrsScopeResolver> settings, Mode mode) {
+            this.settings = settings;
+            this.mode = mode;
+            for (HttpRoute route : settings.routes()) {
+                admissions.put(route, Admissions.of(route, settings.keyRules(), mode.engine().listener()));
+            }
         }
     }
 
     @Override
     public void filter(ContainerRequestContext request) throws IOException {
+        Protection p = protection.get();
+        if (p != null) {
+            filter(request, p.settings, p.mode, p.admissions);
+        }
+    }
+
+    private void filter(ContainerRequestContext request, HttpSettings<JaxrsScopeResolver> settings, Mode mode,
+            Map<HttpRoute, Admissions> admissions) throws IOException {
         // The path within the application as sent: matched normalised, so no other spelling walks around a route.
-        String path = "/" + request.getUriInfo().getPath(false);
+        String path = rawPath(request.getUriInfo());
         HttpRoute route = settings.route(request.getMethod(), HttpPaths.normalise(path));
         if (route == null) {
             return;
@@ -119,6 +145,7 @@ final class IdempotencyFilter implements ContainerRequestFilter, ContainerRespon
             return;
         }
         request.removeProperty(CLAIM);
+        HttpSettings<JaxrsScopeResolver> settings = protection.get().settings;
         byte[] body;
         try {
             body = response.hasEntity() ? entityBytes(response) : new byte[0];
@@ -127,7 +154,7 @@ final class IdempotencyFilter implements ContainerRequestFilter, ContainerRespon
             throw e;
         }
         int status = response.getStatus();
-        Map<String, List<String>> headers = storedHeaders(response);
+        Map<String, List<String>> headers = storedHeaders(response, settings);
         StoredResponse stored = body.length > settings.maxResponseBytes()
                 ? HttpSemantics.withoutBody(status, headers, body.length)
                 : StoredResponse.of(status, headers, body);
@@ -157,7 +184,8 @@ final class IdempotencyFilter implements ContainerRequestFilter, ContainerRespon
     @SuppressWarnings({"unchecked", "rawtypes"})
     private byte[] entityBytes(ContainerResponseContext response) throws IOException {
         MediaType type = response.getMediaType() == null ? MediaType.WILDCARD_TYPE : response.getMediaType();
-        MessageBodyWriter writer = providers.getMessageBodyWriter(response.getEntityClass(), response.getEntityType(),
+        Providers writers = providers != null || runtimeProviders == null ? providers : runtimeProviders.get();
+        MessageBodyWriter writer = writers.getMessageBodyWriter(response.getEntityClass(), response.getEntityType(),
                 response.getEntityAnnotations(), type);
         if (writer == null) {
             throw new IllegalStateException("no MessageBodyWriter for " + response.getEntityClass().getName()
@@ -176,7 +204,8 @@ final class IdempotencyFilter implements ContainerRequestFilter, ContainerRespon
     }
 
     /** The response's allow-listed headers, with its media type as Content-Type where no header names it. */
-    private Map<String, List<String>> storedHeaders(ContainerResponseContext response) {
+    private static Map<String, List<String>> storedHeaders(ContainerResponseContext response,
+            HttpSettings<JaxrsScopeResolver> settings) {
         Map<String, List<String>> stored = new LinkedHashMap<>();
         response.getStringHeaders().forEach((name, values) -> {
             if (HttpSemantics.isStored(name, settings.replayedHeaders())) {
@@ -188,6 +217,17 @@ final class IdempotencyFilter implements ContainerRequestFilter, ContainerRespon
             stored.put(HttpHeaders.CONTENT_TYPE, List.of(response.getMediaType().toString()));
         }
         return stored;
+    }
+
+    /**
+     * The path within the application as sent, still encoded: the request URI's path after the base URI's.
+     * {@code UriInfo.getPath(false)} would say the same, but Quarkus REST does not support it.
+     */
+    private static String rawPath(UriInfo uri) {
+        String base = uri.getBaseUri().getRawPath();
+        String prefix = base.endsWith("/") ? base : base + "/";
+        String full = uri.getRequestUri().getRawPath();
+        return full.startsWith(prefix) ? "/" + full.substring(prefix.length()) : full;
     }
 
     /** A request header's field values in order, empty when absent. */

@@ -6,8 +6,10 @@ import io.retrysafe.jdbc.TransactionalRetrySafe;
 import jakarta.ws.rs.Priorities;
 import jakarta.ws.rs.core.Feature;
 import jakarta.ws.rs.core.FeatureContext;
+import jakarta.ws.rs.ext.Providers;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.util.function.Supplier;
 
 /**
  * The servlet filter's Idempotency-Key semantics for a Jakarta REST application, on any implementation: the same
@@ -34,12 +36,19 @@ public final class RetrySafeFeature implements Feature {
     /** The filters' priority: after authentication and authorization, before the application's own filters. */
     public static final int PRIORITY = Priorities.AUTHORIZATION + 500;
 
-    private final JaxrsIdempotency config;
-    private final Mode mode;
+    private final Supplier<IdempotencyFilter.Protection> protection;
+    private final Supplier<Providers> providers;
 
     private RetrySafeFeature(JaxrsIdempotency config, Mode mode) {
-        this.config = Require.notNull(config, "config");
-        this.mode = mode;
+        IdempotencyFilter.Protection built = new IdempotencyFilter.Protection(Require.notNull(config, "config")
+                .settings(), mode);
+        this.protection = () -> built;
+        this.providers = null;
+    }
+
+    private RetrySafeFeature(Supplier<IdempotencyFilter.Protection> protection, Supplier<Providers> providers) {
+        this.protection = protection;
+        this.providers = providers;
     }
 
     /** Standalone mode on {@code engine}: the claim commits before the resource runs, the response after. */
@@ -53,6 +62,20 @@ public final class RetrySafeFeature implements Feature {
      */
     public static RetrySafeFeature transactional(JaxrsIdempotency config, TransactionalRetrySafe transactional) {
         return new RetrySafeFeature(config, new Mode.Transactional(Require.notNull(transactional, "transactional")));
+    }
+
+    /**
+     * A feature whose filters ask {@code feature} for their configuration on the first request they see, and keep
+     * it: for a runtime that registers providers before the application's configuration and data sources exist
+     * (Quarkus REST builds its deployment while the application is being initialised). {@code feature} returning
+     * null leaves every request unprotected; one that throws fails the request, and is asked again on the next.
+     *
+     * @param providers the runtime's {@code Providers}, where the response filter finds the entity's writer: such a
+     *     runtime may not inject {@code @Context} into the instances a feature registers
+     */
+    public static RetrySafeFeature deferred(Supplier<RetrySafeFeature> feature, Supplier<Providers> providers) {
+        return new RetrySafeFeature(new Deferred(Require.notNull(feature, "feature")),
+                Require.notNull(providers, "providers"));
     }
 
     /**
@@ -77,9 +100,34 @@ public final class RetrySafeFeature implements Feature {
 
     @Override
     public boolean configure(FeatureContext context) {
-        context.register(new IdempotencyFilter(config.settings(), mode), PRIORITY);
+        context.register(new IdempotencyFilter(protection, providers), PRIORITY);
         // Below the default priority: an application's own mapper of Throwable is the one chosen.
         context.register(new EscapedExceptions(), Priorities.USER + 1000);
         return true;
+    }
+
+    /** The configuration {@link #deferred} asks for once, on the first request. */
+    private static final class Deferred implements Supplier<IdempotencyFilter.Protection> {
+        private final Supplier<RetrySafeFeature> feature;
+        private volatile boolean resolved;
+        private IdempotencyFilter.Protection protection;
+
+        Deferred(Supplier<RetrySafeFeature> feature) {
+            this.feature = feature;
+        }
+
+        @Override
+        public IdempotencyFilter.Protection get() {
+            if (!resolved) {
+                synchronized (this) {
+                    if (!resolved) {
+                        RetrySafeFeature f = feature.get();
+                        protection = f == null ? null : f.protection.get();
+                        resolved = true;
+                    }
+                }
+            }
+            return protection;
+        }
     }
 }

@@ -2,6 +2,7 @@ package io.retrysafe.jaxrs;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.examples.paymentscommon.JaxrsBasicAuthentication;
 import io.retrysafe.http.HttpRoute;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
@@ -96,7 +97,7 @@ final class PaymentsService implements AutoCloseable {
     static final class Prioritised implements Feature {
         @Override
         public boolean configure(jakarta.ws.rs.core.FeatureContext context) {
-            context.register(new BasicAuthentication(), Priorities.AUTHENTICATION);
+            context.register(new JaxrsBasicAuthentication(), Priorities.AUTHENTICATION);
             context.register(new HoldingFilter(), RetrySafeFeature.PRIORITY + 1);
             return true;
         }

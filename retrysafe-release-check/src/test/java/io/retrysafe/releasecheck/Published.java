@@ -9,7 +9,8 @@ final class Published {
             "retrysafe-store-sql", "retrysafe-store-jdbc", "retrysafe-store-redis", "retrysafe-servlet", "retrysafe-client", "retrysafe-cli",
             "retrysafe-gateway", "retrysafe-micrometer", "retrysafe-inbox", "retrysafe-inbox-tck", "retrysafe-nats", "retrysafe-kafka", "retrysafe-spring-boot-starter",
             "retrysafe-spring-boot3-starter", "retrysafe-rabbitmq", "retrysafe-http", "retrysafe-webflux", "retrysafe-store-r2dbc",
-            "retrysafe-store-dynamodb", "retrysafe-jaxrs", "retrysafe-grpc");
+            "retrysafe-store-dynamodb", "retrysafe-jaxrs", "retrysafe-grpc",
+            "retrysafe-quarkus", "retrysafe-quarkus-deployment");
     static final Set<String> POMS = Set.of("retrysafe-parent", "retrysafe-bom", "retrysafe-spring-boot3-parent");
 
     private Published() {

@@ -36,10 +36,24 @@ public final class ChildJvm implements AutoCloseable {
 
     /** Starts {@code main} with {@code args}, waiting for a stdout line that starts with {@code word}. */
     public static ChildJvm start(Class<?> main, String word, String... args) throws IOException {
+        return launch(List.of("-cp", System.getProperty("java.class.path"), main.getName()), word, args);
+    }
+
+    /**
+     * Starts an executable jar (a packaged application, such as Quarkus's {@code quarkus-run.jar}) with
+     * {@code options} for the JVM (system properties), waiting for a stdout line that starts with {@code word}.
+     */
+    public static ChildJvm startJar(Path jar, List<String> options, String word, String... args) throws IOException {
+        List<String> program = new ArrayList<>(options);
+        program.addAll(List.of("-jar", jar.toString()));
+        return launch(program, word, args);
+    }
+
+    private static ChildJvm launch(List<String> program, String word, String... args) throws IOException {
         List<String> command = new ArrayList<>(List.of(System.getProperty("java.home") + "/bin/java",
                 // Start fast on a loaded machine; the child does little work.
-                "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m",
-                "-cp", System.getProperty("java.class.path"), main.getName()));
+                "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m"));
+        command.addAll(program);
         command.addAll(List.of(args));
         Path stderr = Files.createTempFile("retrysafe-child-", ".err");
         Process process = new ProcessBuilder(command).redirectError(stderr.toFile()).start();

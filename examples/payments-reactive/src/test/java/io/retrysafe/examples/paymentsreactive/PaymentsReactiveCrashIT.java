@@ -1,22 +1,14 @@
 package io.retrysafe.examples.paymentsreactive;
 
-import static io.retrysafe.conformance.PaymentsClient.payment;
-import static org.assertj.core.api.Assertions.assertThat;
 
 import io.retrysafe.conformance.CrashUnderLoad;
-import io.retrysafe.conformance.CrashUnderLoad.Answer;
-import io.retrysafe.conformance.PaymentsClient;
 import io.retrysafe.conformance.RestartConformance;
 import io.retrysafe.conformance.RestartableTarget;
-import io.retrysafe.examples.paymentstesting.PaymentsDatabase;
+import io.retrysafe.examples.paymentstesting.CrashChecks;
 import io.retrysafe.testservices.ChildJvm;
 import java.io.IOException;
-import java.net.http.HttpResponse;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
-import java.util.Map;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
@@ -94,23 +86,6 @@ class PaymentsReactiveCrashIT {
             start();
         });
 
-        // What a client sees of the kill: requests in flight end with no HTTP answer at all.
-        assertThat(load.cut()).as("requests in flight when the service died, left with no answer").isNotEmpty();
-        PaymentsClient client = new PaymentsClient(TARGET);
-        for (Map.Entry<String, String> intent : load.accountOf().entrySet()) {
-            String key = intent.getKey();
-            String account = intent.getValue();
-            HttpResponse<byte[]> replay = client.payUntilAnswered(TARGET.firstUser(), key, payment(account, 100),
-                    CrashUnderLoad.RETRIED, CrashUnderLoad.RETRY_BOUND, new ArrayList<>());
-            assertThat(replay.headers().firstValue("Idempotent-Replayed")).as("replay of %s", key).hasValue("true");
-            List<Answer> answers = new ArrayList<>(load.answersOf(key));
-            answers.add(Answer.of(replay));
-            assertThat(answers).as("every answer of %s", key).containsOnly(answers.get(0));
-            assertThat(answers.get(0).status()).as("%s", answers.get(0)).isEqualTo(201);
-            assertThat(PaymentsDatabase.payments(account)).as("payments of %s", key).isEqualTo(1);
-            assertThat(PaymentsDatabase.balance(account)).as("balance of %s", account).isEqualTo(9_900);
-        }
-        System.out.println("intents: " + load.accountOf().size() + "; requests cut by the kill: " + load.cut().size()
-                + ", refused while it was down: " + load.refused());
+        CrashChecks.assertEachIntentBookedOnce(load, TARGET);
     }
 }

@@ -7,9 +7,6 @@ import jakarta.servlet.ServletRequest;
 import jakarta.servlet.ServletResponse;
 import jakarta.servlet.http.HttpServletRequest;
 import java.io.IOException;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 
 /**
  * Test only: holds a request marked with a {@link TestHold} until the test releases it. A servlet
@@ -21,20 +18,7 @@ public final class HoldingFilter implements Filter {
     @Override
     public void doFilter(ServletRequest request, ServletResponse response, FilterChain chain)
             throws IOException, ServletException {
-        TestHold hold = TestHold.take(((HttpServletRequest) request).getHeader(TestHold.HEADER));
-        if (hold != null) {
-            hold.arrive();
-            try {
-                hold.released().get(60, TimeUnit.SECONDS);
-            } catch (TimeoutException e) {
-                throw new ServletException("test hold was not released within 60 s", e);
-            } catch (ExecutionException e) {
-                throw new ServletException(e);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new ServletException(e);
-            }
-        }
+        TestHold.holdIfMarked(((HttpServletRequest) request).getHeader(TestHold.HEADER));
         chain.doFilter(request, response);
     }
 }

@@ -5,7 +5,9 @@ import java.net.http.HttpRequest;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * A request that carries {@code X-Test-Hold: <name>}, held by a test filter of the service right after
@@ -35,6 +37,28 @@ public final class TestHold implements Hold {
     /** For the filter: the hold of a request's {@link #HEADER} value (null: none), which no other request gets. */
     public static TestHold take(String name) {
         return name == null ? null : HOLDS.remove(name);
+    }
+
+    /**
+     * For a filter of the service's stack: holds the request marked with {@code name} (its {@link #HEADER} value;
+     * null: none) until the test releases it, at most 60 s.
+     *
+     * @throws IllegalStateException the test did not release it in time, or the thread was interrupted
+     */
+    public static void holdIfMarked(String name) {
+        TestHold hold = take(name);
+        if (hold == null) {
+            return;
+        }
+        hold.arrive();
+        try {
+            hold.released().get(60, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        } catch (ExecutionException | TimeoutException e) {
+            throw new IllegalStateException("test hold was not released within 60 s", e);
+        }
     }
 
     /** For the filter: the request is held now. */
