@@ -7,14 +7,14 @@ import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.OwnerToken;
 import io.retrysafe.spi.RecordStatus;
+import io.retrysafe.testservices.SharedService;
 import java.nio.file.Files;
-import java.time.Duration;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
@@ -42,7 +42,7 @@ class ConsoleBrowserIT {
 
     @BeforeAll
     static void start() throws Exception {
-        requireBrowser(CHROMIUM, CHROMEDRIVER, "true".equalsIgnoreCase(System.getenv("CI")));
+        requireBrowser(CHROMIUM, CHROMEDRIVER, SharedService.isCi());
         f = new ConsoleFixture(false);
         ChromeOptions options = new ChromeOptions().setBinary(CHROMIUM.toFile())
                 .addArguments("--headless=new", "--window-size=1280,900", "--disable-dev-shm-usage",
@@ -61,13 +61,8 @@ class ConsoleBrowserIT {
     /** Aborts the class (skipped, with the reason) without the browser, or fails it when {@code ci}. */
     static void requireBrowser(Path chromium, Path chromedriver, boolean ci) {
         if (!Files.isExecutable(chromium) || !Files.isExecutable(chromedriver)) {
-            String reason = "Chromium and chromedriver are needed at " + chromium + " and " + chromedriver
-                    + " (Debian packages chromium and chromium-driver)";
-            // In CI the browser is part of the contract: a silent skip would hide a broken setup.
-            if (ci) {
-                throw new AssertionError(reason);
-            }
-            Assumptions.abort(reason);
+            SharedService.unavailable("Chromium and chromedriver are needed at " + chromium + " and " + chromedriver
+                    + " (Debian packages chromium and chromium-driver)", ci);
         }
     }
 

@@ -9,7 +9,7 @@ import org.junit.jupiter.api.Assumptions;
  * rule every test service follows when one is missing: the calling test is aborted (reported as
  * skipped, with the reason), unless {@code CI=true}, where the services are mandatory and it fails.
  */
-final class SharedService {
+public final class SharedService {
     private static final String LOG_PREFIX = "[retrysafe-test-services] ";
 
     private final String name;
@@ -61,16 +61,25 @@ final class SharedService {
         return unavailable(problem);
     }
 
-    /** Aborts the calling test (skipped with the reason), or fails it when {@code CI=true}. */
-    static <T> T unavailable(String reason) {
-        if (isCi()) {
+    /**
+     * Aborts the calling test (skipped with the reason), or fails it when {@code CI=true}: the rule for any service
+     * or program a test needs and the machine lacks.
+     */
+    public static <T> T unavailable(String reason) {
+        return unavailable(reason, isCi());
+    }
+
+    /** {@link #unavailable(String)}, with whether this is CI given, for a test of the rule itself. */
+    public static <T> T unavailable(String reason, boolean ci) {
+        if (ci) {
             // In CI the services are part of the contract: a silent skip would hide a broken setup.
             throw new AssertionError(reason);
         }
         return Assumptions.abort(reason);
     }
 
-    static boolean isCi() {
+    /** Whether {@code CI=true}: every service is mandatory. */
+    public static boolean isCi() {
         return "true".equalsIgnoreCase(env("CI", "").strip());
     }
 
