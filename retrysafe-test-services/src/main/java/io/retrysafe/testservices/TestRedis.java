@@ -39,10 +39,11 @@ import java.util.function.IntFunction;
  * {@code redis://127.0.0.1:6379}). Tests on it use a key prefix of their own and never flush
  * anything (no {@code FLUSHALL}, no {@code SCRIPT FLUSH}): others use that server too.
  *
- * <p>{@link #startServer(Path)}, {@link #startCluster(Path)} and {@link #startSentinel(Path, Server, String)}:
- * throwaway servers that the test starts as child processes of its JVM on loopback ports, for what must
- * not touch the shared server (server-wide commands), for a real Redis Cluster of three masters, and for
- * a Sentinel that names a private server as its master. They need {@code redis-server} and
+ * <p>{@link #startServer(Path)}, {@link #startCluster(Path)}, {@link #startSentinel(Path, Server, String)} and
+ * {@link #startReplicated}: throwaway servers that the test starts as child processes of its JVM on loopback
+ * ports, for what must not touch the shared server (server-wide commands), for a real Redis Cluster of three
+ * masters, for a Sentinel that names a private server as its master, and for a master with replicas that
+ * Sentinels fail over. They need {@code redis-server} and
  * {@code redis-cli} on the {@code PATH}.
  *
  * <p>As in {@link TestDatabases}: if the local Redis does not answer or the binaries are missing, the
@@ -216,6 +217,185 @@ public final class TestRedis {
         log("Redis: started a Sentinel on port " + node.port + " for master " + masterName + " on port "
                 + master.port());
         return new Sentinel(node, masterName);
+    }
+
+    /**
+     * Starts a replicated Redis under Sentinel, for tests of a failover: a master and {@code replicas} replicas
+     * streaming from it (no persistence), and {@code sentinels} Sentinels that agree by majority that the master is
+     * down once it has not answered for {@code downAfter}, and promote a replica. Returns once every replica streams
+     * and every Sentinel names the master. Close it to stop every process.
+     */
+    public static Replicated startReplicated(Path dir, int replicas, int sentinels, String masterName,
+            Duration downAfter) {
+        requireBinaries();
+        List<Node> started = new ArrayList<>();
+        try {
+            Node master = startNode(dir, false);
+            started.add(master);
+            for (int i = 0; i < replicas; i++) {
+                started.add(startOnFreePort(port -> startReplicaOn(dir, port, master.port), false));
+            }
+            List<Node> watchers = new ArrayList<>();
+            for (int i = 0; i < sentinels; i++) {
+                Node sentinel = startOnFreePort(port -> startSentinelOn(dir, port, master.port, masterName,
+                        sentinels / 2 + 1, downAfter), false);
+                watchers.add(sentinel);
+                started.add(sentinel);
+            }
+            Replicated set = new Replicated(dir, masterName, started.subList(0, replicas + 1), watchers);
+            set.awaitReplicas(master.port);
+            log("Redis: started a master on port " + master.port + ", " + replicas + " replica(s) and "
+                    + sentinels + " Sentinel(s) on ports " + watchers.stream().map(n -> n.port).toList());
+            return set;
+        } catch (RuntimeException | Error e) {
+            started.forEach(Node::stop);
+            throw e;
+        }
+    }
+
+    /**
+     * A master, its replicas and the Sentinels that watch them ({@link #startReplicated}); {@link #failover()} kills
+     * the master and waits until the Sentinels have promoted a replica.
+     */
+    public static final class Replicated implements AutoCloseable {
+        private static final Duration FAILOVER_TIMEOUT = Duration.ofSeconds(60);
+        private final Path dir;
+        private final String masterName;
+        private final List<Node> servers;
+        private final List<Node> sentinels;
+
+        private Replicated(Path dir, String masterName, List<Node> servers, List<Node> sentinels) {
+            this.dir = dir;
+            this.masterName = masterName;
+            this.servers = new ArrayList<>(servers);
+            this.sentinels = List.copyOf(sentinels);
+        }
+
+        /** A client's URI: every Sentinel, which Lettuce asks for the master on each connect. */
+        public RedisURI uri() {
+            RedisURI.Builder b = RedisURI.Builder.sentinel(LOOPBACK, sentinels.get(0).port, masterName);
+            sentinels.subList(1, sentinels.size()).forEach(s -> b.withSentinel(LOOPBACK, s.port));
+            return b.build();
+        }
+
+        /** The same as a URI string ({@code redis-sentinel://host:port,host:port#name}), for configuration. */
+        public String uriString() {
+            StringBuilder b = new StringBuilder("redis-sentinel://");
+            for (int i = 0; i < sentinels.size(); i++) {
+                b.append(i == 0 ? "" : ",").append(LOOPBACK).append(':').append(sentinels.get(i).port);
+            }
+            return b.append('#').append(masterName).toString();
+        }
+
+        /** The master's port, as the first Sentinel that answers names it. */
+        public synchronized int masterPort() {
+            for (Node sentinel : sentinels) {
+                List<String> address = array(sentinel.port, "SENTINEL get-master-addr-by-name " + masterName);
+                if (address.size() == 2) {
+                    return Integer.parseInt(address.get(1));
+                }
+            }
+            throw new IllegalStateException("no Sentinel names a master for " + masterName);
+        }
+
+        /** The replicas' ports (every server but the master). */
+        public synchronized List<Integer> replicaPorts() {
+            int master = masterPort();
+            return servers.stream().map(n -> n.port).filter(p -> p != master).toList();
+        }
+
+        /**
+         * The master crashes (SIGKILL) with its replicas {@code behind}: the replicas are frozen (SIGSTOP) and the master
+         * drops its links to them ({@code CLIENT KILL TYPE replica}), so that the writes it acknowledges in that time
+         * reach none of them (frozen, they cannot reconnect and ask for them), then it is killed and they run on
+         * (SIGCONT). Asynchronous replication loses writes exactly so, when a master dies with its replicas behind.
+         * Returns the port of the replica the Sentinels promoted, once every Sentinel names it, and once the killed
+         * server runs again as its replica (empty, then copied from it) and every replica streams from it.
+         */
+        public synchronized int failover(Duration behind) throws InterruptedException {
+            int old = masterPort();
+            Node killed = servers.stream().filter(n -> n.port == old).findFirst().orElseThrow();
+            List<Node> replicas = servers.stream().filter(n -> n != killed).toList();
+            replicas.forEach(n -> signal(n, "STOP"));
+            try {
+                if (command(old, "CLIENT KILL TYPE replica") == null) {
+                    throw new IllegalStateException("the master on port " + old + " did not drop its replicas");
+                }
+                Thread.sleep(behind.toMillis()); // the fault itself: the replicas fall behind for this long
+                killed.kill();
+            } finally {
+                replicas.forEach(n -> signal(n, "CONT"));
+            }
+            int[] promoted = {-1};
+            await("the Sentinels promote a replica of " + masterName).atMost(FAILOVER_TIMEOUT)
+                    .pollDelay(Duration.ZERO).pollInterval(POLL).until(() -> {
+                        for (Node sentinel : sentinels) {
+                            List<String> address = array(sentinel.port,
+                                    "SENTINEL get-master-addr-by-name " + masterName);
+                            if (address.size() != 2 || Integer.parseInt(address.get(1)) == old) {
+                                return false;
+                            }
+                            promoted[0] = Integer.parseInt(address.get(1));
+                        }
+                        String role = command(promoted[0], "INFO replication");
+                        return role != null && role.contains("role:master");
+                    });
+            // Started again only now, as a replica: an empty server back as master before the promotion would be
+            // copied to the replicas and erase everything.
+            servers.set(servers.indexOf(killed), startReplicaOn(dir, old, promoted[0]));
+            awaitReplicas(promoted[0]);
+            log("Redis: failover of " + masterName + " from port " + old + " to port " + promoted[0]);
+            return promoted[0];
+        }
+
+        private static void signal(Node node, String signal) {
+            try {
+                Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(node.process.pid())).start();
+                if (!kill.waitFor(STOP_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS) || kill.exitValue() != 0) {
+                    throw new IllegalStateException("kill -" + signal + " of redis-server on port " + node.port
+                            + " failed");
+                }
+            } catch (IOException e) {
+                throw new IllegalStateException("cannot run kill -" + signal + ": " + e, e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while signalling redis-server on port " + node.port, e);
+            }
+        }
+
+        /** SIGKILL of every replica: the master goes on alone, with no replica to acknowledge its writes. */
+        public synchronized void killReplicas() {
+            int master = masterPort();
+            servers.stream().filter(n -> n.port != master).forEach(Node::kill);
+        }
+
+        /** Starts every replica that is not running again; returns once each streams from the master. */
+        public synchronized void restartReplicas() {
+            int master = masterPort();
+            for (int i = 0; i < servers.size(); i++) {
+                Node n = servers.get(i);
+                if (n.port != master && !n.process.isAlive()) {
+                    servers.set(i, startReplicaOn(dir, n.port, master));
+                }
+            }
+            awaitReplicas(master);
+        }
+
+        /** Returns once the master on {@code port} has every other server as a replica streaming from it. */
+        private void awaitReplicas(int port) {
+            String connected = "connected_slaves:" + (servers.size() - 1);
+            await("every replica streams from port " + port).atMost(FAILOVER_TIMEOUT).pollDelay(Duration.ZERO)
+                    .pollInterval(POLL).until(() -> {
+                        String info = command(port, "INFO replication");
+                        return info != null && info.contains(connected);
+                    });
+        }
+
+        @Override
+        public synchronized void close() {
+            sentinels.forEach(Node::stop);
+            servers.forEach(Node::stop);
+        }
     }
 
     /** A running Redis Sentinel; {@link #close()} stops it. */
@@ -408,6 +588,36 @@ public final class TestRedis {
         return launch(dir, port, command, "to answer PING", () -> "+PONG".equals(command(port, "PING")));
     }
 
+    /** Starts {@code redis-server} on {@code port} as a replica of the server on {@code masterPort}. */
+    private static Node startReplicaOn(Path dir, int port, int masterPort) {
+        List<String> command = new ArrayList<>(List.of("redis-server", "--port", Integer.toString(port),
+                "--replicaof", LOOPBACK, Integer.toString(masterPort), "--dir", dir.toString(), "--save", "",
+                "--appendonly", "no", "--bind", LOOPBACK, "--daemonize", "no"));
+        return launch(dir, port, command, "to stream from port " + masterPort, () -> {
+            String info = command(port, "INFO replication");
+            return info != null && info.contains("master_link_status:up");
+        });
+    }
+
+    /** Starts a Sentinel on {@code port} that watches the master on {@code masterPort}. */
+    private static Node startSentinelOn(Path dir, int port, int masterPort, String masterName, int quorum,
+            Duration downAfter) {
+        Path config = dir.resolve("sentinel-" + port + ".conf");
+        try {
+            // Sentinel rewrites its configuration file as it learns: it must be a file of its own.
+            Files.writeString(config, "port " + port + "\nbind " + LOOPBACK + "\ndir " + dir
+                    + "\nsentinel monitor " + masterName + " " + LOOPBACK + " " + masterPort + " " + quorum
+                    + "\nsentinel down-after-milliseconds " + masterName + " " + downAfter.toMillis()
+                    + "\nsentinel failover-timeout " + masterName + " 10000"
+                    + "\nsentinel parallel-syncs " + masterName + " 2\n", StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot write " + config + ": " + e, e);
+        }
+        String lookup = "SENTINEL get-master-addr-by-name " + masterName;
+        return launch(dir, port, List.of("redis-server", config.toString(), "--sentinel"), "to answer " + lookup,
+                () -> array(port, lookup).size() == 2);
+    }
+
     /**
      * Runs {@code command} (a server that listens on {@code port}, its output in a log in {@code dir}) and
      * returns once {@code ready}; {@link ServerExited} if it exited instead.
@@ -463,22 +673,51 @@ public final class TestRedis {
      * nothing answers on the port. Enough for PING and CLUSTER INFO without a client.
      */
     private static String command(int port, String inline) {
-        try (Socket socket = new Socket()) {
-            socket.connect(new InetSocketAddress(LOOPBACK, port), (int) PROBE_TIMEOUT.toMillis());
-            socket.setSoTimeout((int) PROBE_TIMEOUT.toMillis());
-            OutputStream out = socket.getOutputStream();
-            out.write((inline + "\r\n").getBytes(US_ASCII));
-            out.flush();
-            InputStream in = socket.getInputStream();
+        return sent(port, inline, in -> {
             String first = line(in);
             if (!first.startsWith("$")) {
                 return first;
             }
             int length = Integer.parseInt(first.substring(1));
             return length < 0 ? null : new String(in.readNBytes(length), StandardCharsets.UTF_8);
+        }, null);
+    }
+
+    /** What reads a reply. */
+    @FunctionalInterface
+    private interface Reply<T> {
+        T read(InputStream in) throws IOException;
+    }
+
+    /** Sends one inline command on a connection of its own and reads its reply; {@code none} if nothing answers. */
+    private static <T> T sent(int port, String inline, Reply<T> reply, T none) {
+        try (Socket socket = new Socket()) {
+            socket.connect(new InetSocketAddress(LOOPBACK, port), (int) PROBE_TIMEOUT.toMillis());
+            socket.setSoTimeout((int) PROBE_TIMEOUT.toMillis());
+            OutputStream out = socket.getOutputStream();
+            out.write((inline + "\r\n").getBytes(US_ASCII));
+            out.flush();
+            return reply.read(socket.getInputStream());
         } catch (IOException | RuntimeException e) {
-            return null;
+            return none;
         }
+    }
+
+    /** Sends one inline command and returns an array reply of bulk strings; empty if there is none. */
+    private static List<String> array(int port, String inline) {
+        return sent(port, inline, in -> {
+            String first = line(in);
+            if (!first.startsWith("*") || first.equals("*-1")) {
+                return List.of();
+            }
+            List<String> items = new ArrayList<>();
+            for (int i = Integer.parseInt(first.substring(1)); i > 0; i--) {
+                int length = Integer.parseInt(line(in).substring(1));
+                items.add(new String(in.readNBytes(length), StandardCharsets.UTF_8));
+                line(in); // the CRLF after the bulk string
+            }
+            return items;
+        }, List.of());
     }
 
     private static String line(InputStream in) throws IOException {
