@@ -117,8 +117,12 @@ public class RetrySafeAutoConfiguration {
         RedisIdempotencyStore retrySafeStore(RetrySafeProperties properties,
                 @Qualifier("retrySafeStoreRedisClient") RetrySafeRedisClient client) {
             RetrySafeProperties.Redis r = properties.store().redis();
-            RedisIdempotencyStore store = client.store().keyPrefix(r.keyPrefix()).commandTimeout(r.commandTimeout())
-                    .build();
+            RedisIdempotencyStore.Builder builder = client.store().keyPrefix(r.keyPrefix())
+                    .commandTimeout(r.commandTimeout());
+            if (r.waitForReplicas() > 0) {
+                builder.waitForReplicas(r.waitForReplicas(), r.replicaTimeout());
+            }
+            RedisIdempotencyStore store = builder.build();
             // Ready before the server takes requests: the first ones must not wait for the connection.
             if (!store.connect(r.startupWait())) {
                 LOG.log(Level.WARNING, () -> "[" + store.name() + "] not connected to Redis within "

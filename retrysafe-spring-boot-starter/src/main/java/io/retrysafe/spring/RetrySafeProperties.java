@@ -107,9 +107,14 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
      * @param startupWait how long the application's start waits for the store to connect and load its scripts
      *     (a cluster's topology learnt), so that its first requests find it ready; past it the application starts
      *     anyway, the store's health is DOWN, and the store connects on first use
+     * @param waitForReplicas replicas that must acknowledge each claim and completion ({@code WAIT}) before it
+     *     counts, so that a failover does not lose it; 0 (the default): none waited for
+     * @param replicaTimeout how long a claim or a completion waits for them; a claim not acknowledged in time is
+     *     refused (503), a completion still answers
      */
     public record Redis(String uri, @DefaultValue("retrysafe:") String keyPrefix,
-            @DefaultValue("2s") Duration commandTimeout, @DefaultValue("10s") Duration startupWait) {
+            @DefaultValue("2s") Duration commandTimeout, @DefaultValue("10s") Duration startupWait,
+            @DefaultValue("0") int waitForReplicas, @DefaultValue("500ms") Duration replicaTimeout) {
     }
 
     /**

@@ -2,6 +2,7 @@ package io.retrysafe.redis;
 
 import static java.nio.charset.StandardCharsets.US_ASCII;
 
+import io.lettuce.core.KeyValue;
 import io.lettuce.core.RedisBusyException;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisCommandExecutionException;
@@ -32,6 +33,10 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
@@ -62,6 +67,10 @@ import java.util.function.Supplier;
  * run the operation. Only a Redis that could not answer is {@linkplain StoreUnavailableException#isUnreachable()
  * unreachable}, the one failure fail-open runs through; an error Redis answered with (a record the
  * scripts cannot read, {@code OOM}) and a record this store cannot decode are refused either way.
+ *
+ * <p>Redis replicates asynchronously: a master that fails over may lose the writes it acknowledged last, and a
+ * claim or a completion lost that way lets a retry run the operation again. {@link Builder#waitForReplicas} makes
+ * each claim and completion wait until replicas have it (docs/redis.md, "Failover").
  */
 public final class RedisIdempotencyStore implements IdempotencyStore, AutoCloseable {
     public static final String DEFAULT_KEY_PREFIX = "retrysafe:";
@@ -78,6 +87,9 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
      * reading a file blocks.
      */
     private static final List<Script> SCRIPTS = Script.STORE;
+    /** The record's fields an acknowledgement reads back ({@code claim.lua} and {@code complete.lua} write them). */
+    private static final byte[] STATUS_FIELD = "status".getBytes(US_ASCII);
+    private static final byte[] TOKEN_FIELD = "token".getBytes(US_ASCII);
 
     private final String topology;
     private final String keyPrefix;
@@ -85,6 +97,10 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     private final String name;
     private final Duration commandTimeout;
     private final LazyConnection connection;
+    /** Replicas that must acknowledge a claim or a completion before it counts; 0: none waited for. */
+    private final int replicas;
+    private final Duration replicaTimeout;
+    private final LongAdder unacknowledgedCompletions = new LongAdder();
     private final AsyncIdempotencyStore async = new AsyncView();
 
     private RedisIdempotencyStore(Builder b) {
@@ -93,6 +109,8 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         this.keyPrefixBytes = keyPrefix.getBytes(US_ASCII);
         this.name = b.name == null ? DEFAULT_NAME : b.name;
         this.commandTimeout = b.commandTimeout == null ? DEFAULT_COMMAND_TIMEOUT : b.commandTimeout;
+        this.replicas = b.replicas;
+        this.replicaTimeout = b.replicaTimeout;
         this.connection = new LazyConnection("retrysafe-" + name + "-connect",
                 "idempotency store " + name + " is closed", b.connector, this::initialise, commandTimeout, RETRY_AFTER,
                 b.ticker == null ? System::nanoTime : b.ticker,
@@ -124,6 +142,20 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         return commandTimeout;
     }
 
+    /** How many replicas must acknowledge each claim and completion ({@link Builder#waitForReplicas}); 0 if none. */
+    public int replicasToWaitFor() {
+        return replicas;
+    }
+
+    /**
+     * Completions stored on the master that fewer replicas than {@link #replicasToWaitFor()} acknowledged in time:
+     * each was answered all the same (the operation had run), and a failover before its replicas caught up would
+     * lose it. Always 0 without {@link Builder#waitForReplicas}.
+     */
+    public long unacknowledgedCompletions() {
+        return unacknowledgedCompletions.sum();
+    }
+
     @Override
     public String name() {
         return name;
@@ -149,14 +181,33 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     @Override
     public ClaimResult tryClaim(ClaimRequest request) {
         byte[] recordKey = recordKey(request.key());
-        List<Object> answer = run(Script.CLAIM, "claim", recordKey, RedisRecords.claimArgs(request));
-        return decoded("claim", recordKey, () -> RedisRecords.claimResult(answer, request, name));
+        Link l = link("claim");
+        List<Object> answer = run(l, Script.CLAIM, "claim", recordKey, RedisRecords.claimArgs(request));
+        ClaimResult result = decoded("claim", recordKey, () -> RedisRecords.claimResult(answer, request, name));
+        if (result instanceof ClaimResult.Claimed claimed && replicas > 0
+                && !await(acknowledged(l, recordKey, claimed.token(), false))) {
+            try {
+                release(request.key(), claimed.token());
+            } catch (StoreUnavailableException e) {
+                LOG.log(Level.DEBUG, () -> "[" + name + "] releasing an unacknowledged claim failed; it frees when "
+                        + "its lease ends: " + e.getMessage());
+            }
+            throw unacknowledgedClaim(recordKey);
+        }
+        return result;
     }
 
     @Override
     public FencedWrite complete(IdempotencyKey key, OwnerToken token, StoredResponse response, Duration retention) {
-        return RedisRecords.fencedWrite(run(Script.COMPLETE, "complete", recordKey(key),
+        byte[] recordKey = recordKey(key);
+        Link l = link("complete");
+        FencedWrite write = RedisRecords.fencedWrite(run(l, Script.COMPLETE, "complete", recordKey,
                 RedisRecords.completeArgs(token, response, retention)));
+        if (write instanceof FencedWrite.Committed && replicas > 0
+                && !await(acknowledged(l, recordKey, token, true))) {
+            unacknowledgedCompletion(recordKey);
+        }
+        return write;
     }
 
     @Override
@@ -243,7 +294,10 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
      * the call made once more. Nothing ran on the first call, so repeating it is safe.
      */
     private <T> T run(Script script, String operation, byte[] recordKey, byte[]... args) {
-        Link l = link(operation);
+        return run(link(operation), script, operation, recordKey, args);
+    }
+
+    private <T> T run(Link l, Script script, String operation, byte[] recordKey, byte[]... args) {
         byte[][] keys = {recordKey};
         try {
             try {
@@ -375,6 +429,70 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     }
 
     // ------------------------------------------------------------------------------------------
+    // Replicas
+    // ------------------------------------------------------------------------------------------
+
+    /**
+     * Whether {@link #replicas} replicas acknowledged this connection's writes within {@link #replicaTimeout}
+     * ({@code WAIT}), and the record still says what was written: {@code token} holds it, completed or in progress.
+     * The read goes with the {@code WAIT}, in one round trip (Redis answers it once the {@code WAIT} returns). It
+     * guards against a connection that Lettuce re-established in between, maybe to a promoted replica: a
+     * {@code WAIT} there counts no write of ours and would confirm at once. Never fails: a failure is no
+     * acknowledgement.
+     */
+    private CompletableFuture<Boolean> acknowledged(Link l, byte[] recordKey, OwnerToken token, boolean completed) {
+        try {
+            CompletableFuture<Long> acked = l.async().waitForReplication(replicas, replicaTimeout.toMillis())
+                    .toCompletableFuture();
+            CompletableFuture<List<KeyValue<byte[], byte[]>>> record = l.async()
+                    .hmget(recordKey, STATUS_FIELD, TOKEN_FIELD).toCompletableFuture();
+            return acked.thenCombine(record, (n, fields) -> n >= replicas && holds(fields, token, completed))
+                    .exceptionally(e -> false);
+        } catch (RuntimeException e) {
+            return CompletableFuture.completedFuture(false);
+        }
+    }
+
+    private static boolean holds(List<KeyValue<byte[], byte[]>> fields, OwnerToken token, boolean completed) {
+        return fields.size() == 2 && fields.get(0).hasValue() && fields.get(1).hasValue()
+                && new String(fields.get(0).getValue(), US_ASCII).equals(completed ? "COMPLETED" : "IN_PROGRESS")
+                && new String(fields.get(1).getValue(), US_ASCII).equals(token.toString());
+    }
+
+    /** {@code acknowledged} on the blocking path: Lettuce's command timeout bounds it; interrupted is false. */
+    private boolean await(CompletableFuture<Boolean> acknowledged) {
+        try {
+            return acknowledged.get(replicaTimeout.plus(commandTimeout).toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        } catch (ExecutionException | TimeoutException e) {
+            return false;
+        }
+    }
+
+    /**
+     * A claim the replicas did not acknowledge is not run: a failover could lose it, and a retry on the promoted
+     * replica would run the operation beside this one. Refused (Redis answered), so fail-open never runs it either.
+     */
+    private StoreUnavailableException unacknowledgedClaim(byte[] recordKey) {
+        return refused("claim", "fewer than " + replicas + " replica(s) acknowledged the claim of "
+                + new String(recordKey, US_ASCII) + " within " + replicaTimeout.toMillis() + " ms (waitForReplicas); "
+                + "the operation was not run", null);
+    }
+
+    /**
+     * A completion the replicas did not acknowledge still answers: the operation ran, and a 503 would only bring
+     * the retry that a lost completion cannot stop. Counted and logged, for the operator.
+     */
+    private void unacknowledgedCompletion(byte[] recordKey) {
+        unacknowledgedCompletions.increment();
+        LOG.log(Level.WARNING, () -> "[" + name + "] fewer than " + replicas + " replica(s) acknowledged the "
+                + "completion of " + new String(recordKey, US_ASCII) + " within " + replicaTimeout.toMillis()
+                + " ms; answered all the same, but a failover before the replicas catch up would lose it");
+    }
+
+    // ------------------------------------------------------------------------------------------
     // The non-blocking SPI
     // ------------------------------------------------------------------------------------------
 
@@ -418,19 +536,40 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         public CompletionStage<ClaimResult> tryClaim(ClaimRequest request) {
             return checked(() -> {
                 byte[] recordKey = recordKey(request.key());
-                return RedisIdempotencyStore.this.<List<Object>>runAsync(Script.CLAIM, "claim", recordKey,
-                        RedisRecords.claimArgs(request))
+                byte[][] keys = {recordKey};
+                byte[][] args = RedisRecords.claimArgs(request);
+                return onConnection("claim", recordKey, l -> l.<List<Object>>evalAsync(Script.CLAIM, keys, args)
                         .thenApply(answer -> decoded("claim", recordKey,
-                                () -> RedisRecords.claimResult(answer, request, name)));
+                                () -> RedisRecords.claimResult(answer, request, name)))
+                        .thenCompose(result -> result instanceof ClaimResult.Claimed claimed && replicas > 0
+                                ? acknowledged(l, recordKey, claimed.token(), false).thenCompose(ok -> ok
+                                        ? CompletableFuture.completedFuture(result)
+                                        : release(request.key(), claimed.token()).toCompletableFuture()
+                                                .handle((released, e) -> null)
+                                                .thenCompose(x -> CompletableFuture.failedFuture(
+                                                        unacknowledgedClaim(recordKey))))
+                                : CompletableFuture.completedFuture(result)));
             });
         }
 
         @Override
         public CompletionStage<FencedWrite> complete(IdempotencyKey key, OwnerToken token, StoredResponse response,
                 Duration retention) {
-            return checked(() -> RedisIdempotencyStore.this.<Long>runAsync(Script.COMPLETE, "complete",
-                    recordKey(key), RedisRecords.completeArgs(token, response, retention))
-                    .thenApply(RedisRecords::fencedWrite));
+            return checked(() -> {
+                byte[] recordKey = recordKey(key);
+                byte[][] keys = {recordKey};
+                byte[][] args = RedisRecords.completeArgs(token, response, retention);
+                return onConnection("complete", recordKey, l -> l.<Long>evalAsync(Script.COMPLETE, keys, args)
+                        .thenApply(RedisRecords::fencedWrite)
+                        .thenCompose(write -> write instanceof FencedWrite.Committed && replicas > 0
+                                ? acknowledged(l, recordKey, token, true).thenApply(ok -> {
+                                    if (!ok) {
+                                        unacknowledgedCompletion(recordKey);
+                                    }
+                                    return write;
+                                })
+                                : CompletableFuture.completedFuture(write)));
+            });
         }
 
         @Override
@@ -479,7 +618,8 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     @Override
     public String toString() {
         return "RedisIdempotencyStore[name=" + name + ", topology=" + topology + ", keyPrefix=" + keyPrefix
-                + ", commandTimeout=" + commandTimeout + "]";
+                + ", commandTimeout=" + commandTimeout + (replicas > 0 ? ", waitForReplicas=" + replicas + " within "
+                + replicaTimeout : "") + "]";
     }
 
     /** Builds a {@link RedisIdempotencyStore}; each value may be set once. */
@@ -490,6 +630,8 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         private String name;
         private Duration commandTimeout;
         private LongSupplier ticker;
+        private int replicas;
+        private Duration replicaTimeout;
 
         private Builder(Supplier<Link> connector, String topology) {
             this.connector = connector;
@@ -539,7 +681,35 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
             return this;
         }
 
+        /**
+         * Waits, after each claim and each completion, until {@code replicas} replicas have it ({@code WAIT}), at
+         * most {@code timeout}; off by default. A claim they do not acknowledge in time is released and refused
+         * ({@code 503}, never run, also with fail-open): a failover could lose it and let a retry run beside it. A
+         * completion they do not acknowledge still answers (the operation ran) and is counted in
+         * {@link #unacknowledgedCompletions()}. With every replica acknowledging, the replica a Sentinel promotes
+         * has every claim that ran and every completion that answered; with fewer, the one promoted may not. Each
+         * wait holds the store's one connection for a replica's round trip, and with fewer replicas up than
+         * {@code replicas} every claim is refused: run one replica more than you wait for. A standalone or
+         * Sentinel-managed Redis only: on a Cluster, refused when the store is built. {@code timeout} must be shorter
+         * than the command timeout.
+         */
+        public Builder waitForReplicas(int replicas, Duration timeout) {
+            Require.unset(this.replicaTimeout, "waitForReplicas");
+            this.replicas = Require.between(replicas, 1, 16, "replicas");
+            this.replicaTimeout = Require.atLeastOneMilli(timeout, "timeout");
+            return this;
+        }
+
         public RedisIdempotencyStore build() {
+            if (replicas > 0 && topology.equals("cluster")) {
+                throw new IllegalStateException("waitForReplicas is for a standalone or Sentinel-managed Redis: on a "
+                        + "Redis Cluster a WAIT reaches one node, not the one that holds the record");
+            }
+            Duration timeout = commandTimeout == null ? DEFAULT_COMMAND_TIMEOUT : commandTimeout;
+            if (replicas > 0 && replicaTimeout.compareTo(timeout) >= 0) {
+                throw new IllegalStateException("waitForReplicas timeout (" + replicaTimeout + ") must be shorter than "
+                        + "the command timeout (" + timeout + "), which bounds the WAIT command too");
+            }
             return new RedisIdempotencyStore(this);
         }
     }

@@ -1,0 +1,153 @@
+package io.retrysafe.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
+
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.StoreUnavailableException;
+import io.retrysafe.StoredResponse;
+import io.retrysafe.spi.ClaimRequest;
+import io.retrysafe.spi.ClaimResult.Claimed;
+import io.retrysafe.spi.ClaimResult.Replay;
+import io.retrysafe.spi.FencedWrite;
+import io.retrysafe.spi.OwnerToken;
+import io.retrysafe.spi.RecordStatus;
+import io.retrysafe.testservices.TestRedis;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletionException;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code waitForReplicas}: a claim and a completion wait until a replica has them, on a master with one replica
+ * under a Sentinel (the store finds the master through it). What a failover does under load is the fault suite's.
+ */
+class RedisReplicasIT {
+    private static final Duration LEASE = Duration.ofSeconds(30);
+    private static final Duration RETENTION = Duration.ofHours(1);
+    private static final Duration REPLICA_TIMEOUT = Duration.ofMillis(300);
+
+    @TempDir
+    Path dir;
+
+    private TestRedis.Replicated redis;
+    private RedisClient client;
+    private RedisIdempotencyStore store;
+
+    @BeforeEach
+    void start() {
+        redis = TestRedis.startReplicated(dir, 1, 1, "records", Duration.ofSeconds(5));
+        client = RedisClient.create(redis.uri());
+        store = RedisIdempotencyStore.builder(client).waitForReplicas(1, REPLICA_TIMEOUT).build();
+    }
+
+    @AfterEach
+    void stop() {
+        store.close();
+        client.shutdown();
+        redis.close();
+    }
+
+    @Test
+    void aClaimAndACompletionAreOnTheReplicaWhenTheyReturn() {
+        IdempotencyKey key = key();
+        Claimed claimed = (Claimed) store.tryClaim(request(key));
+        assertThat(onReplica(key)).containsEntry("status", "IN_PROGRESS");
+
+        assertThat(store.complete(key, claimed.token(), answer("paid"), RETENTION)).isEqualTo(FencedWrite.COMMITTED);
+        assertThat(onReplica(key)).containsEntry("status", "COMPLETED").containsEntry("rbody", "paid");
+        assertThat(store.unacknowledgedCompletions()).isZero();
+        assertThat(store.tryClaim(request(key))).isInstanceOf(Replay.class);
+    }
+
+    @Test
+    void aClaimNoReplicaAcknowledgesIsRefusedAndReleased() {
+        redis.killReplicas();
+        IdempotencyKey key = key();
+
+        Throwable refused = catchThrowable(() -> store.tryClaim(request(key)));
+        assertThat(refused).isInstanceOf(StoreUnavailableException.class)
+                .hasMessageContaining("replica(s) acknowledged the claim").hasMessageContaining("not run");
+        // Redis answered: fail-open must not run the operation unprotected either.
+        assertThat(((StoreUnavailableException) refused).isUnreachable()).isFalse();
+        assertReleased(key);
+
+        Throwable async = catchThrowable(() -> store.async().tryClaim(request(key)).toCompletableFuture().join());
+        assertThat(async).isInstanceOf(CompletionException.class).cause()
+                .isInstanceOf(StoreUnavailableException.class).hasMessageContaining("acknowledged the claim");
+        assertReleased(key);
+
+        redis.restartReplicas();
+        assertThat(store.tryClaim(request(key))).as("the replica back").isInstanceOf(Claimed.class);
+    }
+
+    @Test
+    void aCompletionNoReplicaAcknowledgesStillAnswersAndIsCounted() {
+        IdempotencyKey key = key();
+        Claimed claimed = (Claimed) store.tryClaim(request(key));
+        IdempotencyKey asyncKey = key();
+        Claimed asyncClaimed = (Claimed) store.async().tryClaim(request(asyncKey)).toCompletableFuture().join();
+        redis.killReplicas();
+
+        assertThat(store.complete(key, claimed.token(), answer("paid"), RETENTION)).isEqualTo(FencedWrite.COMMITTED);
+        assertThat(store.unacknowledgedCompletions()).isEqualTo(1);
+        assertThat(store.async().complete(asyncKey, asyncClaimed.token(), answer("paid too"), RETENTION)
+                .toCompletableFuture().join()).isEqualTo(FencedWrite.COMMITTED);
+        assertThat(store.unacknowledgedCompletions()).isEqualTo(2);
+        assertThat(store.inspect(key).orElseThrow().status()).isEqualTo(RecordStatus.COMPLETED);
+    }
+
+    @Test
+    void aStoreThatWaitsForReplicasIsRefusedOnAClusterAndWithATimeoutPastTheCommandTimeout() {
+        RedisClusterClient cluster = RedisClusterClient.create(RedisURI.create("127.0.0.1", 7000));
+        try {
+            assertThatThrownBy(() -> RedisIdempotencyStore.builder(cluster).waitForReplicas(1, REPLICA_TIMEOUT).build())
+                    .isInstanceOf(IllegalStateException.class).hasMessageContaining("Redis Cluster");
+        } finally {
+            cluster.shutdown();
+        }
+        assertThatThrownBy(() -> RedisIdempotencyStore.builder(client).commandTimeout(Duration.ofSeconds(1))
+                .waitForReplicas(1, Duration.ofSeconds(1)).build())
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("shorter than the command timeout");
+        assertThatThrownBy(() -> RedisIdempotencyStore.builder(client).waitForReplicas(0, REPLICA_TIMEOUT))
+                .isInstanceOf(IllegalArgumentException.class);
+    }
+
+    /** A released claim stays as a failed attempt, which the next claim takes over at once. */
+    private void assertReleased(IdempotencyKey key) {
+        assertThat(store.inspect(key).orElseThrow().status()).as("the claim released").isEqualTo(RecordStatus.FAILED);
+    }
+
+    /** The record's fields as the replica holds them: read on the replica itself. */
+    private Map<String, String> onReplica(IdempotencyKey key) {
+        RedisClient direct = RedisClient.create(RedisURI.create("127.0.0.1", redis.replicaPorts().get(0)));
+        try (StatefulRedisConnection<String, String> c = direct.connect()) {
+            return c.sync().hgetall(store.redisKey(key));
+        } finally {
+            direct.shutdown();
+        }
+    }
+
+    private static IdempotencyKey key() {
+        return IdempotencyKey.of("replicas-it", UUID.randomUUID().toString());
+    }
+
+    private static ClaimRequest request(IdempotencyKey key) {
+        return new ClaimRequest(key, Fingerprints.ANY, OwnerToken.random(), LEASE, RETENTION);
+    }
+
+    private static StoredResponse answer(String body) {
+        return StoredResponse.of(201, Map.of("Content-Type", List.of("text/plain")), body.getBytes());
+    }
+}
