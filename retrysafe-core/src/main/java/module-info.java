@@ -4,7 +4,8 @@
  *
  * <p>{@code io.retrysafe} and {@code io.retrysafe.spi} are the API. {@code io.retrysafe.internal} holds the
  * helpers RetrySafe's own modules share (argument checks, hex, the stored-header encoding, the fast path's
- * decisions); it is exported to those modules only and may change in any release.
+ * decisions, canonical JSON and the HTTP fingerprint, an engine's keys in flight and its builder's settings);
+ * it is exported to those modules only and may change in any release.
  */
 @SuppressWarnings("module") // the modules named below are not on the module path when this one is built
 module io.retrysafe {

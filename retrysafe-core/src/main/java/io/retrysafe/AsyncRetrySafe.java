@@ -1,5 +1,6 @@
 package io.retrysafe;
 
+import io.retrysafe.internal.InFlightKeys;
 import io.retrysafe.internal.Require;
 import io.retrysafe.spi.AsyncIdempotencyStore;
 import io.retrysafe.spi.ClaimRequest;
@@ -87,7 +88,7 @@ public final class AsyncRetrySafe {
      * The keys in flight on this instance: one registry, shared by every copy of this engine (and, for an
      * engine made by {@link RetrySafe#withAsyncStore}, with the blocking engine that made it).
      */
-    public InFlightKeys inFlight() {
+    InFlightKeys inFlight() {
         return inFlight;
     }
 
@@ -289,7 +290,7 @@ public final class AsyncRetrySafe {
         }
 
         public AsyncRetrySafe build() {
-            return new AsyncRetrySafe(core(store.name()), store, new InFlightKeys());
+            return new AsyncRetrySafe(core(store.name()), store, new InFlightKeys(EngineCore.TIMER));
         }
     }
 }

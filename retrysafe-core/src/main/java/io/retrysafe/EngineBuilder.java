@@ -1,19 +1,46 @@
 package io.retrysafe;
 
+import io.retrysafe.internal.Engines;
 import io.retrysafe.internal.GuardedListener;
+import io.retrysafe.internal.InFlightKeys;
 import io.retrysafe.internal.Require;
 import io.retrysafe.spi.RetrySafeListener;
 import java.time.Duration;
 
 /**
  * What every engine is built with, whichever SPI its store implements: {@link RetrySafe.Builder} and
- * {@link AsyncRetrySafe.Builder} set these the same way. Each value may be set once.
+ * {@link AsyncRetrySafe.Builder} set these the same way. Each value may be set once. RetrySafe's modules set
+ * them on either builder through {@link Engines#configure}.
  *
  * @param <B> the engine's own builder, which each setter returns
  */
-public abstract class EngineBuilder<B extends EngineBuilder<B>> {
+abstract class EngineBuilder<B extends EngineBuilder<B>> {
     /** The most writes of an outcome {@link #completionAttempts} allows. */
     private static final int MAX_COMPLETION_ATTEMPTS = 10;
+
+    static {
+        // Every engine is made by a builder, so this runs before any engine or builder reaches another module.
+        Engines.access(new Engines.Access() {
+            @Override
+            public InFlightKeys inFlight(Object engine) {
+                return engine instanceof RetrySafe blocking ? blocking.inFlight() : ((AsyncRetrySafe) engine).inFlight();
+            }
+
+            @Override
+            public void configure(Object builder, String name, OperationPolicy policy, RetrySafeListener listener,
+                    boolean failOpen, int completionAttempts, Duration completionBackoff) {
+                EngineBuilder<?> b = (EngineBuilder<?>) builder;
+                b.name(name);
+                b.policy(policy);
+                if (listener != null) {
+                    b.listener(listener);
+                }
+                b.failOpen(failOpen);
+                b.completionAttempts(completionAttempts);
+                b.completionBackoff(completionBackoff);
+            }
+        });
+    }
 
     private String name;
     private OperationPolicy policy;

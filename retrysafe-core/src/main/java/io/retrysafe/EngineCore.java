@@ -2,6 +2,7 @@ package io.retrysafe;
 
 import io.retrysafe.Outcome.Completion;
 import io.retrysafe.internal.GuardedListener;
+import io.retrysafe.internal.InFlightKeys;
 import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.ClaimResult;
 import io.retrysafe.spi.FencedWrite;

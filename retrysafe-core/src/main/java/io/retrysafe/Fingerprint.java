@@ -28,7 +28,7 @@ public final class Fingerprint {
         return of(Hex.decode(Require.notNull(hex, "hex")));
     }
 
-    /** SHA-256 of the given bytes; for requests that are not HTTP use {@link Fingerprinter} for HTTP. */
+    /** SHA-256 of the given bytes: the fingerprint of a request that is not HTTP (the HTTP front doors make their own). */
     public static Fingerprint sha256(byte[] bytes) {
         return new Fingerprint(Hex.sha256().digest(Require.notNull(bytes, "bytes")));
     }

@@ -1,5 +1,6 @@
 package io.retrysafe;
 
+import io.retrysafe.internal.CanonicalJson;
 import io.retrysafe.internal.Hex;
 import io.retrysafe.internal.Require;
 import java.nio.ByteBuffer;
@@ -129,8 +130,9 @@ public final class IdempotencyKeys {
     }
 
     /**
-     * Like {@link #intent(String, String, byte[])} with the payload's {@linkplain CanonicalJson canonical
-     * form}: member order, white space and number spelling do not change the key.
+     * Like {@link #intent(String, String, byte[])} with the payload's canonical JSON (members sorted by name, no
+     * white space, one spelling per number and string): member order, white space and number spelling do not
+     * change the key.
      *
      * @throws MalformedJsonException if {@code json} is not one JSON text in UTF-8
      */
@@ -139,8 +141,7 @@ public final class IdempotencyKeys {
     }
 
     /**
-     * Like {@link #intent(String, String, LocalDate, byte[])} with the payload's {@linkplain CanonicalJson
-     * canonical form}.
+     * Like {@link #intent(String, String, LocalDate, byte[])} with the payload's canonical JSON.
      *
      * @throws MalformedJsonException if {@code json} is not one JSON text in UTF-8
      */

@@ -1,5 +1,6 @@
 package io.retrysafe;
 
+import io.retrysafe.internal.InFlightKeys;
 import io.retrysafe.internal.Require;
 import io.retrysafe.spi.AsyncIdempotencyStore;
 import io.retrysafe.spi.ClaimRequest;
@@ -75,8 +76,8 @@ public final class RetrySafe {
 
     /**
      * This engine's settings (name, policy, listener, fail-open, completion writes) on a non-blocking
-     * store: the asynchronous engine, deciding exactly as this one does, and sharing this engine's
-     * {@link #inFlight() keys in flight}.
+     * store: the asynchronous engine, deciding exactly as this one does, and sharing this engine's keys in
+     * flight on this instance, so that a duplicate of a request in flight on either waits for it.
      */
     public AsyncRetrySafe withAsyncStore(AsyncIdempotencyStore store) {
         Require.notNull(store, "store");
@@ -105,7 +106,7 @@ public final class RetrySafe {
     }
 
     /** The keys in flight on this instance: one registry, shared by every copy of this engine. */
-    public InFlightKeys inFlight() {
+    InFlightKeys inFlight() {
         return inFlight;
     }
 
@@ -403,7 +404,7 @@ public final class RetrySafe {
         }
 
         public RetrySafe build() {
-            return new RetrySafe(core(store.name()), store, new InFlightKeys());
+            return new RetrySafe(core(store.name()), store, new InFlightKeys(EngineCore.TIMER));
         }
     }
 }

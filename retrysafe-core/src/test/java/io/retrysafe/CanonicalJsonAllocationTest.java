@@ -3,6 +3,7 @@ package io.retrysafe;
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.retrysafe.internal.CanonicalJson;
 import java.lang.management.ManagementFactory;
 import java.util.List;
 import java.util.function.IntFunction;

@@ -6,6 +6,8 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
+import io.retrysafe.internal.CanonicalJson;
+import io.retrysafe.internal.Fingerprinter;
 import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.util.ArrayList;

@@ -6,6 +6,8 @@ import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.params.provider.Arguments.arguments;
 
+import io.retrysafe.internal.CanonicalJson;
+import io.retrysafe.internal.Fingerprinter;
 import io.retrysafe.internal.Hex;
 import java.math.BigDecimal;
 import java.math.BigInteger;

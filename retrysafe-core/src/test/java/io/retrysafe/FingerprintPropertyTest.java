@@ -7,6 +7,7 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
+import io.retrysafe.internal.Fingerprinter;
 import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.Locale;

@@ -4,6 +4,7 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.retrysafe.internal.CanonicalJson;
 import io.retrysafe.internal.Hex;
 import java.io.ByteArrayOutputStream;
 import java.io.DataOutputStream;

@@ -5,7 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-import io.retrysafe.InFlightKeys.Admission;
+import io.retrysafe.internal.InFlightKeys;
+import io.retrysafe.internal.InFlightKeys.Admission;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,7 +22,7 @@ class InFlightKeysTest {
     private static final Fingerprint REQUEST = Fingerprint.sha256("request".getBytes(UTF_8));
     private static final Fingerprint OTHER = Fingerprint.sha256("other".getBytes(UTF_8));
 
-    private final InFlightKeys keys = new InFlightKeys();
+    private final InFlightKeys keys = new InFlightKeys(EngineCore.TIMER);
     private final IdempotencyKey key = IdempotencyKey.of("alice|POST /payments", "k-1");
 
     @Test

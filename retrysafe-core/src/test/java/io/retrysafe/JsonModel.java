@@ -1,5 +1,6 @@
 package io.retrysafe;
 
+import io.retrysafe.internal.CanonicalJson;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;

@@ -1,7 +1,6 @@
 package io.retrysafe.http;
 
 import io.retrysafe.Fingerprint;
-import io.retrysafe.Fingerprinter;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.InvalidKeyException;
 import io.retrysafe.KeyRules;
@@ -19,13 +18,11 @@ import java.util.function.Function;
  */
 public final class Admissions {
     private final HttpRoute route;
-    private final Fingerprinter fingerprinter;
     private final KeyRules keyRules;
     private final RetrySafeListener listener;
 
     private Admissions(HttpRoute route, KeyRules keyRules, RetrySafeListener listener) {
         this.route = route;
-        this.fingerprinter = HttpSemantics.fingerprinter(route);
         this.keyRules = keyRules;
         this.listener = listener;
     }
@@ -73,8 +70,8 @@ public final class Admissions {
                     + e.getMessage(), null, null));
         }
         try {
-            Fingerprint fingerprint = HttpSemantics.fingerprint(route, fingerprinter, method, HttpPaths.normalise(path),
-                    query, headerValues, contentType, body);
+            Fingerprint fingerprint = HttpSemantics.fingerprint(route, method, HttpPaths.normalise(path), query,
+                    headerValues, contentType, body);
             return new Admission.Admitted(key, fingerprint);
         } catch (MalformedJsonException e) {
             return new Admission.Refused(ProblemType.MALFORMED_JSON.answer("the body is not JSON: " + e.getMessage(),

@@ -1,6 +1,7 @@
 package io.retrysafe.http;
 
 import io.retrysafe.OperationPolicy;
+import io.retrysafe.internal.Fingerprinter;
 import io.retrysafe.internal.Require;
 import java.util.List;
 import java.util.Locale;
@@ -30,6 +31,8 @@ public final class HttpRoute {
     private final OperationPolicy policy;
     private final List<String> jsonMembers;
     private final List<String> fingerprintHeaders;
+    /** Made once per route: its JSON members, or the whole body, canonical when it is JSON. */
+    private final Fingerprinter fingerprinter;
 
     private HttpRoute(Builder b) {
         this.method = b.method;
@@ -39,6 +42,8 @@ public final class HttpRoute {
         this.policy = b.policy;
         this.jsonMembers = b.jsonMembers == null ? List.of() : b.jsonMembers;
         this.fingerprintHeaders = b.fingerprintHeaders == null ? List.of() : b.fingerprintHeaders;
+        this.fingerprinter = jsonMembers.isEmpty() ? Fingerprinter.canonicalJson()
+                : Fingerprinter.canonicalJson(jsonMembers);
     }
 
     public static Builder of(String method, String pattern) {
@@ -74,6 +79,10 @@ public final class HttpRoute {
      */
     public List<String> fingerprintHeaders() {
         return fingerprintHeaders;
+    }
+
+    Fingerprinter fingerprinter() {
+        return fingerprinter;
     }
 
     /** Whether this route protects a request of this method on this path (percent-decoded and normalised). */

@@ -1,7 +1,6 @@
 package io.retrysafe.http;
 
 import io.retrysafe.Fingerprint;
-import io.retrysafe.Fingerprinter;
 import io.retrysafe.InvalidKeyException;
 import io.retrysafe.KeyRules;
 import io.retrysafe.Outcome;
@@ -175,26 +174,21 @@ public final class HttpSemantics {
                 + (declared > max ? ", but had " + declared : ""), null, null);
     }
 
-    /** The fingerprinter of a route: its JSON members, or the whole body, canonical when it is JSON. */
-    public static Fingerprinter fingerprinter(HttpRoute route) {
-        return route.jsonMembers().isEmpty() ? Fingerprinter.canonicalJson()
-                : Fingerprinter.canonicalJson(route.jsonMembers());
-    }
-
     /**
      * The fingerprint of a request: its method, its normalised path with the query, the values of the route's
-     * {@linkplain HttpRoute#fingerprintHeaders() fingerprinted headers}, its content type and body. {@code path}
+     * {@linkplain HttpRoute#fingerprintHeaders() fingerprinted headers}, its content type and body (its
+     * {@linkplain HttpRoute#jsonMembers() JSON members}, canonical when it is JSON). {@code path}
      * is the path the route matched, so the same request spelled otherwise is the same. The route is passed, not
      * its header names, so that no front door can leave its headers out.
      *
      * @param headerValues a request header's field values in order, empty when absent
      * @throws io.retrysafe.MalformedJsonException if the body is JSON and cannot be parsed
      */
-    public static Fingerprint fingerprint(HttpRoute route, Fingerprinter fingerprinter, String method, String path,
-            String query, Function<String, List<String>> headerValues, String contentType, byte[] body) {
+    public static Fingerprint fingerprint(HttpRoute route, String method, String path, String query,
+            Function<String, List<String>> headerValues, String contentType, byte[] body) {
         String target = withHeaders(path + (query == null ? "" : "?" + query), route.fingerprintHeaders(),
                 headerValues);
-        return fingerprinter.fingerprint(method, target, contentType, body);
+        return route.fingerprinter().fingerprint(method, target, contentType, body);
     }
 
     /**

@@ -4,6 +4,7 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.retrysafe.Fingerprint;
 import io.retrysafe.InvalidKeyException;
 import io.retrysafe.KeyRules;
 import io.retrysafe.Outcome;
@@ -85,6 +86,22 @@ class HttpSemanticsTest {
         assertThat(route.matches("POST", HttpPaths.normalise("/p%61yments/7/refunds;x"))).isTrue();
         assertThat(route.matches("PUT", "/payments/7/refunds")).isFalse();
         assertThat(HttpSemantics.scope("principal:alice", route)).isEqualTo("principal:alice|POST /payments/{id}/refunds");
+    }
+
+    @Test
+    void aRouteFingerprintsItsJsonMembersCanonicallyAndRefusesARepeatedOneWhenBuilt() {
+        HttpRoute route = HttpRoute.of("POST", "/payments").jsonMembers("/amount").build();
+
+        assertThat(fingerprint(route, "{\"amount\":100,\"note\":\"a\"}"))
+                .isEqualTo(fingerprint(route, "{ \"note\": \"b\", \"amount\": 1e2 }"))
+                .isNotEqualTo(fingerprint(route, "{\"amount\":101}"));
+        assertThatThrownBy(() -> HttpRoute.of("POST", "/payments").jsonMembers("/amount", "/amount").build())
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("twice");
+    }
+
+    private static Fingerprint fingerprint(HttpRoute route, String json) {
+        return HttpSemantics.fingerprint(route, "POST", "/payments", null, name -> List.of(), "application/json",
+                json.getBytes(UTF_8));
     }
 
     private static InvalidKeyException assertThrows(Runnable call) {

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.retrysafe.Backoff;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.internal.Engines;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.testservices.TestDatabases;
@@ -323,7 +324,7 @@ class InboxIT {
                     writing("m-12"), deadLetters::add));
 
             org.awaitility.Awaitility.await("the redelivery waiting in memory").atMost(Duration.ofSeconds(20))
-                    .until(() -> patient.engine().inFlight().waiting() == 1);
+                    .until(() -> Engines.inFlight(patient.engine()).waiting() == 1);
             release.countDown();
 
             assertThat(first.get(30, TimeUnit.SECONDS)).isEqualTo(new InboxResult.Processed(1));

@@ -2,7 +2,6 @@ package io.retrysafe.jaxrs;
 
 import io.retrysafe.Fingerprint;
 import io.retrysafe.IdempotencyKey;
-import io.retrysafe.InFlightKeys;
 import io.retrysafe.Operation;
 import io.retrysafe.OperationPolicy;
 import io.retrysafe.Outcome;
@@ -12,6 +11,8 @@ import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.http.HttpAnswer;
 import io.retrysafe.http.HttpSemantics;
+import io.retrysafe.internal.Engines;
+import io.retrysafe.internal.InFlightKeys;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -45,7 +46,7 @@ abstract sealed class Mode permits Mode.Standalone, Mode.Transactional {
      * @throws RuntimeException the engine's failure that is no problem of the shared table (none expected)
      */
     final Claim claim(IdempotencyKey key, Fingerprint fingerprint, OperationPolicy policy) {
-        InFlightKeys.Admission admission = engine().inFlight().admit(key, fingerprint, duplicateWait(policy));
+        InFlightKeys.Admission admission = Engines.inFlight(engine()).admit(key, fingerprint, duplicateWait(policy));
         if (admission instanceof InFlightKeys.Admission.Busy) {
             Outcome<StoredResponse> busy = new Outcome.InProgress<>(
                     (policy == null ? engine() : engine().with(policy)).policy().retryAfter());

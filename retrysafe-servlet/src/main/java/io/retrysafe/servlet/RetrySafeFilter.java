@@ -1,7 +1,6 @@
 package io.retrysafe.servlet;
 
 import io.retrysafe.Fingerprint;
-import io.retrysafe.Fingerprinter;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.InvalidKeyException;
 import io.retrysafe.MalformedJsonException;
@@ -33,7 +32,6 @@ import java.nio.charset.IllegalCharsetNameException;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Collections;
-import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -88,7 +86,6 @@ public final class RetrySafeFilter implements Filter {
     private final IdempotentExecutor executor;
     private final RetrySafeListener listener;
     private final RejectedRequests rejected;
-    private final Map<IdempotentRoute, Fingerprinter> fingerprinters = new IdentityHashMap<>();
 
     /**
      * @param listener hears keys refused before the engine (usually {@code engine.listener()})
@@ -98,9 +95,6 @@ public final class RetrySafeFilter implements Filter {
         this.executor = Require.notNull(executor, "executor");
         this.listener = Require.notNull(listener, "listener");
         this.rejected = new RejectedRequests(config, listener);
-        for (IdempotentRoute route : config.routes()) {
-            fingerprinters.put(route, HttpSemantics.fingerprinter(route.route()));
-        }
     }
 
     @Override
@@ -277,7 +271,6 @@ public final class RetrySafeFilter implements Filter {
         }
         String contentType = request.getContentType();
         // The normalised path: the same request spelled /p%61yments or /payments;x is the same intent.
-        Fingerprinter fingerprinter = fingerprinters.get(route);
         if (HttpForms.isUrlEncoded(contentType) && !config.rawFormBodies()) {
             // The container parses a POST's form body itself from the stream: fingerprint the parsed form
             // (sorted) and leave the stream to it, so getParameter() keeps working for the handler.
@@ -302,9 +295,8 @@ public final class RetrySafeFilter implements Filter {
                     return FingerprintedRequest.refused(Problem.PAYLOAD_TOO_LARGE,
                             "the body must have at most " + max + " bytes");
                 }
-                return new FingerprintedRequest(request, HttpSemantics.fingerprint(route.route(), fingerprinter,
-                        request.getMethod(), path, request.getQueryString(), headerValues(request), contentType,
-                        formBytes(form)), null, null);
+                return new FingerprintedRequest(request, HttpSemantics.fingerprint(route.route(), request.getMethod(),
+                        path, request.getQueryString(), headerValues(request), contentType, formBytes(form)), null, null);
             }
             // Containers parse forms for POST only, and nothing before the filter parsed this one (as Spring's
             // FormContentFilter does for PUT, PATCH and DELETE): its bytes are the handler's, read below.
@@ -314,7 +306,7 @@ public final class RetrySafeFilter implements Filter {
             if (read instanceof MultipartBody.Parts parts) {
                 // The container keeps the parts for the handler; the boundary is left out of the content type.
                 return new FingerprintedRequest(request, HttpSemantics.fingerprint(route.route(),
-                        fingerprinter, request.getMethod(), path, request.getQueryString(), headerValues(request),
+                        request.getMethod(), path, request.getQueryString(), headerValues(request),
                         MultipartBody.MEDIA_TYPE, parts.canonical()), null, null);
             } else if (read instanceof MultipartBody.TooLarge) {
                 return FingerprintedRequest.refused(Problem.PAYLOAD_TOO_LARGE, "the multipart body must have at most "
@@ -349,7 +341,7 @@ public final class RetrySafeFilter implements Filter {
         }
         try {
             return new FingerprintedRequest(new BufferedRequest(request, body),
-                    HttpSemantics.fingerprint(route.route(), fingerprinter, request.getMethod(), path,
+                    HttpSemantics.fingerprint(route.route(), request.getMethod(), path,
                             request.getQueryString(), headerValues(request), contentType, content), null, null);
         } catch (MalformedJsonException e) {
             return FingerprintedRequest.refused(Problem.MALFORMED_JSON, e.getMessage());

@@ -1,8 +1,8 @@
 package io.retrysafe.spring;
 
-import io.retrysafe.EngineBuilder;
 import io.retrysafe.OperationPolicy;
 import io.retrysafe.StoredResponseProtection;
+import io.retrysafe.internal.Engines;
 import io.retrysafe.spi.RetrySafeListener;
 import java.util.List;
 import org.springframework.beans.factory.ObjectProvider;
@@ -24,15 +24,12 @@ final class EngineSettings {
                 .protection(properties.atRest().enabled() ? protection : StoredResponseProtection.NONE).build();
     }
 
-    static <B extends EngineBuilder<B>> B configure(B builder, RetrySafeProperties properties,
-            StoredResponseProtection protection, ObjectProvider<RetrySafeListener> listeners) {
-        builder.name(properties.name()).policy(policy(properties, protection)).failOpen(properties.failOpen())
-                .completionAttempts(properties.completion().attempts())
-                .completionBackoff(properties.completion().backoff());
+    /** {@code builder}: a {@code RetrySafe.Builder} or an {@code AsyncRetrySafe.Builder}. */
+    static <B> B configure(B builder, RetrySafeProperties properties, StoredResponseProtection protection,
+            ObjectProvider<RetrySafeListener> listeners) {
         List<RetrySafeListener> all = listeners.orderedStream().toList();
-        if (!all.isEmpty()) {
-            builder.listener(all.size() == 1 ? all.get(0) : new CompositeListener(all));
-        }
-        return builder;
+        return Engines.configure(builder, properties.name(), policy(properties, protection),
+                all.isEmpty() ? null : all.size() == 1 ? all.get(0) : new CompositeListener(all),
+                properties.failOpen(), properties.completion().attempts(), properties.completion().backoff());
     }
 }

@@ -1,6 +1,5 @@
 package io.retrysafe.spring;
 
-import io.retrysafe.CanonicalJson;
 import io.retrysafe.Fingerprint;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.InvalidKeyException;
@@ -12,6 +11,7 @@ import io.retrysafe.ResponseCodec;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.StoredResponse;
 import io.retrysafe.UnauthenticatedException;
+import io.retrysafe.internal.CanonicalJson;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import java.lang.reflect.Method;
 import java.lang.reflect.Type;

@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import com.zaxxer.hikari.HikariDataSource;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.internal.Engines;
 import io.retrysafe.servlet.HttpIdempotency;
 import io.retrysafe.servlet.RetrySafeFilter;
 import io.retrysafe.testservices.TestDatabases;
@@ -166,7 +167,7 @@ class DuplicateStormIT {
                 duplicates.add(sendAsync(post(key, body)));
             }
             // Every duplicate is in the service (waiting on the key, or, without the registry, on the pool).
-            await().atMost(Duration.ofSeconds(20)).until(() -> engine.inFlight().waiting() == DUPLICATES
+            await().atMost(Duration.ofSeconds(20)).until(() -> Engines.inFlight(engine).waiting() == DUPLICATES
                     || dataSource.getHikariPoolMXBean().getThreadsAwaitingConnection() > 0
                     || duplicates.stream().anyMatch(CompletableFuture::isDone));
             // A few at a time: together with the slow request they need well under the pool's ten connections.
@@ -204,7 +205,7 @@ class DuplicateStormIT {
         assertThat(retry.headers().firstValue(RetrySafeFilter.REPLAYED_HEADER)).hasValue("true");
         assertThat(retry.body()).isEqualTo(first.body());
         assertThat(probe.runs.get()).as("the transfer ran once").isEqualTo(1);
-        assertThat(engine.inFlight().size()).as("every way out freed the key").isZero();
+        assertThat(Engines.inFlight(engine).size()).as("every way out freed the key").isZero();
     }
 
     private HttpRequest post(String key, String body) {

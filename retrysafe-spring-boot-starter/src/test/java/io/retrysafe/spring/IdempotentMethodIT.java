@@ -9,6 +9,7 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.retrysafe.FingerprintMismatchException;
+import io.retrysafe.internal.Engines;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.micrometer.MicrometerRetrySafeListener;
 import io.retrysafe.testservices.TestDatabases;
@@ -317,7 +318,7 @@ class IdempotentMethodIT {
         AtomicInteger activeWhileWaiting = new AtomicInteger(-1);
         AtomicInteger onTheRowWhileWaiting = new AtomicInteger(-1);
         probe.whileRunning.set(() -> {
-            await().atMost(Duration.ofSeconds(25)).until(() -> transactional.engine().inFlight().waiting()
+            await().atMost(Duration.ofSeconds(25)).until(() -> Engines.inFlight(transactional.engine()).waiting()
                     == THREADS - 1);
             activeWhileWaiting.set(((HikariDataSource) dataSource).getHikariPoolMXBean().getActiveConnections());
             onTheRowWhileWaiting.set(claimsWaitingOnALock());

@@ -3,6 +3,7 @@ package io.retrysafe.spring;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.retrysafe.internal.Engines;
 import io.retrysafe.jdbc.KeyOrder;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.servlet.HttpIdempotency;
@@ -183,7 +184,7 @@ class SpringKeyLastFilterIT {
         // on the same instance it waits for the first in memory, and never runs the handler.
         int firstRun = runsBefore + 1;
         probe.whileRunning.set(run -> await().atMost(Duration.ofSeconds(20))
-                .until(() -> transactional.engine().inFlight().waiting() == 1));
+                .until(() -> Engines.inFlight(transactional.engine()).waiting() == 1));
         CompletableFuture<HttpResponse<String>> first = http.sendAsync(request(key), BodyHandlers.ofString());
         await().atMost(Duration.ofSeconds(20)).until(() -> probe.runs.get() == firstRun);
 

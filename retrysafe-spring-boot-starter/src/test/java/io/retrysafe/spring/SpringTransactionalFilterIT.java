@@ -7,6 +7,7 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.internal.Engines;
 import io.retrysafe.micrometer.MicrometerRetrySafeListener;
 import io.retrysafe.servlet.HttpIdempotency;
 import io.retrysafe.servlet.RetrySafeFilter;
@@ -349,7 +350,7 @@ class SpringTransactionalFilterIT {
     void aDuplicateInFlightWaitsForTheFirstToCommitThenReplays() throws Exception {
         // The first request holds its transaction open until the duplicate is seen waiting for it, on
         // this instance and without a connection of its own.
-        probe.whileRunning.set(() -> await().atMost(Duration.ofSeconds(20)).until(() -> engine.inFlight().waiting() == 1));
+        probe.whileRunning.set(() -> await().atMost(Duration.ofSeconds(20)).until(() -> Engines.inFlight(engine).waiting() == 1));
         CompletableFuture<HttpResponse<String>> first = http.sendAsync(request(key, body(name))
                 .header("X-User", "alice").build(), BodyHandlers.ofString());
         await().atMost(Duration.ofSeconds(20)).until(() -> probe.runs.get() == runsBefore + 1);

@@ -13,6 +13,7 @@ import io.retrysafe.Fingerprint;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.Outcome;
 import io.retrysafe.ResponseCodec;
+import io.retrysafe.internal.Engines;
 import io.retrysafe.spi.IdempotencyRecord;
 import io.retrysafe.spi.RecordStatus;
 import io.retrysafe.spi.RetrySafeListener;
@@ -113,7 +114,7 @@ class OncePerInstanceIT {
                         .subscribeOn(Schedulers.parallel())
                         .toFuture())
                 .toList();
-        await().atMost(BOUND).until(() -> runs.get() == 1 && engine.inFlight().waiting() == DUPLICATES - 1);
+        await().atMost(BOUND).until(() -> runs.get() == 1 && Engines.inFlight(engine).waiting() == DUPLICATES - 1);
 
         PoolMetrics metrics = pool.getMetrics().orElseThrow();
         assertThat(metrics.acquiredSize()).as("only the first holds a connection").isEqualTo(1);
@@ -138,7 +139,7 @@ class OncePerInstanceIT {
         assertThat(claims).as("each request claimed once, the duplicates after the first committed")
                 .hasSize(DUPLICATES);
         assertThat(storeErrors).isEmpty();
-        assertThat(engine.inFlight().size()).isZero();
-        assertThat(engine.inFlight().waiting()).isZero();
+        assertThat(Engines.inFlight(engine).size()).isZero();
+        assertThat(Engines.inFlight(engine).waiting()).isZero();
     }
 }

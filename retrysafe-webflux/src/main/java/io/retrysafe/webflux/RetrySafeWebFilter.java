@@ -2,7 +2,6 @@ package io.retrysafe.webflux;
 
 import io.retrysafe.AsyncRetrySafe;
 import io.retrysafe.Fingerprint;
-import io.retrysafe.Fingerprinter;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.InvalidKeyException;
 import io.retrysafe.MalformedJsonException;
@@ -17,7 +16,6 @@ import io.retrysafe.http.ProblemType;
 import io.retrysafe.internal.Require;
 import io.retrysafe.spi.RetrySafeListener;
 import java.util.ArrayList;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -60,7 +58,6 @@ public final class RetrySafeWebFilter implements WebFilter {
     private final WebFluxIdempotency config;
     private final RetrySafeListener listener;
     private final ReactiveIdempotentExecutor executor;
-    private final Map<HttpRoute, Fingerprinter> fingerprinters = new IdentityHashMap<>();
 
     /** Standalone mode on {@code engine}. */
     public RetrySafeWebFilter(WebFluxIdempotency config, AsyncRetrySafe engine) {
@@ -78,9 +75,6 @@ public final class RetrySafeWebFilter implements WebFilter {
         this.config = Require.notNull(config, "config");
         this.executor = Require.notNull(executor, "executor");
         this.listener = Require.notNull(listener, "listener");
-        for (HttpRoute route : config.routes()) {
-            fingerprinters.put(route, HttpSemantics.fingerprinter(route));
-        }
     }
 
     @Override
@@ -146,7 +140,7 @@ public final class RetrySafeWebFilter implements WebFilter {
         ServerHttpRequest request = exchange.getRequest();
         Fingerprint fingerprint;
         try {
-            fingerprint = HttpSemantics.fingerprint(route, fingerprinters.get(route), request.getMethod().name(), path,
+            fingerprint = HttpSemantics.fingerprint(route, request.getMethod().name(), path,
                     request.getURI().getRawQuery(), name -> values(request.getHeaders(), name),
                     fingerprinted.contentType(), fingerprinted.body());
         } catch (MalformedJsonException e) {

@@ -3,7 +3,6 @@ package io.retrysafe.examples.payments;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import io.retrysafe.Fingerprint;
-import io.retrysafe.Fingerprinter;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.InvalidKeyException;
 import io.retrysafe.KeyRules;
@@ -47,7 +46,6 @@ public final class PaymentsService implements AutoCloseable {
 
     private final DataSource dataSource;
     private final TransactionalRetrySafe payments;
-    private final Fingerprinter fingerprinter = Fingerprinter.standard();
     private final HttpServer server;
 
     public PaymentsService(DataSource dataSource, int port) throws IOException {
@@ -123,8 +121,8 @@ public final class PaymentsService implements AutoCloseable {
             problem(ex, 413, "body-too-large", "Request body too large", "at most " + MAX_BODY + " bytes");
             return;
         }
-        Fingerprint fingerprint = fingerprinter.fingerprint("POST", "/payments",
-                ex.getRequestHeaders().getFirst("Content-Type"), body);
+        // The key's scope names the route already: the body's bytes are what a retry must repeat.
+        Fingerprint fingerprint = Fingerprint.sha256(body);
         Outcome<StoredResponse> outcome;
         try (Connection c = dataSource.getConnection()) {
             outcome = payments.execute(c, key, fingerprint, ResponseCodec.identity(), attempt -> pay(c, body));

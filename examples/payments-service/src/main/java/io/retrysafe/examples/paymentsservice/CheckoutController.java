@@ -1,7 +1,6 @@
 package io.retrysafe.examples.paymentsservice;
 
 import io.retrysafe.KeyRules;
-import io.retrysafe.MalformedJsonException;
 import io.retrysafe.PhasedOperation;
 import io.retrysafe.PhasedRetrySafe;
 import io.retrysafe.examples.paymentscommon.PaymentProblems;
@@ -17,6 +16,7 @@ import java.sql.Connection;
 import java.util.List;
 import java.util.Map;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.boot.json.JsonParseException;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.PostMapping;
@@ -65,7 +65,7 @@ class CheckoutController {
         CheckoutRequest.Body parsed;
         try {
             parsed = CheckoutRequest.Body.parse(bytes);
-        } catch (MalformedJsonException e) {
+        } catch (JsonParseException e) {
             return http(ProblemType.MALFORMED_JSON.answer("the body is not a JSON checkout: " + e.getMessage(), null,
                     null));
         }

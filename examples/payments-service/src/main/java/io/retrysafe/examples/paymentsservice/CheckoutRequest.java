@@ -1,15 +1,13 @@
 package io.retrysafe.examples.paymentsservice;
 
-import io.retrysafe.CanonicalJson;
-import io.retrysafe.MalformedJsonException;
 import io.retrysafe.StepCodec;
 import io.retrysafe.examples.paymentscommon.PaymentRequest;
+import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
-import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
-import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.springframework.boot.json.JsonParseException;
+import org.springframework.boot.json.JsonParserFactory;
 
 /**
  * A checkout: {@code amount} cents from {@code account}, charged to {@code card} at the payment provider, for
@@ -21,31 +19,28 @@ record CheckoutRequest(String payer, String account, Long amount, String card) {
 
     /** The body as a client sends it: {@code {"account":"acc-1","amount":2500,"card":"4242424242424242"}}. */
     record Body(String account, Long amount, String card) {
-        private static final List<String> MEMBERS = List.of("/account", "/amount", "/card");
-        /** A member of the canonical form: no white space, strings without a raw quote. */
-        private static final Pattern MEMBER = Pattern.compile("\"/(account|amount|card)\":(\"([^\"\\\\]*)\"|[^,}]*)");
-
         /**
-         * The members of a JSON body, with the parser that fingerprints it (whatever the application's JSON
-         * library): a string that is not a plain one, or an amount that is not a whole number, is read as absent.
+         * The members of a JSON body: a member that is not a string, or an amount that is not a whole number, is
+         * read as absent. Admission refused a body labelled JSON that is not strict JSON (a member twice, say), so
+         * what is read here is what its fingerprint covers.
          *
-         * @throws MalformedJsonException if the body is not JSON
+         * @throws JsonParseException if the body is not a JSON object
          */
         static Body parse(byte[] json) {
-            String canonical = new String(CanonicalJson.canonicalize(json, MEMBERS), StandardCharsets.UTF_8);
-            Map<String, String> strings = new HashMap<>();
-            Map<String, String> others = new HashMap<>();
-            Matcher m = MEMBER.matcher(canonical);
-            while (m.find()) {
-                (m.group(3) != null ? strings : others).put(m.group(1), m.group(3) != null ? m.group(3) : m.group(2));
-            }
-            return new Body(strings.get("account"), wholeNumber(others.get("amount")), strings.get("card"));
+            Map<String, Object> members = JsonParserFactory.getJsonParser()
+                    .parseMap(new String(json, StandardCharsets.UTF_8));
+            return new Body(string(members.get("account")), wholeNumber(members.get("amount")),
+                    string(members.get("card")));
         }
 
-        private static Long wholeNumber(String token) {
+        private static String string(Object member) {
+            return member instanceof String s ? s : null;
+        }
+
+        private static Long wholeNumber(Object member) {
             try {
-                return token == null ? null : Long.valueOf(token);
-            } catch (NumberFormatException e) {
+                return member instanceof Number n ? new BigDecimal(n.toString()).longValueExact() : null;
+            } catch (NumberFormatException | ArithmeticException e) { // not finite, a fraction, or too large
                 return null;
             }
         }

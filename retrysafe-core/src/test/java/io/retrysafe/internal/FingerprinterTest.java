@@ -1,8 +1,9 @@
-package io.retrysafe;
+package io.retrysafe.internal;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.retrysafe.Fingerprint;
 import org.junit.jupiter.api.Test;
 
 class FingerprinterTest {

@@ -1,11 +1,13 @@
-package io.retrysafe;
+package io.retrysafe.internal;
 
-import io.retrysafe.internal.Require;
+import io.retrysafe.Fingerprint;
+import io.retrysafe.IdempotencyKey;
 import java.time.Duration;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -27,12 +29,19 @@ import java.util.concurrent.atomic.AtomicInteger;
  * as a mismatch, and the other one be a retry of what the record holds), so it goes on to the store.
  *
  * <p>Across instances the store stays the only shared state. One registry per engine, shared by its
- * {@link RetrySafe#with} copies and by the asynchronous engine it makes ({@link RetrySafe#withAsyncStore}),
- * which admits without blocking ({@link #admitAsync}); thread-safe.
+ * {@link io.retrysafe.RetrySafe#with} copies and by the asynchronous engine it makes
+ * ({@link io.retrysafe.RetrySafe#withAsyncStore}), which admits without blocking ({@link #admitAsync});
+ * thread-safe. RetrySafe's modules reach an engine's registry through {@link Engines#inFlight}.
  */
 public final class InFlightKeys {
     private final ConcurrentMap<IdempotencyKey, Holder> holders = new ConcurrentHashMap<>();
     private final AtomicInteger waiting = new AtomicInteger();
+    private final ScheduledExecutorService timer;
+
+    /** @param timer where the bound of a wait that blocks no thread ({@link #admitAsync}) is scheduled */
+    public InFlightKeys(ScheduledExecutorService timer) {
+        this.timer = Require.notNull(timer, "timer");
+    }
 
     /** Requests holding a key on this instance now. */
     public int size() {
@@ -119,7 +128,7 @@ public final class InFlightKeys {
             // One bound for every wait of this admission. It is never cancelled, and fires as a no-op
             // once the admission is decided: a cancel from the thread ending a holder (a driver's event
             // loop) would take the timer queue's lock there.
-            EngineCore.TIMER.schedule(() -> admission.complete(Admission.BUSY), remaining, TimeUnit.NANOSECONDS);
+            timer.schedule(() -> admission.complete(Admission.BUSY), remaining, TimeUnit.NANOSECONDS);
         }
         waiting.incrementAndGet();
         // This wait ends once: the holder ended, or the admission was decided (the bound passed, the caller gave up).

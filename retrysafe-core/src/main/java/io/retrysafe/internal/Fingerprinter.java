@@ -1,6 +1,7 @@
-package io.retrysafe;
+package io.retrysafe.internal;
 
-import io.retrysafe.internal.Hex;
+import io.retrysafe.Fingerprint;
+import io.retrysafe.MalformedJsonException;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.util.List;
@@ -8,9 +9,8 @@ import java.util.Locale;
 import java.util.function.UnaryOperator;
 
 /**
- * Computes the fingerprint of a request from its method, route, content type and body. Use
- * {@link #canonicalJson()} for JSON APIs, {@link #standard()} for exact bytes; implement this to
- * fingerprint anything else.
+ * Computes the fingerprint of an HTTP request from its method, route, content type and body, the same way in
+ * every front door: {@link #canonicalJson()} for JSON APIs, {@link #standard()} for exact bytes.
  */
 @FunctionalInterface
 public interface Fingerprinter {

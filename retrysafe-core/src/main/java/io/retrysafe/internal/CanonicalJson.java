@@ -1,6 +1,6 @@
-package io.retrysafe;
+package io.retrysafe.internal;
 
-import io.retrysafe.internal.Require;
+import io.retrysafe.MalformedJsonException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
