@@ -24,8 +24,12 @@ import java.util.Collections;
 import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.Callable;
+import java.util.concurrent.locks.ReadWriteLock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -81,6 +85,8 @@ class FaultInjectionIT {
      * may take its timeout (10 s); and a run may meet the provider with a key still in flight and try again.
      */
     private static final Duration COMPLETER_BOUND = Duration.ofSeconds(120);
+    /** How long the Sentinels wait for a master that does not answer before they fail it over. */
+    static final Duration SENTINEL_DOWN_AFTER = Duration.ofSeconds(1);
 
     enum Fault {
         /** SIGKILL of one instance, started again on the same port. */
@@ -165,7 +171,7 @@ class FaultInjectionIT {
                 Workload workload = new Workload(new PaymentClient(services.stream().map(ServiceNode::port).toList(),
                         REQUEST_TIMEOUT), accounts, seed, DUPLICATE_RATE);
                 workload.start();
-                drive(new Random(seed), kinds, duration, injected, services, pg, proxy, redis, provider);
+                drive(seed, kinds, duration, injected, services, pg, proxy, redis, provider);
                 say("faults stopped; the clients finish their intents (at most " + RECOVERY_MILLIS / 1000 + " s)");
                 workload.finish(RECOVERY_MILLIS);
                 intents = workload.logs();
@@ -203,7 +209,6 @@ class FaultInjectionIT {
         boolean synchronous = !property("retrysafe.faults.replication", "sync").equals("async");
         int failovers = Integer.parseInt(property("retrysafe.faults.failovers", "3"));
         long seed = new SecureRandom().nextLong();
-        Random rng = new Random(seed);
         say("failover: seed " + seed + ", " + (synchronous ? "synchronous" : "asynchronous") + " replication, "
                 + failovers + " failovers");
         Path logs = Files.createDirectories(Path.of("target", "faults-logs", "failover-" + seed));
@@ -217,42 +222,100 @@ class FaultInjectionIT {
             ProviderAdmin provider = new ProviderAdmin(providerNode.url());
             List<String> args = serviceArgs(proxy.port(), provider);
             args.add("--retrysafe.fast-filter.enabled=false");
-            try (ServiceNode service = new ServiceNode(logs, "service-0", SuitePostgres.freePort(), args)) {
-                service.start();
-                Map<String, Kind> accounts;
-                try (Connection c = pg.connect()) {
-                    accounts = openAccounts(c);
-                }
-                Workload workload = new Workload(new PaymentClient(service.port(), REQUEST_TIMEOUT), accounts, seed,
-                        DUPLICATE_RATE);
-                workload.start();
-                long start = System.nanoTime();
-                for (int i = 0; i < failovers; i++) {
-                    Thread.sleep(6_000 + rng.nextInt(6_000)); // the schedule itself, not a wait for a condition
-                    ReplicatedPostgres.Node old = pg.primary();
-                    ReplicatedPostgres.Node promoted = pg.failover();
-                    proxy.retarget(promoted.port());
-                    pg.copyOfPrimary(old);
-                    await("the new standby streams").atMost(Duration.ofSeconds(60))
-                            .pollInterval(Duration.ofMillis(200)).ignoreExceptions().until(pg::standbyStreaming);
-                    injected.merge("POSTGRES_FAILOVER", 1, Integer::sum);
-                    say(String.format("t=%6.1fs %-20s primary now on port %d", (System.nanoTime() - start) / 1e9,
-                            "POSTGRES_FAILOVER", promoted.port()));
-                }
-                workload.finish(RECOVERY_MILLIS);
-                intents = workload.logs();
-                awaitCompleter(List.of(service), pg::connect);
-                Map<String, Long> opening = new LinkedHashMap<>();
-                accounts.keySet().forEach(a -> opening.put(a, OPENING_BALANCE));
-                try (Connection db = pg.connect()) {
-                    checker.check(db, intents, opening, provider.charges());
-                }
-            }
+            intents = underFailovers(logs, args, pg::connect, provider, seed, failovers, checker, injected,
+                    "POSTGRES_FAILOVER", rng -> {
+                        ReplicatedPostgres.Node old = pg.primary();
+                        ReplicatedPostgres.Node promoted = pg.failover();
+                        proxy.retarget(promoted.port());
+                        pg.copyOfPrimary(old);
+                        await("the new standby streams").atMost(Duration.ofSeconds(60))
+                                .pollInterval(Duration.ofMillis(200)).ignoreExceptions().until(pg::standbyStreaming);
+                        return "primary now on port " + promoted.port();
+                    });
         }
         summary(injected, intents, checker, leasesLost(logs));
         assertThat(intents).as("intents").hasSizeGreaterThan(CLIENTS);
         if (synchronous) {
             assertThat(checker.violations()).as("violations (seed " + seed + ")").isEmpty();
+        }
+    }
+
+    /**
+     * The payments service (transactional, on one PostgreSQL) with its fast filter on a Redis master with two
+     * replicas under three Sentinels; every 6 to 12 s the master is killed and the Sentinels promote a replica, which
+     * may lack the last answers and in-flight markers the master took. The filter only answers what the database
+     * decided, and PostgreSQL decides every miss: the invariants hold as without the filter.
+     */
+    @Test
+    void everyIntentTakesEffectOnceAcrossFailoversOfTheFastFiltersRedis() throws Exception {
+        int failovers = Integer.parseInt(property("retrysafe.faults.failovers", "3"));
+        long seed = new SecureRandom().nextLong();
+        say("fast filter failover: seed " + seed + ", " + failovers + " failovers");
+        Path logs = Files.createDirectories(Path.of("target", "faults-logs", "redis-failover-" + seed));
+        List<Log> intents;
+        FaultChecker checker = new FaultChecker();
+        Map<String, Integer> injected = new LinkedHashMap<>();
+        try (TestRedis.Replicated redis = TestRedis.startReplicated(Files.createDirectories(dir.resolve("redis")), 2,
+                3, "fast-filter", SENTINEL_DOWN_AFTER);
+                SuitePostgres pg = SuitePostgres.start(dir);
+                ServiceNode providerNode = ServiceNode.provider(logs, SuitePostgres.freePort())) {
+            providerNode.start();
+            ProviderAdmin provider = new ProviderAdmin(providerNode.url());
+            List<String> args = serviceArgs(pg.port(), provider);
+            args.add("--retrysafe.fast-filter.enabled=true");
+            args.add("--retrysafe.fast-filter.redis-uri=" + redis.uriString());
+            intents = underFailovers(logs, args, pg::connect, provider, seed, failovers, checker, injected,
+                    "REDIS_FAILOVER", rng -> {
+                        Duration behind = Duration.ofMillis(200 + rng.nextInt(1_300));
+                        return "replicas " + behind.toMillis() + " ms behind; master now on port "
+                                + redis.failover(behind);
+                    });
+        }
+        summary(injected, intents, checker, leasesLost(logs));
+        assertThat(intents).as("intents").hasSizeGreaterThan(CLIENTS);
+        assertThat(checker.violations()).as("violations (seed " + seed + ")").isEmpty();
+    }
+
+    /** One failover of a failover test; says what it did. */
+    @FunctionalInterface
+    private interface Failover {
+        String run(Random rng) throws Exception;
+    }
+
+    /**
+     * The failover tests' run: one instance of the service with {@code args}, the clients, a {@code failover} every
+     * 6 to 12 s ({@code failovers} times, seeded by {@code seed}), then the clients' and the completer's end and the
+     * checker on {@code db}. Returns the intents.
+     */
+    private static List<Log> underFailovers(Path logs, List<String> args, ConnectionSource db, ProviderAdmin provider,
+            long seed, int failovers, FaultChecker checker, Map<String, Integer> injected, String name,
+            Failover failover) throws Exception {
+        Random rng = new Random(seed);
+        try (ServiceNode service = new ServiceNode(logs, "service-0", SuitePostgres.freePort(), args)) {
+            service.start();
+            Map<String, Kind> accounts;
+            try (Connection c = db.connect()) {
+                accounts = openAccounts(c);
+            }
+            Workload workload = new Workload(new PaymentClient(service.port(), REQUEST_TIMEOUT), accounts, seed,
+                    DUPLICATE_RATE);
+            workload.start();
+            long start = System.nanoTime();
+            for (int i = 0; i < failovers; i++) {
+                Thread.sleep(6_000 + rng.nextInt(6_000)); // the schedule itself, not a wait for a condition
+                String detail = failover.run(rng);
+                injected.merge(name, 1, Integer::sum);
+                say(String.format("t=%6.1fs %-20s %s", (System.nanoTime() - start) / 1e9, name, detail));
+            }
+            workload.finish(RECOVERY_MILLIS);
+            List<Log> intents = workload.logs();
+            awaitCompleter(List.of(service), db);
+            Map<String, Long> opening = new LinkedHashMap<>();
+            accounts.keySet().forEach(a -> opening.put(a, OPENING_BALANCE));
+            try (Connection c = db.connect()) {
+                checker.check(c, intents, opening, provider.charges());
+            }
+            return intents;
         }
     }
 
@@ -288,84 +351,158 @@ class FaultInjectionIT {
     }
 
     /**
-     * The fault schedule: rounds in which every kind occurs once, in a seeded order, each after a
-     * seeded pause of 1 to 6 s; a fault that takes something away gives it back before the next.
+     * What a fault takes away, and so which faults may overlap: one lane per part of the system (the service's
+     * instances; its database and the network to it; Redis and the payment provider), each injecting its faults one
+     * after another while the other lanes inject theirs, as independent failures meet in production.
      */
-    private static void drive(Random rng, List<Fault> kinds, Duration duration, Map<Fault, Integer> injected,
+    enum Lane {
+        INSTANCES(Fault.SERVICE_KILL, Fault.OWNER_PAUSED, Fault.ROLLING_RESTART),
+        DATABASE(Fault.POSTGRES_RESTART, Fault.POSTGRES_CRASH, Fault.CONNECTIONS_DROPPED, Fault.CONNECTIONS_STALLED),
+        DEPENDENCIES(Fault.REDIS_KILLED, Fault.PROVIDER_FAULT);
+
+        final List<Fault> faults;
+
+        Lane(Fault... faults) {
+            this.faults = List.of(faults);
+        }
+    }
+
+    /**
+     * The fault schedule: in each {@link Lane}, on a thread of its own with a random source seeded from {@code seed},
+     * rounds in which every kind of the lane occurs once, in a seeded order, each after a seeded pause of 0.5 to 3 s;
+     * a fault that takes something away gives it back before the lane's next. An instance is started only while no
+     * fault keeps the database away, so that a start does not fail on the database the suite took away.
+     */
+    private static void drive(long seed, List<Fault> kinds, Duration duration, Map<Fault, Integer> injected,
             List<ServiceNode> services, SuitePostgres pg, TcpProxy proxy, TestRedis.Server redis,
             ProviderAdmin provider) throws Exception {
         long start = System.nanoTime();
         long end = start + duration.toNanos();
-        List<Fault> round = new ArrayList<>();
-        while (true) {
-            long pause = 1_000 + rng.nextInt(5_000);
-            if (System.nanoTime() + pause * 1_000_000L - end > 0) {
-                return;
+        ReadWriteLock database = new ReentrantReadWriteLock();
+        List<Thread> lanes = new ArrayList<>();
+        List<Throwable> failures = Collections.synchronizedList(new ArrayList<>());
+        for (Lane lane : Lane.values()) {
+            List<Fault> own = lane.faults.stream().filter(kinds::contains).toList();
+            if (own.isEmpty()) {
+                continue;
             }
-            Thread.sleep(pause); // the schedule itself, not a wait for a condition
-            if (round.isEmpty()) {
-                round.addAll(kinds);
-                Collections.shuffle(round, rng);
-            }
-            Fault fault = round.remove(0);
-            long length = 1_000 + rng.nextInt(7_000);
-            String detail = switch (fault) {
-                case SERVICE_KILL -> {
-                    ServiceNode service = services.get(rng.nextInt(services.size()));
-                    service.kill();
-                    service.start();
-                    yield service.name() + ", pid now " + service.pid();
-                }
-                case OWNER_PAUSED -> {
-                    ServiceNode service = services.get(rng.nextInt(services.size()));
-                    long frozen = LEASE.toMillis() + length / 2;
-                    service.pause();
-                    Thread.sleep(frozen); // the fault itself: the lease must run out while the owner is frozen
-                    service.resume();
-                    yield service.name() + " frozen " + frozen + " ms";
-                }
-                case ROLLING_RESTART -> {
-                    List<String> exits = new ArrayList<>();
-                    for (ServiceNode service : services) {
-                        exits.add(service.name() + " exit " + service.terminate(Duration.ofSeconds(60)));
-                        service.start();
+            Random rng = new Random(seed + lane.ordinal());
+            Thread t = new Thread(() -> {
+                try {
+                    List<Fault> round = new ArrayList<>();
+                    while (true) {
+                        long pause = 500 + rng.nextInt(2_500);
+                        if (System.nanoTime() + pause * 1_000_000L - end > 0) {
+                            return;
+                        }
+                        Thread.sleep(pause); // the schedule itself, not a wait for a condition
+                        if (round.isEmpty()) {
+                            round.addAll(own);
+                            Collections.shuffle(round, rng);
+                        }
+                        Fault fault = round.remove(0);
+                        String detail = inject(fault, rng, services, pg, proxy, redis, provider, database);
+                        synchronized (injected) {
+                            injected.merge(fault, 1, Integer::sum);
+                        }
+                        say(String.format("t=%6.1fs %-20s %s", (System.nanoTime() - start) / 1e9, fault, detail));
                     }
-                    yield String.join(", ", exits);
+                } catch (Throwable e) {
+                    failures.add(e);
                 }
-                case POSTGRES_RESTART -> {
-                    pg.restart();
-                    yield "";
+            }, "faults-" + lane.name().toLowerCase(Locale.ROOT));
+            lanes.add(t);
+            t.start();
+        }
+        for (Thread t : lanes) {
+            t.join();
+        }
+        if (!failures.isEmpty()) {
+            Exception e = new IllegalStateException("a fault lane failed", failures.get(0));
+            failures.subList(1, failures.size()).forEach(e::addSuppressed);
+            throw e;
+        }
+    }
+
+    /** Injects {@code fault}, gives back what it took, and says what it did. */
+    private static String inject(Fault fault, Random rng, List<ServiceNode> services, SuitePostgres pg,
+            TcpProxy proxy, TestRedis.Server redis, ProviderAdmin provider, ReadWriteLock database) throws Exception {
+        long length = 1_000 + rng.nextInt(7_000);
+        return switch (fault) {
+            case SERVICE_KILL -> {
+                ServiceNode service = services.get(rng.nextInt(services.size()));
+                service.kill();
+                startWithDatabase(service, database);
+                yield service.name() + ", pid now " + service.pid();
+            }
+            case OWNER_PAUSED -> {
+                ServiceNode service = services.get(rng.nextInt(services.size()));
+                long frozen = LEASE.toMillis() + length / 2;
+                service.pause();
+                Thread.sleep(frozen); // the fault itself: the lease must run out while the owner is frozen
+                service.resume();
+                yield service.name() + " frozen " + frozen + " ms";
+            }
+            case ROLLING_RESTART -> {
+                List<String> exits = new ArrayList<>();
+                for (ServiceNode service : services) {
+                    exits.add(service.name() + " exit " + service.terminate(Duration.ofSeconds(60)));
+                    startWithDatabase(service, database);
                 }
-                case POSTGRES_CRASH -> {
-                    pg.crashAndRestart();
-                    yield "";
-                }
-                case CONNECTIONS_DROPPED -> "reset " + proxy.dropAll() + " connection(s)";
-                case CONNECTIONS_STALLED -> {
-                    long stall = length - 500;
-                    proxy.stall(stall);
-                    Thread.sleep(stall);
-                    yield stall + " ms";
-                }
-                case REDIS_KILLED -> {
-                    redis.kill();
-                    Thread.sleep(length);
-                    redis.restart();
-                    yield "down " + length + " ms";
-                }
-                case PROVIDER_FAULT -> {
-                    String mode = List.of("fail", "hang", "slow").get(rng.nextInt(3));
-                    int count = 1 + rng.nextInt(4);
-                    long seconds = 1 + rng.nextInt(12);
-                    provider.fault(mode, count, seconds, null);
-                    Thread.sleep(length);
-                    provider.clearFaults();
-                    yield mode + " x" + count + (mode.equals("fail") ? "" : " for " + seconds + " s")
-                            + ", cleared after " + length + " ms";
-                }
-            };
-            injected.merge(fault, 1, Integer::sum);
-            say(String.format("t=%6.1fs %-20s %s", (System.nanoTime() - start) / 1e9, fault, detail));
+                yield String.join(", ", exits);
+            }
+            case POSTGRES_RESTART -> withoutDatabase(database, () -> {
+                pg.restart();
+                return "";
+            });
+            case POSTGRES_CRASH -> withoutDatabase(database, () -> {
+                pg.crashAndRestart();
+                return "";
+            });
+            case CONNECTIONS_DROPPED -> "reset " + proxy.dropAll() + " connection(s)";
+            case CONNECTIONS_STALLED -> withoutDatabase(database, () -> {
+                long stall = length - 500;
+                proxy.stall(stall);
+                Thread.sleep(stall);
+                return stall + " ms";
+            });
+            case REDIS_KILLED -> {
+                redis.kill();
+                Thread.sleep(length);
+                redis.restart();
+                yield "down " + length + " ms";
+            }
+            case PROVIDER_FAULT -> {
+                String mode = List.of("fail", "hang", "slow").get(rng.nextInt(3));
+                int count = 1 + rng.nextInt(4);
+                long seconds = 1 + rng.nextInt(12);
+                provider.fault(mode, count, seconds, null);
+                Thread.sleep(length);
+                provider.clearFaults();
+                yield mode + " x" + count + (mode.equals("fail") ? "" : " for " + seconds + " s")
+                        + ", cleared after " + length + " ms";
+            }
+        };
+    }
+
+    /** A fault that keeps the database away: no instance starts meanwhile. */
+    private static String withoutDatabase(ReadWriteLock database, Callable<String> fault)
+            throws Exception {
+        database.writeLock().lock();
+        try {
+            return fault.call();
+        } finally {
+            database.writeLock().unlock();
+        }
+    }
+
+    /** Starts {@code service} once no fault keeps the database away, and none starts while it starts. */
+    private static void startWithDatabase(ServiceNode service, ReadWriteLock database) throws Exception {
+        database.readLock().lock();
+        try {
+            service.start();
+        } finally {
+            database.readLock().unlock();
         }
     }
 
