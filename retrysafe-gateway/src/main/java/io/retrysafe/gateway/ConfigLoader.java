@@ -283,7 +283,14 @@ public final class ConfigLoader {
         Optional<String> table = Optional.ofNullable(s.string("table", null));
         Optional<String> keyPrefix = Optional.ofNullable(s.string("key-prefix", null));
         boolean createSchema = s.bool("create-schema", false);
+        int waitForReplicas = s.integer("wait-for-replicas", 0, 0, 16);
+        Duration replicaTimeout = s.duration("replica-timeout", GatewayConfig.DEFAULT_REPLICA_TIMEOUT);
         s.done();
+        if (waitForReplicas > 0 && (type != StoreType.REDIS || !cluster.isEmpty())) {
+            throw s.error("wait-for-replicas", "store.wait-for-replicas is for a redis store on store.url (standalone "
+                    + "or Sentinel): on a Redis Cluster a WAIT reaches one node, and other stores have no replicas "
+                    + "to wait for");
+        }
         if (type == StoreType.REDIS) {
             if (url.isPresent() == !cluster.isEmpty()) {
                 throw s.error("url", "a redis store needs exactly one of store.url, store.cluster-urls");
@@ -321,7 +328,8 @@ public final class ConfigLoader {
                         + "store.key-prefix are for redis");
             }
         }
-        return new Store(type, url, cluster, username, passwordEnv, poolSize, table, keyPrefix, createSchema);
+        return new Store(type, url, cluster, username, passwordEnv, poolSize, table, keyPrefix, createSchema,
+                waitForReplicas, replicaTimeout);
     }
 
     private static Idempotency idempotency(YamlSection s) {

@@ -20,6 +20,8 @@ public record GatewayConfig(Listen listen, Admin admin, Upstream upstream, Optio
     public static final Duration DEFAULT_CONNECT_TIMEOUT = Duration.ofSeconds(2);
     public static final Duration DEFAULT_RESPONSE_TIMEOUT = Duration.ofSeconds(30);
     public static final Duration DEFAULT_RETRY_AFTER = Duration.ofSeconds(1);
+    /** How long a claim or a completion waits for the replicas of a Redis store that waits for them. */
+    public static final Duration DEFAULT_REPLICA_TIMEOUT = Duration.ofMillis(500);
     /** The admin port (health and metrics), as Envoy's admin interface has it. */
     public static final int DEFAULT_ADMIN_PORT = 9901;
     /** The request header that tells the upstream the caller the gateway checked. */
@@ -89,13 +91,15 @@ public record GatewayConfig(Listen listen, Admin admin, Upstream upstream, Optio
     /**
      * The store. JDBC ({@code postgresql}, {@code mariadb}): {@code url}, {@code username}, the password from
      * the environment variable {@code passwordEnv}, {@code poolSize}, {@code table}. Redis: {@code url}
-     * ({@code redis://}, {@code rediss://} or {@code redis-sentinel://}), or {@code clusterUrls}; {@code keyPrefix}.
+     * ({@code redis://}, {@code rediss://} or {@code redis-sentinel://}), or {@code clusterUrls}; {@code keyPrefix};
+     * {@code waitForReplicas} (0: none) replicas that must acknowledge each claim and completion, within
+     * {@code replicaTimeout} (not on a cluster).
      * DynamoDB: {@code table}; {@code url}, an endpoint other than the region's; {@code createSchema} creates the
      * table. Region and credentials come from the SDK's default chains ({@code AWS_REGION}, a role, …).
      */
     public record Store(StoreType type, Optional<String> url, List<String> clusterUrls, Optional<String> username,
             Optional<String> passwordEnv, int poolSize, Optional<String> table, Optional<String> keyPrefix,
-            boolean createSchema) {
+            boolean createSchema, int waitForReplicas, Duration replicaTimeout) {
         public Store {
             clusterUrls = List.copyOf(clusterUrls);
         }

@@ -126,6 +126,9 @@ final class Stores {
             client = cluster::shutdown;
         }
         config.keyPrefix().ifPresent(builder::keyPrefix);
+        if (config.waitForReplicas() > 0) {
+            builder.waitForReplicas(config.waitForReplicas(), config.replicaTimeout());
+        }
         RedisIdempotencyStore store = builder.build();
         // Connected (a cluster's topology learnt, the scripts loaded on every node) before the first request.
         if (!store.connect(STARTUP_WAIT)) {

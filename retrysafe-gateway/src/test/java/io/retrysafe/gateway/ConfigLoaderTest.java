@@ -151,6 +151,8 @@ class ConfigLoaderTest {
             store:\\n  type: mariadb\\n  url: jdbc:postgresql://h/db\\n     | 3 | 8  | store.url must start with jdbc:mariadb:
             store:\\n  type: dynamodb\\n  url: dynamo.local\\n             | 3 | 8  | a dynamodb store.url is an endpoint, http:// or https://
             store:\\n  type: dynamodb\\n  key-prefix: gw\\n                | 3 | 15 | a dynamodb store has url, table and create-schema
+            store:\\n  type: mariadb\\n  url: jdbc:mariadb://h/db\\n  wait-for-replicas: 1\\n | 4 | 22 | store.wait-for-replicas is for a redis store on store.url
+            store:\\n  type: redis\\n  cluster-urls: [redis://h:1]\\n  wait-for-replicas: 1\\n | 4 | 22 | on a Redis Cluster a WAIT reaches one node
             idempotency:\\n  lease: 2d\\n                                     | 2 | 10 | idempotency.lease must not exceed the retention
             idempotency:\\n  stored-headers: [Set-Cookie]\\n                  | 2 | 19 | must not include credentials or cookies
             """)

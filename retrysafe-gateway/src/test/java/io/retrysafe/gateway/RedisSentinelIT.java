@@ -1,35 +1,35 @@
 package io.retrysafe.gateway;
 
 import io.retrysafe.testservices.TestRedis;
+import java.time.Duration;
 
 /**
- * A private Redis found through a Sentinel the test starts ({@code store.url: redis-sentinel://…#master}): the
- * gateway asks the Sentinel for the master, then talks to the master; callers named by HTTP Basic.
+ * A private Redis master with a replica, found through a Sentinel the test starts
+ * ({@code store.url: redis-sentinel://…#master}): the gateway asks the Sentinel for the master, then talks to the
+ * master, and waits for the replica to acknowledge each claim and completion ({@code store.wait-for-replicas});
+ * callers named by HTTP Basic.
  */
 class RedisSentinelIT extends BasicScopeContract {
-    private TestRedis.Server master;
-    private TestRedis.Sentinel sentinel;
+    private TestRedis.Replicated redis;
 
     @Override
     void prepare() throws Exception {
         super.prepare();
-        master = TestRedis.startServer(dir);
-        sentinel = TestRedis.startSentinel(dir, master, "payments");
+        redis = TestRedis.startReplicated(dir, 1, 1, "payments", Duration.ofSeconds(5));
     }
 
     @Override
     String store() {
         return """
                 type: redis
-                url: "redis-sentinel://127.0.0.1:%d#%s"
+                url: "%s"
                 key-prefix: "gw-it:"
-                """.formatted(sentinel.port(), sentinel.masterName());
+                wait-for-replicas: 1
+                """.formatted(redis.uriString());
     }
 
     @Override
     void cleanUp() {
-        try (TestRedis.Server m = master; TestRedis.Sentinel s = sentinel) {
-            // both stopped, the Sentinel first
-        }
+        redis.close();
     }
 }
