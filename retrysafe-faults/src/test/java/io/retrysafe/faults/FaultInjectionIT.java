@@ -124,7 +124,7 @@ class FaultInjectionIT {
 
     @Test
     void everyIntentTakesEffectOnceAndEveryRetryGetsTheSameAnswerUnderFaults() throws Exception {
-        Duration duration = Duration.parse(property("retrysafe.faults.duration", "PT2M30S"));
+        Duration duration = Duration.parse(property("retrysafe.faults.duration", "PT2M"));
         String seedProperty = property("retrysafe.faults.seed", "");
         long seed = seedProperty.isEmpty() ? new SecureRandom().nextLong() : Long.parseLong(seedProperty);
         say("seed " + seed + " (replay with -Dretrysafe.faults.seed=" + seed + "), duration " + duration);
