@@ -27,11 +27,12 @@ import java.util.function.Supplier;
  * <ol>
  * <li>{@link #early}: a cached response with the same fingerprint is replayed, one with another
  * fingerprint is refused (mismatch), an in-flight marker is in progress with the policy's
- * {@code Retry-After}; none of them asks the store. On a miss the in-flight marker is set; if the key
- * already held something, a second lookup says what: a marker is in progress, a response is replayed
- * (a completed request is never refused as in progress). Only a miss goes on to the store, which claims.
+ * {@code Retry-After}; none of them asks the store. On a miss the in-flight marker is set, in the same
+ * step as the lookup where the fast path can ({@link FastPath#lookupOrMark}), so a completed request is
+ * never refused as in progress. Only a miss goes on to the store, which claims.
  * <li>{@link #after}, once the store's outcome is durable: a stored result, or a replay the store
  * answered, is published; anything else (released, refused, failed, a failed commit) clears the marker.
+ * The caller need not wait for it: the fast path takes it up before any later lookup.
  * </ol>
  *
  * A published response lives for what is left of the retention, at most the replay TTL. The fast path
@@ -65,10 +66,14 @@ public final class FastPathFilter {
         return new FastPathFilter(fastPath, engineName, listener, replayTtl, nanoTime);
     }
 
-    /** On a blocking fast path: each call is made on the caller's thread, and every stage returned is complete. */
+    /**
+     * On a blocking fast path, through its {@link FastPath#async() non-blocking face}: a blocking caller
+     * waits for {@link #early}'s stage, and not for the publish or clear of {@link #after}, which the fast
+     * path takes up before any later lookup. A fast path without such a face answers on the caller's thread.
+     */
     public static FastPathFilter of(FastPath fastPath, String engineName, RetrySafeListener listener,
             Duration replayTtl, LongSupplier nanoTime) {
-        return new FastPathFilter(new Blocking(fastPath), engineName, listener, replayTtl, nanoTime);
+        return new FastPathFilter(fastPath.async(), engineName, listener, replayTtl, nanoTime);
     }
 
     /** The clock's reading when the store is asked, for {@link #after}. */
@@ -82,32 +87,24 @@ public final class FastPathFilter {
      */
     public CompletionStage<Optional<Outcome<StoredResponse>>> early(IdempotencyKey key, Fingerprint fingerprint,
             OperationPolicy policy) {
-        return lookup(key, fingerprint, policy).thenCompose(cached -> {
-            if (cached.isPresent()) {
-                return done(answer(key, early(cached.get(), policy)));
-            }
-            return guard("markInFlight", key, () -> fastPath.markInFlight(key, fingerprint), true)
-                    .thenCompose(marked -> marked ? CompletableFuture.<Optional<Outcome<StoredResponse>>>completedFuture(
-                            Optional.empty())
-                            // Not set: the key holds something. A marker means a request in flight, but it may be the
-                            // committed response, which the lookup missed (it timed out, or it was published since).
-                            : lookup(key, fingerprint, policy).thenApply(now -> Optional.of(answer(key,
-                                    now.isPresent() ? early(now.get(), policy)
-                                            : new Outcome.InProgress<>(policy.retryAfter())))));
-        }).exceptionally(failure -> {
-            Throwable cause = failure instanceof CompletionException && failure.getCause() != null
-                    ? failure.getCause() : failure;
-            if (cause instanceof StoredResponseUnreadableException) {
-                // The cached copy does not open (its key id is no longer configured, or it was altered): the store
-                // decides, and a replay it answers replaces the cached copy.
-                LOG.log(Level.WARNING, () -> "[" + engineName + "] cached response of key " + key.digest()
-                        + " cannot be opened; asking the store: " + cause.getMessage());
-            } else {
-                LOG.log(Level.WARNING, () -> "[" + engineName + "] fast path " + fastPath.name() + " failed on key "
-                        + key.digest() + "; asking the store", cause);
-            }
-            return Optional.empty();
-        });
+        // One step where the fast path can (a script): what the key holds, or the marker set for this request.
+        return guard("lookupOrMark", key, () -> fastPath.lookupOrMark(key, fingerprint), Optional.<Cached>empty())
+                .thenApply(cached -> cached == null || cached.isEmpty() ? Optional.<Outcome<StoredResponse>>empty()
+                        : Optional.of(answer(key, early(opened(key, cached.get(), policy), policy))))
+                .exceptionally(failure -> {
+                    Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+                            ? failure.getCause() : failure;
+                    if (cause instanceof StoredResponseUnreadableException) {
+                        // The cached copy does not open (its key id is no longer configured, or it was altered):
+                        // the store decides, and a replay it answers replaces the cached copy.
+                        LOG.log(Level.WARNING, () -> "[" + engineName + "] cached response of key " + key.digest()
+                                + " cannot be opened; asking the store: " + cause.getMessage());
+                    } else {
+                        LOG.log(Level.WARNING, () -> "[" + engineName + "] fast path " + fastPath.name()
+                                + " failed on key " + key.digest() + "; asking the store", cause);
+                    }
+                    return Optional.empty();
+                });
     }
 
     /**
@@ -151,23 +148,10 @@ public final class FastPathFilter {
         return outcome;
     }
 
-    private static CompletionStage<Optional<Outcome<StoredResponse>>> done(Outcome<StoredResponse> outcome) {
-        return CompletableFuture.completedFuture(Optional.of(outcome));
-    }
-
-    /**
-     * A cached response, opened with the policy's protection; the stage fails with
-     * {@link StoredResponseUnreadableException} if it does not open.
-     */
-    private CompletionStage<Optional<Cached>> lookup(IdempotencyKey key, Fingerprint fingerprint,
-            OperationPolicy policy) {
-        return guard("lookup", key, () -> fastPath.lookup(key, fingerprint), Optional.<Cached>empty())
-                .thenApply(cached -> {
-                    if (cached != null && cached.isPresent() && cached.get() instanceof Cached.Replay replay) {
-                        return Optional.of(new Cached.Replay(policy.protection().open(key, replay.response())));
-                    }
-                    return cached == null ? Optional.empty() : cached;
-                });
+    /** A cached response opened with the policy's protection; throws {@link StoredResponseUnreadableException} if it does not open. */
+    private static Cached opened(IdempotencyKey key, Cached cached, OperationPolicy policy) {
+        return cached instanceof Cached.Replay replay
+                ? new Cached.Replay(policy.protection().open(key, replay.response())) : cached;
     }
 
     /** Cached as the store holds it: sealed by the policy's protection (encrypted, redacted), never in the clear. */
@@ -258,37 +242,6 @@ public final class FastPathFilter {
         /** The clock set, or {@code System::nanoTime}. */
         protected final LongSupplier nanoTime() {
             return nanoTime == null ? System::nanoTime : nanoTime;
-        }
-    }
-
-    /** A blocking fast path's answers as complete stages; what it throws fails the call, and is guarded. */
-    private record Blocking(FastPath fastPath) implements AsyncFastPath {
-        @Override
-        public CompletionStage<Optional<Cached>> lookup(IdempotencyKey key, Fingerprint fingerprint) {
-            return CompletableFuture.completedFuture(fastPath.lookup(key, fingerprint));
-        }
-
-        @Override
-        public CompletionStage<Boolean> markInFlight(IdempotencyKey key, Fingerprint fingerprint) {
-            return CompletableFuture.completedFuture(fastPath.markInFlight(key, fingerprint));
-        }
-
-        @Override
-        public CompletionStage<Void> publish(IdempotencyKey key, Fingerprint fingerprint, StoredResponse response,
-                Duration ttl) {
-            fastPath.publish(key, fingerprint, response, ttl);
-            return CompletableFuture.completedFuture(null);
-        }
-
-        @Override
-        public CompletionStage<Void> clear(IdempotencyKey key) {
-            fastPath.clear(key);
-            return CompletableFuture.completedFuture(null);
-        }
-
-        @Override
-        public String name() {
-            return fastPath.name();
         }
     }
 }

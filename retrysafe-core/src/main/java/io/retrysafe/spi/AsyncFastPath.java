@@ -6,6 +6,7 @@ import io.retrysafe.StoredResponse;
 import io.retrysafe.spi.FastPath.Cached;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 
 /**
@@ -32,6 +33,20 @@ public interface AsyncFastPath {
 
     /** {@link FastPath#clear}: removes the in-flight marker of {@code key}; a cached response stays. */
     CompletionStage<Void> clear(IdempotencyKey key);
+
+    /**
+     * {@link FastPath#lookupOrMark}: what the fast path knows about {@code key}, or empty once the
+     * in-flight marker is set for this caller (or the fast path could not answer). By default a lookup,
+     * a mark and, when another request took the key between the two, a second lookup.
+     */
+    default CompletionStage<Optional<Cached>> lookupOrMark(IdempotencyKey key, Fingerprint fingerprint) {
+        return lookup(key, fingerprint).thenCompose(cached -> cached.isPresent()
+                ? CompletableFuture.completedFuture(cached)
+                : markInFlight(key, fingerprint).thenCompose(marked -> marked
+                        ? CompletableFuture.completedFuture(cached)
+                        : lookup(key, fingerprint).thenApply(now -> now.isPresent() ? now
+                                : Optional.<Cached>of(new Cached.InFlight()))));
+    }
 
     /** The fast path's name in logs and metrics. */
     default String name() {

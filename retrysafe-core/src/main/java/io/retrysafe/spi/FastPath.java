@@ -40,6 +40,32 @@ public interface FastPath {
     /** Removes the in-flight marker of {@code key} (after a release or a rollback); a cached response stays. */
     void clear(IdempotencyKey key);
 
+    /**
+     * What the fast path knows about {@code key} or, when it knows nothing, the in-flight marker set
+     * for this caller: empty means the request goes on to the store (the marker is set, or the fast
+     * path could not answer). A fast path that can look and mark in one step overrides this (Redis: one
+     * script, one round trip); by default a lookup, a mark, and when another request took the key
+     * between the two, a second lookup (a key taken with nothing readable there is in flight).
+     */
+    default Optional<Cached> lookupOrMark(IdempotencyKey key, Fingerprint fingerprint) {
+        Optional<Cached> cached = lookup(key, fingerprint);
+        if (cached.isPresent() || markInFlight(key, fingerprint)) {
+            return cached;
+        }
+        Optional<Cached> now = lookup(key, fingerprint);
+        return now.isPresent() ? now : Optional.of(new Cached.InFlight());
+    }
+
+    /**
+     * This fast path for a caller that does not wait: each call sends its command and returns a stage.
+     * Whatever a call sends is taken up before anything a later call sends, so a publish the caller
+     * did not wait for is seen by the next lookup. By default the blocking calls, each done when its
+     * stage is returned.
+     */
+    default AsyncFastPath async() {
+        return new BlockingAsyncFastPath(this);
+    }
+
     /** The fast path's name in logs and metrics. */
     default String name() {
         return getClass().getSimpleName();

@@ -291,6 +291,7 @@ class FastFilterExecutorIT {
 
             assertProblem(r, 503, "/problems/store-unavailable");
             assertThat(LedgerServlet.runs(key)).as("the handler ran; its commit failed").isEqualTo(1);
+            fastFilter.ping(); // the clear the answer did not wait for is in Redis before the filter's next command
             assertThat(admin.sync().exists(fastFilter.redisKey(IdempotencyKey.of(SCOPE, key))))
                     .as("neither a response nor a marker in Redis").isZero();
         } finally {
@@ -312,6 +313,7 @@ class FastFilterExecutorIT {
         HttpResponse<byte[]> first = send(pay(key, BODY, "?status=503"));
 
         assertThat(first.statusCode()).isEqualTo(503);
+        fastFilter.ping(); // the clear the answer did not wait for is in Redis before the filter's next command
         assertThat(admin.sync().exists(fastFilter.redisKey(IdempotencyKey.of(SCOPE, key)))).isZero();
         HttpResponse<byte[]> retry = send(pay(key, BODY, "?status=503"));
         assertThat(retry.statusCode()).isEqualTo(503);
@@ -326,6 +328,8 @@ class FastFilterExecutorIT {
         String cachedKey = key;
         HttpResponse<byte[]> cached = send(pay(cachedKey, BODY));
         assertThat(cached.statusCode()).isEqualTo(201);
+        // The answer did not wait for its publish; a later command on the filter's connection does.
+        fastFilter.ping();
 
         redis.kill();
 
@@ -339,6 +343,12 @@ class FastFilterExecutorIT {
         assertThat(created.statusCode()).isEqualTo(201);
         assertThat(created.headers().firstValue(REPLAYED)).isEmpty();
         assertThat(LedgerServlet.runs(newKey)).isEqualTo(1);
+        // Each request made one call before its answer (look up or mark) and sent one after it (publish), which
+        // the answer did not wait for: four failures once both publishes failed, one short of the threshold.
+        await().atMost(BOUND).until(() -> recorder.failures.size() >= 4);
+        assertThat(recorder.failures).containsExactly("lookupOrMark", "publish", "lookupOrMark", "publish");
+        assertThat(fastFilter.breakerState()).isEqualTo(BreakerState.CLOSED);
+        assertReplayOf(send(pay(newKey, BODY)), created);
         assertThat(fastFilter.breakerState()).as("after %s", recorder.failures).isEqualTo(BreakerState.OPEN);
         assertThat(recorder.changes).containsExactly("CLOSED->OPEN");
 

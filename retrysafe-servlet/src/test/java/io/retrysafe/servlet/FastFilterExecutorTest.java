@@ -11,6 +11,7 @@ import io.retrysafe.OperationPolicy;
 import io.retrysafe.Outcome;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.StoredResponse;
+import io.retrysafe.spi.AsyncFastPath;
 import io.retrysafe.spi.FastPath;
 import io.retrysafe.spi.RetrySafeListener;
 import java.time.Duration;
@@ -131,6 +132,56 @@ class FastFilterExecutorTest {
 
     private Outcome<StoredResponse> run(Fingerprint fingerprint, StoredResponse response) {
         return executor.execute(null, key, fingerprint, null, attempt -> response);
+    }
+
+    /** A fast path whose non-blocking face takes a publish and a clear, and finishes neither until told. */
+    static final class SlowToPublish extends MemoryFastPath {
+        final CompletableFuture<Void> sent = new CompletableFuture<>();
+
+        @Override
+        public AsyncFastPath async() {
+            AsyncFastPath now = super.async();
+            return new AsyncFastPath() {
+                @Override
+                public CompletionStage<Optional<Cached>> lookup(IdempotencyKey key, Fingerprint fingerprint) {
+                    return now.lookup(key, fingerprint);
+                }
+
+                @Override
+                public CompletionStage<Boolean> markInFlight(IdempotencyKey key, Fingerprint fingerprint) {
+                    return now.markInFlight(key, fingerprint);
+                }
+
+                @Override
+                public CompletionStage<Void> publish(IdempotencyKey key, Fingerprint fingerprint,
+                        StoredResponse response, Duration ttl) {
+                    return sent.thenCompose(go -> now.publish(key, fingerprint, response, ttl));
+                }
+
+                @Override
+                public CompletionStage<Void> clear(IdempotencyKey key) {
+                    return sent.thenCompose(go -> now.clear(key));
+                }
+            };
+        }
+    }
+
+    @Test
+    void theAnswerDoesNotWaitForThePublishAfterIt() {
+        SlowToPublish slow = new SlowToPublish();
+        FastFilterExecutor notWaiting = FastFilterExecutor.builder(delegate, slow, engine).build();
+
+        // On this thread: were the publish waited for, execute would not return until "sent" completes below.
+        Outcome<StoredResponse> outcome = notWaiting.execute(null, key, FINGERPRINT, null, attempt -> CREATED);
+
+        assertThat(outcome).isInstanceOf(Outcome.Executed.class);
+        assertThat(slow.calls).as("looked up and marked; the publish not yet made").containsExactly("lookup",
+                "markInFlight");
+        slow.sent.complete(null);
+        assertThat(slow.calls).containsExactly("lookup", "markInFlight", "publish");
+        assertThat(notWaiting.execute(null, key, FINGERPRINT, null, attempt -> CREATED))
+                .isInstanceOf(Outcome.Replayed.class);
+        assertThat(delegate.calls).as("the retry was answered by the fast path").hasValue(1);
     }
 
     @Test

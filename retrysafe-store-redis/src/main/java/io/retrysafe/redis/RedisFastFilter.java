@@ -28,6 +28,7 @@ import java.nio.ByteBuffer;
 import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -100,7 +101,7 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
 
         /**
          * A Redis call failed or timed out ({@code operation}: {@code lookup}, {@code markInFlight},
-         * {@code publish}, {@code clear}); the request went on to the store.
+         * {@code lookupOrMark}, {@code publish}, {@code clear}); the request went on to the store.
          */
         default void onFailure(String operation, RuntimeException error) {
         }
@@ -119,6 +120,8 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
      * filter, never on an event loop by the first {@code clear} of {@link #async()}, where reading a file blocks.
      */
     private static final Script CLEAR = Script.FAST_FILTER_CLEAR;
+    private static final Script LOOKUP_OR_MARK = Script.FAST_FILTER_LOOKUP_OR_MARK;
+    private static final List<Script> SCRIPTS = Script.FAST_FILTER;
 
     private final String topology;
     private final String keyPrefix;
@@ -150,9 +153,20 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
                 this::breakerChanged);
         // No cool-down after a failed attempt: the breaker decides when a call tries Redis again.
         this.connection = new LazyConnection("retrysafe-" + name + "-connect", "fast filter " + name + " is closed",
-                b.connector, link -> { }, timeout, Duration.ZERO, ticker,
+                b.connector, RedisFastFilter::initialise, timeout, Duration.ZERO, ticker,
                 () -> LOG.log(Level.DEBUG, () -> "[" + name + "] connection to Redis lost; opening a new one"),
                 () -> LOG.log(Level.DEBUG, () -> "[" + name + "] connected to Redis (" + topology + ")"));
+    }
+
+    /**
+     * Loads the scripts on a new connection, before any call uses it (a restarted server knows none): a
+     * {@code clear} sent without waiting must not need a second try, which could reach Redis after a
+     * later lookup.
+     */
+    private static void initialise(Link fresh) {
+        for (Script script : SCRIPTS) {
+            fresh.commands().scriptLoad(script.source());
+        }
     }
 
     /** A fast filter on a standalone Redis, or a Sentinel-managed one (the client's URI says which). */
@@ -245,6 +259,24 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
     }
 
     /**
+     * One script, one round trip: what the key holds, or, when it holds nothing, the marker
+     * ({@code SET PX markerTtl}) set and empty returned. An entry this version cannot read is empty as
+     * well, without a marker: the store decides, and its publish replaces the entry.
+     */
+    @Override
+    public Optional<Cached> lookupOrMark(IdempotencyKey key, Fingerprint fingerprint) {
+        Require.notNull(fingerprint, "fingerprint");
+        byte[][] keys = {redisKeyBytes(key)};
+        byte[] held = call("lookupOrMark", l -> this.<byte[]>eval(l, LOOKUP_OR_MARK, keys, MARKER, markerTtlArg()),
+                null);
+        return held == null ? Optional.empty() : readEntry(key, held, fingerprint);
+    }
+
+    private byte[] markerTtlArg() {
+        return Long.toString(markerTtl.toMillis()).getBytes(US_ASCII);
+    }
+
+    /**
      * {@code SET key response PX ttl}: the response replaces the marker in one command. A
      * {@code ttl} under 1 ms publishes nothing.
      */
@@ -267,18 +299,17 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
     @Override
     public void clear(IdempotencyKey key) {
         byte[] redisKey = redisKeyBytes(key);
-        call("clear", l -> clearMarker(l, redisKey), null);
+        byte[][] keys = {redisKey};
+        call("clear", l -> this.<Long>eval(l, CLEAR, keys, MARKER), null);
     }
 
-    /** Called by its SHA-1, loaded only when Redis answers {@code NOSCRIPT} (first use, restart, flush). */
-    private Long clearMarker(Link l, byte[] redisKey) {
-        Script script = CLEAR;
-        byte[][] keys = {redisKey};
+    /** Called by its SHA-1; loaded again when Redis answers {@code NOSCRIPT} (its scripts were flushed). */
+    private <T> T eval(Link l, Script script, byte[][] keys, byte[]... args) {
         try {
-            return l.commands().evalsha(script.sha(), script.output(), keys, MARKER);
+            return l.commands().evalsha(script.sha(), script.output(), keys, args);
         } catch (RedisNoScriptException e) {
             l.commands().scriptLoad(script.source());
-            return l.commands().evalsha(script.sha(), script.output(), keys, MARKER);
+            return l.commands().evalsha(script.sha(), script.output(), keys, args);
         }
     }
 
@@ -302,8 +333,11 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
      * This filter for a non-blocking stack: the same entries, connection and breaker (a failure seen
      * through either face counts towards opening it, and while it is open neither goes to Redis), each
      * call answered by a stage that never blocks the caller and never fails for Redis. Closing this
-     * filter closes both; the same instance every time.
+     * filter closes both; the same instance every time. A command sent through it goes out on the
+     * filter's one connection in the order of the calls, so a publish not waited for is in Redis before
+     * any later lookup through either face reads the key.
      */
+    @Override
     public AsyncFastPath async() {
         return async;
     }
@@ -325,6 +359,14 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
             SetArgs args = SetArgs.Builder.nx().px(markerTtl.toMillis());
             return callAsync("markInFlight", l -> l.async().set(redisKey, MARKER, args).thenApply("OK"::equals),
                     Boolean.TRUE);
+        }
+
+        @Override
+        public CompletionStage<Optional<Cached>> lookupOrMark(IdempotencyKey key, Fingerprint fingerprint) {
+            Require.notNull(fingerprint, "fingerprint");
+            byte[][] keys = {redisKeyBytes(key)};
+            return callAsync("lookupOrMark", l -> l.<byte[]>evalAsync(LOOKUP_OR_MARK, keys, MARKER, markerTtlArg()),
+                    null).thenApply(held -> held == null ? Optional.empty() : readEntry(key, held, fingerprint));
         }
 
         @Override

@@ -9,6 +9,7 @@ import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.codec.ByteArrayCodec;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.Delay;
 import io.retrysafe.Fingerprint;
@@ -384,6 +385,78 @@ class RedisFastFilterIT {
     }
 
     @Test
+    void lookupOrMarkSetsTheMarkerOnAMissAndOtherwiseSaysWhatTheKeyHolds() {
+        IdempotencyKey key = key("look-and-mark");
+
+        assertThat(filter.lookupOrMark(key, FINGERPRINT)).as("a miss: the marker is set, the caller goes on").isEmpty();
+        assertThat(admin.sync().pttl(filter.redisKey(key))).as("the marker's TTL").isBetween(1L, MARKER_TTL.toMillis());
+        assertThat(filter.lookupOrMark(key, FINGERPRINT)).as("a duplicate").contains(new Cached.InFlight());
+        assertThat(done(filter.async().lookupOrMark(key, OTHER))).contains(new Cached.InFlight());
+
+        filter.publish(key, FINGERPRINT, RESPONSE, TTL);
+
+        assertThat(filter.lookupOrMark(key, FINGERPRINT)).contains(new Cached.Replay(RESPONSE));
+        assertThat(done(filter.async().lookupOrMark(key, FINGERPRINT))).contains(new Cached.Replay(RESPONSE));
+        assertThat(filter.lookupOrMark(key, OTHER)).contains(new Cached.Mismatch());
+        assertThat(admin.sync().pttl(filter.redisKey(key))).as("the response's TTL, not a marker's")
+                .isGreaterThan(MARKER_TTL.toMillis());
+    }
+
+    @Test
+    void lookupOrMarkLeavesAnEntryItCannotReadToTheStoreAndSetsNoMarker() {
+        IdempotencyKey key = key("unreadable");
+        byte[] foreign = {'R', 99, 1, 2, 3};
+        try (StatefulRedisConnection<byte[], byte[]> raw = client.connect(ByteArrayCodec.INSTANCE)) {
+            raw.sync().set(filter.redisKey(key).getBytes(UTF_8), foreign);
+
+            assertThat(filter.lookupOrMark(key, FINGERPRINT)).as("the store decides").isEmpty();
+            assertThat(raw.sync().get(filter.redisKey(key).getBytes(UTF_8))).as("left as it was").isEqualTo(foreign);
+        }
+    }
+
+    @Test
+    void lookupsAndMarksOfOneKeyAllInFlightAtOnceHaveOneWinnerAndEveryOtherSeesItsMarker() {
+        IdempotencyKey key = key("look-and-mark-race");
+        List<CompletableFuture<Optional<Cached>>> calls = IntStream.range(0, 64)
+                .mapToObj(i -> filter.async().lookupOrMark(key, FINGERPRINT).toCompletableFuture()).toList();
+
+        List<Optional<Cached>> answers = done(CompletableFuture.allOf(calls.toArray(CompletableFuture[]::new))
+                .thenApply(all -> calls.stream().map(CompletableFuture::join).toList()));
+
+        assertThat(answers).filteredOn(Optional::isEmpty).as("callers that set the marker").hasSize(1);
+        assertThat(answers).filteredOn(Optional::isPresent).hasSize(63)
+                .allSatisfy(a -> assertThat(a).contains(new Cached.InFlight()));
+    }
+
+    /** The point of the script: a first request's look-up and marker cost Redis one command, not two or three. */
+    @Test
+    void lookupOrMarkIsOneCommandAndSurvivesAFlushOfTheScripts(@TempDir Path dir) {
+        try (TestRedis.Server server = TestRedis.startServer(dir)) {
+            RedisClient privateClient = RedisClient.create(server.uri());
+            try (RedisFastFilter own = RedisFastFilter.builder(privateClient).timeout(TIMEOUT).build();
+                    StatefulRedisConnection<String, String> privateAdmin = privateClient.connect()) {
+                own.ping(); // connected, its scripts loaded
+                privateAdmin.sync().configResetstat();
+
+                assertThat(own.lookupOrMark(key("one-command"), FINGERPRINT)).isEmpty();
+
+                String stats = privateAdmin.sync().info("commandstats");
+                // One EVALSHA sent; Redis counts the script's own GET and SET as well, once each.
+                assertThat(stats).contains("cmdstat_evalsha:calls=1,", "cmdstat_get:calls=1,", "cmdstat_set:calls=1,")
+                        .doesNotContain("cmdstat_script");
+
+                assertThat(privateAdmin.sync().scriptFlush()).isEqualTo("OK");
+                IdempotencyKey afterFlush = key("after-flush");
+                assertThat(own.lookupOrMark(afterFlush, FINGERPRINT)).as("loaded again, and marked").isEmpty();
+                assertThat(own.lookupOrMark(afterFlush, FINGERPRINT)).contains(new Cached.InFlight());
+                assertThat(own.breakerState()).isEqualTo(BreakerState.CLOSED);
+            } finally {
+                privateClient.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+            }
+        }
+    }
+
+    @Test
     void anUnreachableRedisMakesEveryCallStepAsideAndOpensTheBreakerBothFacesShare() throws Exception {
         RedisClient nowhere = RedisClient.create(RedisURI.create("127.0.0.1", RedisAsyncStoreIT.closedPort()));
         Queue<String> failed = new ConcurrentLinkedQueue<>();
@@ -411,11 +484,14 @@ class RedisFastFilterIT {
             assertThat(done(async.clear(key))).as("a clear does nothing").isNull();
 
             assertThat(failed).containsExactly("lookup", "markInFlight", "publish", "clear");
+            assertThat(states).as("open after four failures").containsExactly(BreakerState.OPEN);
+            assertThat(done(async.lookupOrMark(key, FINGERPRINT))).as("open: the request goes on unmarked").isEmpty();
             assertThat(states).containsExactly(BreakerState.OPEN);
             assertThat(down.breakerState()).as("the blocking face's breaker").isEqualTo(BreakerState.OPEN);
             // Open: neither face goes to Redis, and neither counts a failure.
             assertThat(down.lookup(key, FINGERPRINT)).isEmpty();
             assertThat(done(async.lookup(key, FINGERPRINT))).isEmpty();
+            assertThat(down.lookupOrMark(key, FINGERPRINT)).isEmpty();
             assertThat(failed).hasSize(4);
         } finally {
             nowhere.shutdown(Duration.ZERO, Duration.ofSeconds(2));

@@ -19,11 +19,15 @@ public enum Script {
     COMPLETE("complete.lua", ScriptOutputType.INTEGER),
     RELEASE("release.lua", ScriptOutputType.INTEGER),
     RENEW("renew.lua", ScriptOutputType.INTEGER),
+    /** The fast filter's: what a key holds, or the in-flight marker set when it holds nothing. */
+    FAST_FILTER_LOOKUP_OR_MARK("fast-filter-lookup-or-mark.lua", ScriptOutputType.VALUE),
     /** The fast filter's: removes an in-flight marker, never a cached response. */
     FAST_FILTER_CLEAR("fast-filter-clear.lua", ScriptOutputType.INTEGER);
 
-    /** The store's scripts, which it loads on every new connection; the fast filter's are not among them. */
+    /** The store's scripts, which it loads on every new connection. */
     public static final List<Script> STORE = List.of(CLAIM, COMPLETE, RELEASE, RENEW);
+    /** The fast filter's scripts, which it loads on every new connection. */
+    public static final List<Script> FAST_FILTER = List.of(FAST_FILTER_LOOKUP_OR_MARK, FAST_FILTER_CLEAR);
 
     private final String resource;
     private final ScriptOutputType output;
