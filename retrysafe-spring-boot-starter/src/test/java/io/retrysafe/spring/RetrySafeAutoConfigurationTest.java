@@ -628,6 +628,25 @@ class RetrySafeAutoConfigurationTest {
         }
 
         @Test
+        void theBatchesRunBackToBackUnlessAMaxDutyCycleIsSet() {
+            withPostgres(runner).run(context -> assertThat(context.getBean(RetrySafePurgeScheduler.class).purger()
+                    .maxDutyCycle()).isEqualTo(1.0));
+            withPostgres(runner).withPropertyValues("retrysafe.purge.max-duty-cycle=0.25").run(context -> {
+                assertThat(context).hasNotFailed();
+                assertThat(context.getBean(RetrySafePurgeScheduler.class).purger().maxDutyCycle()).isEqualTo(0.25);
+            });
+        }
+
+        @Test
+        void aMaxDutyCycleOutsideZeroToOneFailsTheStart() {
+            withPostgres(runner).withPropertyValues("retrysafe.purge.max-duty-cycle=0").run(context -> {
+                assertThat(context).hasFailed();
+                assertThat(context.getStartupFailure()).rootCause()
+                        .hasMessage("maxDutyCycle must be more than 0 and at most 1, but was 0.0");
+            });
+        }
+
+        @Test
         void notScheduledWhenDisabled() {
             withPostgres(runner).withPropertyValues("retrysafe.purge.enabled=false").run(context -> {
                 assertThat(context).hasNotFailed();
