@@ -37,14 +37,19 @@ import java.util.concurrent.atomic.AtomicInteger;
  * days). For each, the claim latency (p50, p99, max) before, during and after the purge, the purge's
  * duration and rows per second, and the table's size on disk. The two layouts run one after the
  * other in one run, each on its own table ({@code rs_purge_bench_standard}, {@code
- * rs_purge_bench_partitioned}), dropped at the end (and on Ctrl-C).
+ * rs_purge_bench_partitioned}), dropped at the end (and on Ctrl-C). {@code --duty-cycle 1,0.5} runs each
+ * layout once per share ({@link io.retrysafe.jdbc.JdbcPurger.Builder#maxDutyCycle(double)}; 1, batches back
+ * to back, by default), each on a freshly filled table, so that paced and unpaced purges are compared side
+ * by side in one run; the notes give each run's claims per second during the purge over before it.
  *
  * <p>Usage (build with {@code ./mvnw -q -pl retrysafe-benchmarks -am package -DskipTests -DskipITs}):
  * <pre>
  * java -cp retrysafe-benchmarks/target/benchmarks.jar io.retrysafe.benchmarks.PurgeAtScale \
  *     [--rows 10000000] [--days 10] [--threads 4] [--baseline 20s] [--after 10s] [--batch-size 1000] \
- *     [--layouts standard,partitioned] [--keep]
+ *     [--layouts standard,partitioned] [--duty-cycle 1,0.5] [--keep]
  * </pre>
+ * A quick comparison runs at a smaller {@code --rows}, e.g. {@code --rows 200000 --layouts standard
+ * --duty-cycle 1,0.5 --baseline 10s --after 5s}; the fill takes a chunk of up to a million rows a statement.
  * The database is {@code RETRYSAFE_PG_URL} (or the test services' default, 127.0.0.1:5432/test).
  * Disk: about 250 bytes a record with both indexes, so 10 million need some 2.5 GB, one layout at
  * a time; the standard layout's table does not shrink after the purge (dead tuples are reused, not
@@ -61,8 +66,9 @@ public final class PurgeAtScale {
     public static void main(String[] args) throws Exception {
         Options o = Options.parse(args);
         System.out.printf(Locale.ROOT, "purge at scale: %,d expired rows (over %d days), %d claiming threads,"
-                + " phases %ds before / during / %ds after, batch size %d, on %s%n%n", o.rows, o.days, o.threads,
-                o.baseline.toSeconds(), o.after.toSeconds(), o.batchSize, TestDatabases.postgresJdbcUrl());
+                + " phases %ds before / during / %ds after, batch size %d, duty cycles %s, on %s%n%n", o.rows, o.days,
+                o.threads, o.baseline.toSeconds(), o.after.toSeconds(), o.batchSize, o.dutyCycles,
+                TestDatabases.postgresJdbcUrl());
         HikariConfig config = new HikariConfig();
         config.setJdbcUrl(TestDatabases.postgresJdbcUrl());
         config.setUsername(TestDatabases.postgresUser());
@@ -70,19 +76,22 @@ public final class PurgeAtScale {
         config.setMaximumPoolSize(o.threads + 4);
         config.setPoolName("purge-at-scale");
         List<String> table = new ArrayList<>();
-        table.add(String.format(Locale.ROOT, "| %-11s | %-6s | %9s | %10s | %8s | %9s | %7s | %7s | %9s |",
-                "layout", "phase", "claims", "claims/s", "p50 ms", "p99 ms", "max ms", "purge s", "rows/s"));
-        table.add("|-------------|--------|-----------|------------|----------|-----------|---------|---------|-----------|");
+        table.add(String.format(Locale.ROOT, "| %-11s | %4s | %-6s | %9s | %10s | %8s | %9s | %7s | %7s | %9s |",
+                "layout", "duty", "phase", "claims", "claims/s", "p50 ms", "p99 ms", "max ms", "purge s", "rows/s"));
+        table.add("|-------------|------|--------|-----------|------------|----------|-----------|---------|---------|"
+                + "-----------|");
         List<String> notes = new ArrayList<>();
         try (HikariDataSource pool = new HikariDataSource(config)) {
             Thread cleanup = new Thread(() -> o.layouts.forEach(l -> dropQuietly(pool, tableName(l))));
             Runtime.getRuntime().addShutdownHook(cleanup);
             for (JdbcLayout layout : o.layouts) {
-                try {
-                    run(pool, layout, o, table, notes);
-                } finally {
-                    if (!o.keep) {
-                        dropQuietly(pool, tableName(layout));
+                for (double dutyCycle : o.dutyCycles) {
+                    try {
+                        run(pool, layout, dutyCycle, o, table, notes);
+                    } finally {
+                        if (!o.keep) {
+                            dropQuietly(pool, tableName(layout));
+                        }
                     }
                 }
             }
@@ -100,10 +109,11 @@ public final class PurgeAtScale {
         return layout == JdbcLayout.STANDARD ? "rs_purge_bench_standard" : "rs_purge_bench_partitioned";
     }
 
-    private static void run(HikariDataSource pool, JdbcLayout layout, Options o, List<String> table, List<String> notes)
-            throws Exception {
+    private static void run(HikariDataSource pool, JdbcLayout layout, double dutyCycle, Options o, List<String> table,
+            List<String> notes) throws Exception {
         String name = tableName(layout);
-        String label = layout == JdbcLayout.STANDARD ? "standard" : "partitioned";
+        String layoutName = layout == JdbcLayout.STANDARD ? "standard" : "partitioned";
+        String label = o.dutyCycles.size() == 1 ? layoutName : layoutName + " at " + dutyCycle;
         exec(pool, "DROP TABLE IF EXISTS " + name);
         JdbcIdempotencyStore store = JdbcIdempotencyStore.builder(pool).layout(layout).table(name).build();
         store.createSchema();
@@ -148,7 +158,8 @@ public final class PurgeAtScale {
             load.phase("before", o.baseline);
             long purgeStart = System.nanoTime();
             load.begin("during");
-            PurgeResult result = store.purger().batchSize(o.batchSize).maxBatches(Integer.MAX_VALUE).build().purge();
+            PurgeResult result = store.purger().batchSize(o.batchSize).maxBatches(Integer.MAX_VALUE)
+                    .maxDutyCycle(dutyCycle).build().purge();
             Duration took = Duration.ofNanos(System.nanoTime() - purgeStart);
             load.end();
             load.phase("after", o.after);
@@ -156,25 +167,41 @@ public final class PurgeAtScale {
             double seconds = took.toNanos() / 1e9;
             for (Load.Phase p : load.phases()) {
                 boolean during = p.name().equals("during");
-                table.add(String.format(Locale.ROOT, "| %-11s | %-6s | %,9d | %,10.0f | %8.2f | %9.2f | %7.1f | %7s | %9s |",
-                        label, p.name(), p.count(), p.count() / p.seconds(), p.percentile(0.50), p.percentile(0.99),
+                table.add(String.format(Locale.ROOT, "| %-11s | %4s | %-6s | %,9d | %,10.0f | %8.2f | %9.2f | %7.1f | %7s"
+                        + " | %9s |", layoutName, dutyCycle, p.name(), p.count(), p.count() / p.seconds(),
+                        p.percentile(0.50), p.percentile(0.99),
                         p.percentile(1.0), during ? String.format(Locale.ROOT, "%.1f", seconds) : "",
                         during ? String.format(Locale.ROOT, "%,.0f", purged / seconds) : ""));
             }
             long afterBytes = bytes(pool, store);
             notes.add(String.format(Locale.ROOT, "%s: fill %.1f s; size %,d MB filled, %,d MB after the purge; purge %s;"
-                    + " claim errors %d", label, fill.toMillis() / 1000.0, filledBytes >> 20, afterBytes >> 20,
+                    + " claims/s during / before %.2f; claim errors %d", label, fill.toMillis() / 1000.0,
+                    filledBytes >> 20, afterBytes >> 20,
                     layout == JdbcLayout.STANDARD ? result.deleted() + " rows deleted in " + result.batches() + " batches"
                             : result.partitions().dropped().size() + " day partitions dropped, " + result.deleted()
                             + " rows deleted" + (result.partitions().failed().isEmpty() ? ""
                                     : ", failed " + result.partitions().failed()),
-                    load.errors()));
+                    duringOverBefore(load.phases()), load.errors()));
             if (purged != o.rows) {
                 notes.add(label + ": WARNING: " + purged + " of " + o.rows + " expired rows purged");
             }
         } finally {
             load.stop();
         }
+    }
+
+    /** Claims per second while the purge ran, over before it: what the purge left the claims. */
+    static double duringOverBefore(List<Load.Phase> phases) {
+        double before = Double.NaN;
+        double during = Double.NaN;
+        for (Load.Phase p : phases) {
+            if (p.name().equals("before")) {
+                before = p.count() / p.seconds();
+            } else if (p.name().equals("during")) {
+                during = p.count() / p.seconds();
+            }
+        }
+        return during / before;
     }
 
     private static long bytes(HikariDataSource pool, JdbcIdempotencyStore store) throws SQLException {
@@ -351,7 +378,7 @@ public final class PurgeAtScale {
     }
 
     record Options(long rows, int days, int threads, Duration baseline, Duration after, int batchSize,
-            List<JdbcLayout> layouts, boolean keep) {
+            List<JdbcLayout> layouts, List<Double> dutyCycles, boolean keep) {
         static Options parse(String[] args) {
             long rows = 1_000_000;
             int days = 10;
@@ -360,6 +387,7 @@ public final class PurgeAtScale {
             Duration after = Duration.ofSeconds(10);
             int batchSize = 1_000;
             List<JdbcLayout> layouts = List.of(JdbcLayout.STANDARD, JdbcLayout.PARTITIONED_BY_EXPIRY_DAY);
+            List<Double> dutyCycles = List.of(1.0);
             boolean keep = false;
             for (int i = 0; i < args.length; i++) {
                 String a = args[i];
@@ -376,14 +404,23 @@ public final class PurgeAtScale {
                         case "partitioned" -> JdbcLayout.PARTITIONED_BY_EXPIRY_DAY;
                         default -> throw new IllegalArgumentException("--layouts takes standard and/or partitioned, but was " + s);
                     }).toList();
+                    case "--duty-cycle" -> dutyCycles = Arrays.stream(args[++i].split(","))
+                            .map(s -> Double.parseDouble(s.strip())).toList();
                     default -> throw new IllegalArgumentException("unknown option " + a + "; options: --rows N --days N"
-                            + " --threads N --baseline 20s --after 10s --batch-size N --layouts standard,partitioned --keep");
+                            + " --threads N --baseline 20s --after 10s --batch-size N --layouts standard,partitioned"
+                            + " --duty-cycle 1,0.5 --keep");
                 }
             }
             if (rows < 1 || days < 1 || days > 365 || threads < 1 || batchSize < 1) {
                 throw new IllegalArgumentException("--rows, --threads and --batch-size must be at least 1, --days 1 to 365");
             }
-            return new Options(rows, days, threads, baseline, after, batchSize, layouts, keep);
+            for (double d : dutyCycles) {
+                // Refused here rather than by the purger, after minutes of filling the table.
+                if (!(d > 0 && d <= 1)) {
+                    throw new IllegalArgumentException("--duty-cycle takes shares more than 0 and at most 1, but was " + d);
+                }
+            }
+            return new Options(rows, days, threads, baseline, after, batchSize, layouts, dutyCycles, keep);
         }
 
         private static Duration seconds(String s) {

@@ -34,11 +34,17 @@ final class PurgeCommand extends BaseCommand {
             description = "batches in this run at most; the next run continues (default: ${DEFAULT-VALUE})")
     int maxBatches;
 
+    @Option(names = "--max-duty-cycle", paramLabel = "SHARE", defaultValue = "" + JdbcPurger.DEFAULT_MAX_DUTY_CYCLE,
+            description = "share of the run's time its batches may take, more than 0 and at most 1: after a batch"
+                    + " of t it pauses t x (1/SHARE - 1), so the run takes 1/SHARE as long and claims compete with it"
+                    + " less often (default: ${DEFAULT-VALUE}, back to back)")
+    double maxDutyCycle;
+
     @Override
     int run() {
         // Checks the values before connecting.
         Database.offline(ConnectionOptions.table(connection.table, root().env()), null).purger().batchSize(batchSize)
-                .maxBatches(maxBatches).build();
+                .maxBatches(maxBatches).maxDutyCycle(maxDutyCycle).build();
         Database db = open(connection);
         if (dryRun) {
             long bound = (long) batchSize * maxBatches;
@@ -62,7 +68,8 @@ final class PurgeCommand extends BaseCommand {
             out().flush();
             return Exit.OK;
         }
-        PurgeResult result = db.store.purger().batchSize(batchSize).maxBatches(maxBatches).build().purge();
+        PurgeResult result = db.store.purger().batchSize(batchSize).maxBatches(maxBatches).maxDutyCycle(maxDutyCycle)
+                .build().purge();
         if (!result.ran()) {
             out().println("skipped: another instance holds the purge lock of " + db.store.table() + "; nothing deleted");
             out().flush();
@@ -78,7 +85,8 @@ final class PurgeCommand extends BaseCommand {
             }
         }
         out().println("deleted " + result.deleted() + " expired records from " + db.store.table() + " in "
-                + result.batches() + (result.batches() == 1 ? " batch, " : " batches, ") + result.took().toMillis() + " ms");
+                + result.batches() + (result.batches() == 1 ? " batch, " : " batches, ") + result.took().toMillis() + " ms"
+                + (maxDutyCycle < 1 ? " (paced: batches at most " + maxDutyCycle + " of the time)" : ""));
         out().flush();
         return Exit.OK;
     }

@@ -481,6 +481,29 @@ class RetrySafeCliIT {
         assertThat(badBatch.errLines()).singleElement().asString().contains("batchSize must be between 1 and");
     }
 
+    @ParameterizedTest
+    @EnumSource(JdbcDialect.class)
+    void purgeMaxDutyCyclePacesTheBatchesAndDeletesOnlyExpiredRecords(JdbcDialect d) throws SQLException {
+        open(d, true);
+        inProgress("s");
+        for (int i = 0; i < 3; i++) {
+            shift(completed("s"), "expires_at", Duration.ofMinutes(1));
+        }
+
+        Run paced = runOnDb("purge", "--batch-size", "2", "--max-duty-cycle", "0.5");
+        assertThat(paced.exitCode()).as(paced.err()).isZero();
+        assertThat(paced.out()).contains("deleted 3 expired records").contains("in 2 batches")
+                .contains("(paced: batches at most 0.5 of the time)");
+        assertThat(rows()).isEqualTo(1);
+
+        for (String bad : List.of("0", "1.5", "NaN")) {
+            Run refused = runOnDb("purge", "--max-duty-cycle", bad);
+            assertThat(refused.exitCode()).as(bad).isEqualTo(Exit.USAGE);
+            assertThat(refused.errLines()).singleElement().asString()
+                    .contains("maxDutyCycle must be more than 0 and at most 1, but was " + Double.parseDouble(bad));
+        }
+    }
+
     // ---------------------------------------------------------------- connection settings and failures
 
     @ParameterizedTest

@@ -322,9 +322,13 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
      * @param cron when, in Spring's six-field cron syntax
      * @param zone the cron's time zone
      * @param batchSize rows deleted per transaction
+     * @param maxDutyCycle the share of a run's time its batches may take, more than 0 and at most 1: after a
+     *     batch that took t the run pauses t × (1/share − 1), so that claims compete with it less often and
+     *     the run takes 1/share as long; 1 (the default): batches back to back
      */
     public record Purge(@DefaultValue("true") boolean enabled, @DefaultValue("0 0 3 * * *") String cron,
-            @DefaultValue("UTC") String zone, @DefaultValue("1000") int batchSize) {
+            @DefaultValue("UTC") String zone, @DefaultValue("1000") int batchSize,
+            @DefaultValue("1") double maxDutyCycle) {
     }
 
     /**

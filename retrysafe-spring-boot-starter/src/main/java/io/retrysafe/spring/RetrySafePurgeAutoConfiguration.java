@@ -30,7 +30,7 @@ public class RetrySafePurgeAutoConfiguration {
     static RetrySafePurgeScheduler scheduler(RetrySafeProperties properties, JdbcIdempotencyStore store,
             LongConsumer deleted, Consumer<PartitionMaintainer.Report> maintained) {
         RetrySafeProperties.Purge p = properties.purge();
-        JdbcPurger.Builder purger = store.purger().batchSize(p.batchSize());
+        JdbcPurger.Builder purger = store.purger().batchSize(p.batchSize()).maxDutyCycle(p.maxDutyCycle());
         if (store.layout() == JdbcLayout.PARTITIONED_BY_EXPIRY_DAY) {
             purger.maintainer(store.partitions().daysAhead(properties.store().partitionDaysAhead()).build());
         }

@@ -15,7 +15,9 @@ import org.springframework.scheduling.support.CronTrigger;
 /**
  * Runs the purge on a cron schedule ({@code retrysafe.purge.cron}, 03:00 UTC by default). Every
  * instance schedules it; the purge's database lock lets one run and the others skip. With a table
- * partitioned by expiry day, the partitions are also maintained once at start.
+ * partitioned by expiry day, the partitions are also maintained once at start. Stopping interrupts a run
+ * in progress, which stops after its batch in flight (at once in a pause) and releases its lock; the stop
+ * waits up to 10 s for that, so that the run lets go of its connection before the pool closes.
  */
 public final class RetrySafePurgeScheduler implements SmartLifecycle {
     private static final System.Logger LOG = System.getLogger(RetrySafePurgeScheduler.class.getName());
@@ -35,6 +37,10 @@ public final class RetrySafePurgeScheduler implements SmartLifecycle {
         this.maintained = maintained;
     }
 
+    JdbcPurger purger() {
+        return purger;
+    }
+
     /** Runs one purge now; what the schedule calls. */
     public PurgeResult purgeNow() {
         PurgeResult result = purger.purge();
@@ -50,6 +56,7 @@ public final class RetrySafePurgeScheduler implements SmartLifecycle {
         scheduler = new ThreadPoolTaskScheduler();
         scheduler.setThreadNamePrefix("retrysafe-purge-");
         scheduler.setDaemon(true);
+        scheduler.setAwaitTerminationSeconds(10);
         scheduler.initialize();
         if (purger.maintainer() != null) {
             scheduler.execute(() -> {

@@ -32,6 +32,7 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
 import java.time.Duration;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
@@ -628,6 +629,25 @@ class RetrySafeAutoConfigurationTest {
         }
 
         @Test
+        void theBatchesRunBackToBackUnlessAMaxDutyCycleIsSet() {
+            withPostgres(runner).run(context -> assertThat(context.getBean(RetrySafePurgeScheduler.class).purger()
+                    .maxDutyCycle()).isEqualTo(1.0));
+            withPostgres(runner).withPropertyValues("retrysafe.purge.max-duty-cycle=0.25").run(context -> {
+                assertThat(context).hasNotFailed();
+                assertThat(context.getBean(RetrySafePurgeScheduler.class).purger().maxDutyCycle()).isEqualTo(0.25);
+            });
+        }
+
+        @Test
+        void aMaxDutyCycleOutsideZeroToOneFailsTheStart() {
+            withPostgres(runner).withPropertyValues("retrysafe.purge.max-duty-cycle=0").run(context -> {
+                assertThat(context).hasFailed();
+                assertThat(context.getStartupFailure()).rootCause()
+                        .hasMessage("maxDutyCycle must be more than 0 and at most 1, but was 0.0");
+            });
+        }
+
+        @Test
         void notScheduledWhenDisabled() {
             withPostgres(runner).withPropertyValues("retrysafe.purge.enabled=false").run(context -> {
                 assertThat(context).hasNotFailed();
@@ -676,6 +696,35 @@ class RetrySafeAutoConfigurationTest {
                         });
             } finally {
                 try (Connection c = TestDatabases.postgres().getConnection(); Statement s = c.createStatement()) {
+                    s.execute("DROP TABLE IF EXISTS " + table);
+                }
+            }
+        }
+
+        @Test
+        void stoppingInterruptsARunInItsPauseWhichReleasesTheLock() throws Exception {
+            String table = "rs_autoconfig_paced_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+            DataSource dataSource = TestDatabases.postgres();
+            JdbcIdempotencyStore store = JdbcIdempotencyStore.builder(dataSource).table(table).build();
+            store.createSchema();
+            try {
+                insertRecords(dataSource, table, "expired", 5, "- interval '1 hour'");
+                // So small a share that the pause after the first batch outlasts the test: only the stop ends it.
+                RetrySafePurgeScheduler scheduler = new RetrySafePurgeScheduler(
+                        store.purger().batchSize(2).maxDutyCycle(1e-9).build(), "* * * * * *", ZoneOffset.UTC,
+                        deleted -> { }, report -> { });
+                scheduler.start();
+                try {
+                    await().atMost(Duration.ofSeconds(30)).until(() -> count(dataSource, table) == 3);
+                } finally {
+                    scheduler.stop();
+                }
+
+                PurgeResult next = store.purger().build().purge();
+                assertThat(next.ran()).as("the stop returned after the run let go of its lock").isTrue();
+                assertThat(next.deleted()).as("the stopped run deleted its first batch only").isEqualTo(3);
+            } finally {
+                try (Connection c = dataSource.getConnection(); Statement s = c.createStatement()) {
                     s.execute("DROP TABLE IF EXISTS " + table);
                 }
             }

@@ -6,6 +6,8 @@ import java.lang.System.Logger.Level;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.function.DoubleFunction;
+import java.util.function.LongSupplier;
 
 /**
  * Deletes expired records in bounded batches, each its own short transaction, so that a purge never
@@ -21,10 +23,17 @@ import java.time.Duration;
  * <p>With {@link JdbcLayout#PARTITIONED_BY_EXPIRY_DAY}, a run is the {@link PartitionMaintainer}'s
  * (create days ahead, drop expired days whole) followed by batches over the default partition only:
  * expired rows in day partitions are never deleted one by one, their day is dropped once it is over.
+ *
+ * <p>{@link Builder#maxDutyCycle(double)} paces the batches, so that the run takes at most that share of
+ * the database's time (of one connection's) and claims keep more of theirs; the run takes longer in
+ * proportion. An interrupted run (its scheduler closed) stops after the batch in flight, or at once in a
+ * pause, releases its lock and keeps the thread's interrupt.
  */
 public final class JdbcPurger {
     public static final int DEFAULT_BATCH_SIZE = 1_000;
     public static final int DEFAULT_MAX_BATCHES = 100_000;
+    /** Back to back: each batch follows the last at once. */
+    public static final double DEFAULT_MAX_DUTY_CYCLE = 1.0;
 
     private static final System.Logger LOG = System.getLogger(JdbcPurger.class.getName());
 
@@ -32,6 +41,8 @@ public final class JdbcPurger {
     private final int batchSize;
     private final int maxBatches;
     private final PartitionMaintainer maintainer;
+    private final double maxDutyCycle;
+    private final BatchPacing pacing;
 
     private JdbcPurger(Builder b) {
         this.store = b.store;
@@ -39,6 +50,9 @@ public final class JdbcPurger {
                 : store.layout() == JdbcLayout.PARTITIONED_BY_EXPIRY_DAY ? store.partitions().build() : null;
         this.batchSize = b.batchSize == null ? DEFAULT_BATCH_SIZE : b.batchSize;
         this.maxBatches = b.maxBatches == null ? DEFAULT_MAX_BATCHES : b.maxBatches;
+        this.maxDutyCycle = b.maxDutyCycle == null ? DEFAULT_MAX_DUTY_CYCLE : b.maxDutyCycle;
+        this.pacing = b.pacing != null ? b.pacing.apply(maxDutyCycle)
+                : new BatchPacing(maxDutyCycle, System::nanoTime, BatchPacing.SLEEP);
     }
 
     static Builder builder(JdbcIdempotencyStore store) {
@@ -47,6 +61,11 @@ public final class JdbcPurger {
 
     public int batchSize() {
         return batchSize;
+    }
+
+    /** The share of a run's time spent in batches, at most; 1 is back to back. */
+    public double maxDutyCycle() {
+        return maxDutyCycle;
     }
 
     /** The partition maintenance a run begins with; null for the standard layout. */
@@ -61,7 +80,9 @@ public final class JdbcPurger {
 
     /**
      * Deletes expired records batch by batch until a batch finds fewer than {@link #batchSize()}, or
-     * {@code maxBatches} were run. Returns at once, with {@code ran == false}, if another instance is purging.
+     * {@code maxBatches} were run, pausing between batches as {@link #maxDutyCycle()} says. Returns at once,
+     * with {@code ran == false}, if another instance is purging. An interrupt stops the run after the batch
+     * in flight (at once in a pause); the result counts what it deleted, and the thread stays interrupted.
      */
     public PurgeResult purge() {
         MaintenanceSql sql = store.sql().maintenance();
@@ -75,6 +96,7 @@ public final class JdbcPurger {
             }
             long deleted = 0;
             int batches = 0;
+            boolean more;
             PartitionMaintainer.Report partitions = null;
             try {
                 SqlBatch batch = sql::purgeBatch;
@@ -82,20 +104,28 @@ public final class JdbcPurger {
                     partitions = maintainer.maintainLocked(c, start);
                     batch = store.sql().partitions()::purgeDefaultBatch;
                 }
-                int n;
+                long batchStart;
                 do {
-                    n = batch.delete(c, batchSize);
+                    batchStart = pacing.now();
+                    int n = batch.delete(c, batchSize);
                     deleted += n;
                     batches++;
-                } while (n == batchSize && batches < maxBatches);
+                    more = n == batchSize && batches < maxBatches;
+                } while (more && pacing.pauseAfter(batchStart));
             } finally {
                 c.setAutoCommit(true);
                 sql.unlock(c, lock);
             }
             PurgeResult result = new PurgeResult(true, deleted, batches, Duration.ofNanos(System.nanoTime() - start),
                     partitions);
+            // Still more to delete: the loop ended because the thread was interrupted.
+            boolean interrupted = more;
             LOG.log(Level.INFO, () -> "[" + store.name() + "] purge deleted " + result.deleted() + " expired records in "
-                    + result.batches() + " batches, " + result.took().toMillis() + " ms");
+                    + result.batches() + " batches, " + result.took().toMillis() + " ms"
+                    + (interrupted ? "; interrupted, the next run continues" : ""));
+            if (interrupted) {
+                Thread.currentThread().interrupt(); // the pacing cleared it, so that the unlock ran without it
+            }
             return result;
         } catch (SQLException e) {
             throw store.failure("purge", e);
@@ -112,6 +142,8 @@ public final class JdbcPurger {
         private Integer batchSize;
         private Integer maxBatches;
         private PartitionMaintainer maintainer;
+        private Double maxDutyCycle;
+        private DoubleFunction<BatchPacing> pacing;
 
         private Builder(JdbcIdempotencyStore store) {
             this.store = store;
@@ -128,6 +160,29 @@ public final class JdbcPurger {
         public Builder maxBatches(int maxBatches) {
             Require.unset(this.maxBatches, "maxBatches");
             this.maxBatches = Require.between(maxBatches, 1, Integer.MAX_VALUE, "maxBatches");
+            return this;
+        }
+
+        /**
+         * The share of a run's time its batches may take, more than 0 and at most 1 (the default, batches
+         * back to back): after a batch that took t, the run pauses t × (1/share − 1), holding its lock and
+         * its connection. At 0.5 a run takes about twice as long, and claims compete with it half the time.
+         */
+        public Builder maxDutyCycle(double share) {
+            Require.unset(this.maxDutyCycle, "maxDutyCycle");
+            if (!(share > 0 && share <= 1)) {
+                throw new IllegalArgumentException("maxDutyCycle must be more than 0 and at most 1, but was " + share);
+            }
+            this.maxDutyCycle = share;
+            return this;
+        }
+
+        /** For tests: the clock that times each batch and what takes the pause after it. */
+        Builder pacing(LongSupplier nanoTime, BatchPacing.Sleeper sleeper) {
+            Require.unset(this.pacing, "pacing");
+            Require.notNull(nanoTime, "nanoTime");
+            Require.notNull(sleeper, "sleeper");
+            this.pacing = share -> new BatchPacing(share, nanoTime, sleeper);
             return this;
         }
 

@@ -18,7 +18,10 @@ import java.util.concurrent.TimeUnit;
  * Every instance of a service may start one: the purge's database lock lets one of them run and
  * the others skip. A failed run is logged and the next day's still happens. With a partitioned table
  * ({@link JdbcLayout#PARTITIONED_BY_EXPIRY_DAY}) the partitions are also maintained once at start, so
- * that a new deployment has its days ahead before the first daily run.
+ * that a new deployment has its days ahead before the first daily run. Closing it stops a run in
+ * progress after its batch in flight (at once in a pause of a paced purge, {@link
+ * JdbcPurger.Builder#maxDutyCycle(double)}), so that the run lets go of its lock and its connection before
+ * the application closes its pool.
  *
  * <pre>{@code
  * PurgeScheduler scheduler = PurgeScheduler.daily(purger).start();
@@ -29,6 +32,9 @@ import java.util.concurrent.TimeUnit;
 public final class PurgeScheduler implements AutoCloseable {
     public static final LocalTime DEFAULT_TIME = LocalTime.of(3, 0);
     public static final ZoneId DEFAULT_ZONE = ZoneOffset.UTC;
+
+    /** How long {@link #close()} waits for a run to stop: one batch's delete, which an interrupt cannot cut short. */
+    static final Duration CLOSE_WAIT = Duration.ofSeconds(10);
 
     private static final System.Logger LOG = System.getLogger(PurgeScheduler.class.getName());
 
@@ -56,8 +62,13 @@ public final class PurgeScheduler implements AutoCloseable {
     }
 
     public static PurgeScheduler daily(JdbcPurger purger, LocalTime time, ZoneId zone) {
+        return daily(purger, time, zone, Clock.systemUTC());
+    }
+
+    /** For tests: a clock that says when now is. */
+    static PurgeScheduler daily(JdbcPurger purger, LocalTime time, ZoneId zone, Clock clock) {
         return new PurgeScheduler(Require.notNull(purger, "purger"), Require.notNull(time, "time"),
-                Require.notNull(zone, "zone"), Clock.systemUTC());
+                Require.notNull(zone, "zone"), Require.notNull(clock, "clock"));
     }
 
     /** The first run strictly after {@code now}. */
@@ -105,8 +116,16 @@ public final class PurgeScheduler implements AutoCloseable {
         }
     }
 
+    /** Stops the schedule, interrupts a run in progress and waits (up to 10 s) until it has stopped. */
     @Override
     public void close() {
         executor.shutdownNow();
+        try {
+            if (!executor.awaitTermination(CLOSE_WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
+                LOG.log(Level.WARNING, "the purge in progress did not stop within " + CLOSE_WAIT);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 }

@@ -15,6 +15,8 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -75,6 +77,13 @@ class MariaDbPurgeIT {
         }
     }
 
+    private void expiredRecords(int count) throws SQLException {
+        for (int i = 0; i < count; i++) {
+            completed("old-" + i);
+        }
+        expire(count);
+    }
+
     private int rows() throws SQLException {
         try (Connection c = ds.getConnection(); Statement st = c.createStatement();
                 ResultSet rs = st.executeQuery("SELECT count(*) FROM " + TABLE)) {
@@ -90,11 +99,8 @@ class MariaDbPurgeIT {
 
     @Test
     void deletesOnlyExpiredRecordsInBoundedBatches() throws Exception {
-        for (int i = 0; i < 25; i++) {
-            completed("old-" + i);
-        }
+        expiredRecords(25);
         IdempotencyKey live = completed("live");
-        expire(25);
 
         PurgeResult result = store.purger().batchSize(10).build().purge();
 
@@ -103,6 +109,44 @@ class MariaDbPurgeIT {
         assertThat(result.batches()).as("10 + 10 + 5, the short batch ends the run").isEqualTo(3);
         assertThat(rows()).isEqualTo(1);
         assertThat(store.inspect(live)).isPresent();
+    }
+
+    @Test
+    void aPacedRunPausesBetweenBatchesAndDeletesExactlyTheExpiredRecords() throws Exception {
+        expiredRecords(25);
+        IdempotencyKey live = completed("live");
+        long[] now = {0};
+        List<Long> pauses = new ArrayList<>();
+        // Every reading of the clock is 4 ms after the last: each batch measures 4 ms.
+        JdbcPurger purger = store.purger().batchSize(10).maxDutyCycle(0.5)
+                .pacing(() -> now[0] += 4_000_000, pauses::add).build();
+
+        PurgeResult result = purger.purge();
+
+        assertThat(pauses).as("as long as each batch at a share of 1/2, none after the last").containsExactly(4_000_000L,
+                4_000_000L);
+        assertThat(result.deleted()).isEqualTo(25);
+        assertThat(rows()).isEqualTo(1);
+        assertThat(store.inspect(live)).isPresent();
+    }
+
+    @Test
+    void anInterruptDuringAPauseStopsTheRunWhichReleasesTheLock() throws Exception {
+        expiredRecords(25);
+        JdbcPurger purger = store.purger().batchSize(10).maxDutyCycle(0.5).pacing(System::nanoTime, nanos -> {
+            throw new InterruptedException("closed");
+        }).build();
+
+        PurgeResult stopped;
+        try {
+            stopped = purger.purge();
+        } finally {
+            assertThat(Thread.interrupted()).as("the interrupt is kept for the caller").isTrue();
+        }
+
+        assertThat(stopped.deleted()).isEqualTo(10);
+        assertThat(purgeWithin(store.purger().build(), Duration.ofSeconds(5)).deleted()).as("the lock was released")
+                .isEqualTo(15);
     }
 
     @Test

@@ -14,8 +14,17 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -55,6 +64,13 @@ class PostgresPurgeIT {
         }
     }
 
+    private void expiredRecords(int count) throws SQLException {
+        for (int i = 0; i < count; i++) {
+            completed("old-" + i, Duration.ofHours(1));
+        }
+        expire(count);
+    }
+
     private int rows() throws SQLException {
         try (Connection c = ds.getConnection(); Statement st = c.createStatement();
                 ResultSet rs = st.executeQuery("SELECT count(*) FROM rs_pg_purge_it")) {
@@ -65,11 +81,8 @@ class PostgresPurgeIT {
 
     @Test
     void deletesOnlyExpiredRecordsInBoundedBatches() throws SQLException {
-        for (int i = 0; i < 25; i++) {
-            completed("old-" + i, Duration.ofHours(1));
-        }
+        expiredRecords(25);
         IdempotencyKey live = completed("live", Duration.ofHours(1));
-        expire(25);
 
         PurgeResult result = store.purger().batchSize(10).build().purge();
 
@@ -91,6 +104,76 @@ class PostgresPurgeIT {
         assertThat(purger.purge().deleted()).isEqualTo(20);
         assertThat(purger.purge().deleted()).isEqualTo(10);
         assertThat(rows()).isZero();
+    }
+
+    @Test
+    void anInterruptedRunStopsAfterTheBatchInFlightReleasesTheLockAndKeepsTheInterrupt() throws SQLException {
+        expiredRecords(25);
+        JdbcPurger purger = store.purger().batchSize(10).build();
+
+        Thread.currentThread().interrupt();
+        PurgeResult stopped;
+        try {
+            stopped = purger.purge();
+        } finally {
+            assertThat(Thread.interrupted()).as("the interrupt is kept for the caller").isTrue();
+        }
+
+        assertThat(stopped.ran()).isTrue();
+        assertThat(stopped.batches()).as("the batch in flight, then no other").isEqualTo(1);
+        assertThat(stopped.deleted()).isEqualTo(10);
+        assertThat(purger.purge().deleted()).as("the lock was released: the next run continues").isEqualTo(15);
+    }
+
+    @Test
+    void aPacedRunPausesInProportionToEachBatchAndDeletesExactlyTheExpiredRecords() throws SQLException {
+        expiredRecords(25);
+        IdempotencyKey live = completed("live", Duration.ofHours(1));
+        // A batch followed by another is timed by two readings of the clock: 10 ms, then 30 ms. The short
+        // last batch is read at its start only: no pause follows it.
+        long ms = 1_000_000;
+        Iterator<Long> clock = List.of(0L, 10 * ms, 100 * ms, 130 * ms, 500 * ms).iterator();
+        List<Long> pauses = new ArrayList<>();
+        JdbcPurger purger = store.purger().batchSize(10).maxDutyCycle(0.25).pacing(clock::next, pauses::add).build();
+
+        PurgeResult result = purger.purge();
+
+        assertThat(pauses).as("3 times each batch's time at a share of 1/4, none after the last batch")
+                .containsExactly(30 * ms, 90 * ms);
+        assertThat(clock.hasNext()).isFalse();
+        assertThat(result.deleted()).isEqualTo(25);
+        assertThat(result.batches()).isEqualTo(3);
+        assertThat(rows()).isEqualTo(1);
+        assertThat(store.inspect(live)).isPresent();
+    }
+
+    @Test
+    void closingTheSchedulerDuringAPauseInterruptsItAndTheRunStops() throws Exception {
+        expiredRecords(25);
+        CountDownLatch pausing = new CountDownLatch(1);
+        CountDownLatch interrupted = new CountDownLatch(1);
+        JdbcPurger purger = store.purger().batchSize(10).maxDutyCycle(0.5).pacing(System::nanoTime, nanos -> {
+            pausing.countDown();
+            try {
+                new CountDownLatch(1).await(); // a pause only an interrupt ends
+            } catch (InterruptedException e) {
+                interrupted.countDown();
+                throw e;
+            }
+        }).build();
+        // A clock a millisecond before the run's time: the first run starts at once.
+        PurgeScheduler scheduler = PurgeScheduler.daily(purger, LocalTime.of(3, 0), ZoneOffset.UTC,
+                Clock.fixed(Instant.parse("2026-12-04T02:59:59.999Z"), ZoneOffset.UTC)).start();
+        try {
+            assertThat(pausing.await(30, TimeUnit.SECONDS)).as("the run pauses after its first batch").isTrue();
+        } finally {
+            scheduler.close();
+        }
+
+        assertThat(interrupted.getCount()).as("close() interrupted the pause").isZero();
+        PurgeResult next = store.purger().build().purge();
+        assertThat(next.ran()).as("close() returned after the run let go of its lock").isTrue();
+        assertThat(next.deleted()).as("the stopped run deleted its first batch only").isEqualTo(15);
     }
 
     @Test

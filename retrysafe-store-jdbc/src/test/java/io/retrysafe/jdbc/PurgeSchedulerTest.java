@@ -12,7 +12,8 @@ class PurgeSchedulerTest {
     private final JdbcPurger purger = JdbcIdempotencyStore.builder(unusedDataSource())
             .dialect(JdbcDialect.POSTGRESQL).build().purger().build();
 
-    private static DataSource unusedDataSource() {
+    /** A data source for what must not touch the database. */
+    static DataSource unusedDataSource() {
         return (DataSource) java.lang.reflect.Proxy.newProxyInstance(DataSource.class.getClassLoader(),
                 new Class<?>[] {DataSource.class}, (proxy, method, args) -> {
                     throw new AssertionError("the schedule must not touch the database");
