@@ -234,7 +234,8 @@ start_variants() {
         case $v in
             off) args=(--retrysafe.enabled=false) ;;
             tx) args=() ;;
-            tl) args=(--retrysafe.store.key-order=last) ;;
+            # Key last is refused beside @Idempotent methods: the service's order payments are switched off.
+            tl) args=(--retrysafe.store.key-order=last --payments.orders.enabled=false) ;;
             sa) args=(--retrysafe.mode=standalone) ;;
             ff) args=(--retrysafe.fast-filter.enabled=true --retrysafe.fast-filter.redis-uri="$REDIS_URI"
                 --retrysafe.fast-filter.key-prefix="$KEY_PREFIX") ;;

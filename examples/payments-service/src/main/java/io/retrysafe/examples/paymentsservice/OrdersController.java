@@ -2,6 +2,7 @@ package io.retrysafe.examples.paymentsservice;
 
 import io.retrysafe.examples.paymentscommon.PaymentProblems;
 import java.security.Principal;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.http.MediaType;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.GetMapping;
@@ -16,6 +17,7 @@ import org.springframework.web.bind.annotation.RestController;
  * ({@code @Idempotent} on {@link OrderPayments#pay}). Every retry gets the same receipt, with 200.
  */
 @RestController
+@ConditionalOnProperty(name = "payments.orders.enabled", matchIfMissing = true)
 @RequestMapping("/orders/{orderNumber}/payment")
 class OrdersController {
     private final OrderPayments orders;
