@@ -346,7 +346,8 @@ class FastFilterExecutorIT {
         // Each request made one call before its answer (look up or mark) and sent one after it (publish), which
         // the answer did not wait for: four failures once both publishes failed, one short of the threshold.
         await().atMost(BOUND).until(() -> recorder.failures.size() >= 4);
-        assertThat(recorder.failures).containsExactly("lookupOrMark", "publish", "lookupOrMark", "publish");
+        // A publish fails on Lettuce's event loop, so it may be counted after the next request's look-up.
+        assertThat(recorder.failures).containsExactlyInAnyOrder("lookupOrMark", "publish", "lookupOrMark", "publish");
         assertThat(fastFilter.breakerState()).isEqualTo(BreakerState.CLOSED);
         assertReplayOf(send(pay(newKey, BODY)), created);
         assertThat(fastFilter.breakerState()).as("after %s", recorder.failures).isEqualTo(BreakerState.OPEN);
