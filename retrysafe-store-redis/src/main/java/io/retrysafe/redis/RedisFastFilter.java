@@ -129,6 +129,8 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
     private final String name;
     private final Duration timeout;
     private final Duration markerTtl;
+    /** The marker's TTL as the look-up-or-mark script takes it: milliseconds, as ASCII digits. */
+    private final byte[] markerTtlMillis;
     private final int failureThreshold;
     private final Duration openBackoff;
     private final Duration maxOpenBackoff;
@@ -144,6 +146,7 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
         this.name = b.name == null ? DEFAULT_NAME : b.name;
         this.timeout = b.timeout == null ? DEFAULT_TIMEOUT : b.timeout;
         this.markerTtl = b.markerTtl == null ? DEFAULT_MARKER_TTL : b.markerTtl;
+        this.markerTtlMillis = Long.toString(markerTtl.toMillis()).getBytes(US_ASCII);
         this.failureThreshold = b.failureThreshold == null ? DEFAULT_FAILURE_THRESHOLD : b.failureThreshold;
         this.openBackoff = b.openBackoff == null ? DEFAULT_OPEN_BACKOFF : b.openBackoff;
         this.maxOpenBackoff = b.maxOpenBackoff == null ? DEFAULT_MAX_OPEN_BACKOFF : b.maxOpenBackoff;
@@ -267,13 +270,9 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
     public Optional<Cached> lookupOrMark(IdempotencyKey key, Fingerprint fingerprint) {
         Require.notNull(fingerprint, "fingerprint");
         byte[][] keys = {redisKeyBytes(key)};
-        byte[] held = call("lookupOrMark", l -> this.<byte[]>eval(l, LOOKUP_OR_MARK, keys, MARKER, markerTtlArg()),
+        byte[] held = call("lookupOrMark", l -> this.<byte[]>eval(l, LOOKUP_OR_MARK, keys, MARKER, markerTtlMillis),
                 null);
         return held == null ? Optional.empty() : readEntry(key, held, fingerprint);
-    }
-
-    private byte[] markerTtlArg() {
-        return Long.toString(markerTtl.toMillis()).getBytes(US_ASCII);
     }
 
     /**
@@ -365,7 +364,7 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
         public CompletionStage<Optional<Cached>> lookupOrMark(IdempotencyKey key, Fingerprint fingerprint) {
             Require.notNull(fingerprint, "fingerprint");
             byte[][] keys = {redisKeyBytes(key)};
-            return callAsync("lookupOrMark", l -> l.<byte[]>evalAsync(LOOKUP_OR_MARK, keys, MARKER, markerTtlArg()),
+            return callAsync("lookupOrMark", l -> l.<byte[]>evalAsync(LOOKUP_OR_MARK, keys, MARKER, markerTtlMillis),
                     null).thenApply(held -> held == null ? Optional.empty() : readEntry(key, held, fingerprint));
         }
 
