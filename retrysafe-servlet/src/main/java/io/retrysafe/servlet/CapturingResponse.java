@@ -4,6 +4,7 @@ import io.retrysafe.StoredResponse;
 import io.retrysafe.http.HttpSemantics;
 import jakarta.servlet.ServletOutputStream;
 import jakarta.servlet.WriteListener;
+import jakarta.servlet.http.Cookie;
 import jakarta.servlet.http.HttpServletResponse;
 import jakarta.servlet.http.HttpServletResponseWrapper;
 import java.io.ByteArrayOutputStream;
@@ -14,8 +15,10 @@ import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Supplier;
 
 /**
  * Holds the handler's response back: the body is buffered and nothing is committed to the client,
@@ -68,6 +71,8 @@ final class CapturingResponse extends HttpServletResponseWrapper {
     private boolean streamUsed;
     private PrintWriter writer;
     private final boolean includeErrorMessages;
+    /** The filter answered in the handler's place: what the handler does from then on reaches nobody. */
+    private boolean detached;
 
     CapturingResponse(HttpServletResponse response, int maxBody, boolean includeErrorMessages) {
         super(response);
@@ -82,14 +87,131 @@ final class CapturingResponse extends HttpServletResponseWrapper {
             return;
         }
         if (passThrough == null) {
-            // Over the bound: send what is held, and stop holding. The real response commits here.
-            HttpServletResponse real = (HttpServletResponse) getResponse();
-            real.setStatus(getStatus());
-            passThrough = real.getOutputStream();
-            body.writeTo(passThrough);
-            body = null;
+            synchronized (this) {
+                if (detached) {
+                    throw new IOException("the filter answered in the handler's place; this body is dropped");
+                }
+                // Over the bound: send what is held, and stop holding. The real response commits here.
+                HttpServletResponse real = (HttpServletResponse) getResponse();
+                real.setStatus(getStatus());
+                passThrough = real.getOutputStream();
+                body.writeTo(passThrough);
+                body = null;
+            }
         }
         passThrough.write(b, off, len);
+    }
+
+    /**
+     * Cuts the handler off the real response, which the filter then answers itself. An asynchronous handler may
+     * still be setting its status and headers on a thread of its own: each change to the real response is made
+     * under this object's lock, so none is under way once this returns and none is made after it.
+     */
+    synchronized void detach() {
+        detached = true;
+    }
+
+    @Override
+    public synchronized void setStatus(int sc) {
+        if (!detached) {
+            super.setStatus(sc);
+        }
+    }
+
+    @Override
+    public synchronized void setHeader(String name, String value) {
+        if (!detached) {
+            super.setHeader(name, value);
+        }
+    }
+
+    @Override
+    public synchronized void addHeader(String name, String value) {
+        if (!detached) {
+            super.addHeader(name, value);
+        }
+    }
+
+    @Override
+    public synchronized void setIntHeader(String name, int value) {
+        if (!detached) {
+            super.setIntHeader(name, value);
+        }
+    }
+
+    @Override
+    public synchronized void addIntHeader(String name, int value) {
+        if (!detached) {
+            super.addIntHeader(name, value);
+        }
+    }
+
+    @Override
+    public synchronized void setDateHeader(String name, long date) {
+        if (!detached) {
+            super.setDateHeader(name, date);
+        }
+    }
+
+    @Override
+    public synchronized void addDateHeader(String name, long date) {
+        if (!detached) {
+            super.addDateHeader(name, date);
+        }
+    }
+
+    @Override
+    public synchronized void addCookie(Cookie cookie) {
+        if (!detached) {
+            super.addCookie(cookie);
+        }
+    }
+
+    @Override
+    public synchronized void setContentType(String type) {
+        if (!detached) {
+            super.setContentType(type);
+        }
+    }
+
+    @Override
+    public synchronized void setCharacterEncoding(String charset) {
+        if (!detached) {
+            super.setCharacterEncoding(charset);
+        }
+    }
+
+    /** The Servlet 6.1 form (not marked @Override, as the sendRedirect forms below): the wrapper's own delegates. */
+    public void setCharacterEncoding(Charset charset) {
+        setCharacterEncoding(charset.name());
+    }
+
+    @Override
+    public synchronized void setContentLength(int len) {
+        if (!detached) {
+            super.setContentLength(len);
+        }
+    }
+
+    @Override
+    public synchronized void setContentLengthLong(long len) {
+        if (!detached) {
+            super.setContentLengthLong(len);
+        }
+    }
+
+    @Override
+    public synchronized void setLocale(Locale locale) {
+        if (!detached) {
+            super.setLocale(locale);
+        }
+    }
+
+    @Override
+    public synchronized void setTrailerFields(Supplier<Map<String, String>> supplier) {
+        if (!detached) {
+            super.setTrailerFields(supplier);
+        }
     }
 
     @Override
@@ -145,7 +267,11 @@ final class CapturingResponse extends HttpServletResponseWrapper {
     @Override
     public void reset() {
         requireHeldBack();
-        super.reset();
+        synchronized (this) {
+            if (!detached) {
+                super.reset();
+            }
+        }
         resetBuffer();
     }
 

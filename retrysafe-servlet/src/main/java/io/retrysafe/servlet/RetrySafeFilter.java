@@ -165,7 +165,7 @@ public final class RetrySafeFilter implements Filter {
                         return CompletableFuture.completedFuture(stored.get());
                     }).toCompletableFuture();
         } catch (StoredResponseUnreadableException e) {
-            answerFailure(request, response, key, e);
+            answerFailure(request, response, capture, key, e);
             return;
         }
         if (!outcome.isDone()) {
@@ -177,7 +177,7 @@ public final class RetrySafeFilter implements Filter {
         try {
             done = outcome.join();
         } catch (CompletionException e) {
-            answerFailure(request, response, key, e.getCause());
+            answerFailure(request, response, capture, key, e.getCause());
             return;
         }
         answer(response, capture, done);
@@ -198,7 +198,7 @@ public final class RetrySafeFilter implements Filter {
         }
         try {
             if (cause != null) {
-                answerFailure(request, response, key, cause);
+                answerFailure(request, response, capture, key, cause);
             } else {
                 answer(response, capture, outcome);
             }
@@ -209,8 +209,8 @@ public final class RetrySafeFilter implements Filter {
     }
 
     /** The executor threw: the handler's own failure propagates; a failed record or a refused handler is a problem. */
-    private void answerFailure(HttpServletRequest request, HttpServletResponse response, IdempotencyKey key,
-            Throwable failure) throws IOException, ServletException {
+    private void answerFailure(HttpServletRequest request, HttpServletResponse response, CapturingResponse capture,
+            IdempotencyKey key, Throwable failure) throws IOException, ServletException {
         HttpAnswer problem = HttpSemantics.failure(failure);
         if (failure instanceof StoreUnavailableException e && !(e instanceof OutcomeUnknownException)
                 && response.isCommitted()) {
@@ -232,10 +232,19 @@ public final class RetrySafeFilter implements Filter {
             if (async != null) {
                 async.abandon();
             }
+            // The handler may still be answering on a thread of its own: cut it off before answering in its place,
+            // and commit the answer, so that nothing it does later changes what the client gets.
+            capture.detach();
             response.reset();
             Problem.ASYNC_HANDLER_REFUSED.send(response, e.getMessage(), null, null);
+            response.flushBuffer();
             if (request.isAsyncStarted()) {
-                request.getAsyncContext().complete();
+                try {
+                    request.getAsyncContext().complete();
+                } catch (IllegalStateException ended) {
+                    // The handler ended the cycle itself (before returning, or on its own thread meanwhile): the
+                    // container finishes it once this thread returns, with the refusal written above.
+                }
             }
         } else if (failure instanceof OperationFailedException e) {
             throw rethrow(e.getCause());

@@ -59,7 +59,7 @@ class RetrySafeFilterAsyncIT {
      */
     static final class LaterServlet extends HttpServlet {
         @Override
-        protected void doPost(HttpServletRequest req, HttpServletResponse resp) {
+        protected void doPost(HttpServletRequest req, HttpServletResponse resp) throws IOException {
             int run = RUNS.incrementAndGet();
             if (req.getRequestURI().contains("/timeout")) {
                 AsyncContext async = req.startAsync(req, resp);
@@ -84,6 +84,16 @@ class RetrySafeFilterAsyncIT {
                         }
                     });
                 }
+                return;
+            }
+            if (req.getRequestURI().endsWith("/complete-inline")) {
+                // Ends its cycle before returning: the container finishes it once the filter has returned.
+                AsyncContext async = req.startAsync(req, resp);
+                HttpServletResponse response = (HttpServletResponse) async.getResponse();
+                response.setStatus(201);
+                response.setContentType("text/plain");
+                response.getWriter().print("completed run " + run);
+                async.complete();
                 return;
             }
             boolean dispatch = req.getRequestURI().endsWith("/dispatch");
@@ -200,12 +210,17 @@ class RetrySafeFilterAsyncIT {
         assertThat(RUNS.get() - before).as("the handler ran once").isEqualTo(1);
     }
 
-    @Test
-    void transactionalModeRefusesAnAsynchronousHandlerAndReleasesItsKey() throws Exception {
+    /**
+     * On "complete-inline" the handler calls complete() before it returns, as one on another thread may do while
+     * the filter is still answering: the refusal must go out all the same, not the container's error page.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"complete", "complete-inline"})
+    void transactionalModeRefusesAnAsynchronousHandlerAndReleasesItsKey(String ending) throws Exception {
         String key = UUID.randomUUID().toString();
 
-        HttpResponse<String> first = post(transactional, "/later/complete", key);
-        HttpResponse<String> retry = post(transactional, "/later/complete", key);
+        HttpResponse<String> first = post(transactional, "/later/" + ending, key);
+        HttpResponse<String> retry = post(transactional, "/later/" + ending, key);
 
         for (HttpResponse<String> refused : java.util.List.of(first, retry)) {
             assertThat(refused.statusCode()).isEqualTo(500);
