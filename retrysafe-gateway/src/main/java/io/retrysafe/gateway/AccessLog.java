@@ -3,6 +3,8 @@ package io.retrysafe.gateway;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.servlet.HttpIdempotency;
 import io.retrysafe.servlet.RetrySafeFilter;
+import jakarta.servlet.AsyncEvent;
+import jakarta.servlet.AsyncListener;
 import jakarta.servlet.Filter;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;
@@ -58,12 +60,38 @@ final class AccessLog implements Filter {
             chain.doFilter(req, res);
         } finally {
             if (req instanceof HttpServletRequest request && res instanceof HttpServletResponse response) {
-                queue(Instant.now() + " " + request.getRemoteAddr() + " " + request.getMethod() + " "
-                        + request.getRequestURI() + " " + response.getStatus() + " "
-                        + (System.nanoTime() - start) / 1_000_000 + "ms key=" + digest(request.getHeader(HttpIdempotency.HEADER))
-                        + " replayed=" + "true".equals(response.getHeader(RetrySafeFilter.REPLAYED_HEADER)));
+                if (request.isAsyncStarted()) {
+                    // Answered later, by another thread: the line is written once the answer is complete.
+                    request.getAsyncContext().addListener(new AsyncListener() {
+                        @Override
+                        public void onComplete(AsyncEvent event) {
+                            log(request, response, start);
+                        }
+
+                        @Override
+                        public void onTimeout(AsyncEvent event) {
+                        }
+
+                        @Override
+                        public void onError(AsyncEvent event) {
+                        }
+
+                        @Override
+                        public void onStartAsync(AsyncEvent event) {
+                        }
+                    });
+                } else {
+                    log(request, response, start);
+                }
             }
         }
+    }
+
+    private void log(HttpServletRequest request, HttpServletResponse response, long start) {
+        queue(Instant.now() + " " + request.getRemoteAddr() + " " + request.getMethod() + " "
+                + request.getRequestURI() + " " + response.getStatus() + " "
+                + (System.nanoTime() - start) / 1_000_000 + "ms key=" + digest(request.getHeader(HttpIdempotency.HEADER))
+                + " replayed=" + "true".equals(response.getHeader(RetrySafeFilter.REPLAYED_HEADER)));
     }
 
     private void queue(String line) {

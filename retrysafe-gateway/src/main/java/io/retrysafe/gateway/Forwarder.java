@@ -5,6 +5,7 @@ import io.retrysafe.OutcomeUnknownException;
 import io.retrysafe.servlet.HttpIdempotency;
 import io.retrysafe.servlet.Problem;
 import io.retrysafe.servlet.RetrySafeFilter;
+import jakarta.servlet.DispatcherType;
 import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
@@ -46,6 +47,8 @@ final class Forwarder extends HttpServlet {
     private static final long serialVersionUID = 1L;
     /** The attempt of the key this request runs under, as the upstream sees it (1, then 2 after a released key...). */
     static final String ATTEMPT_HEADER = "Idempotency-Attempt";
+    /** Whether the upstream took a request answered asynchronously (an {@code AtomicBoolean}). */
+    private static final String SENT = Forwarder.class.getName() + ".sent";
     private static final System.Logger LOG = System.getLogger(Forwarder.class.getName());
     /** Connection-level headers (RFC 9110, 7.6.1), never forwarded either way. */
     private static final Set<String> HOP_BY_HOP = Set.of("connection", "keep-alive", "proxy-connection",
@@ -74,6 +77,11 @@ final class Forwarder extends HttpServlet {
     @Override
     protected void service(HttpServletRequest request, HttpServletResponse response) throws IOException {
         Routes.Target target = Routes.target(request);
+        if (request.getDispatcherType() == DispatcherType.ASYNC
+                && request.getAttribute(AsyncAnswer.ATTRIBUTE) instanceof AsyncAnswer pending) {
+            answered(request, response, target, pending);
+            return;
+        }
         Attempt attempt = (Attempt) request.getAttribute(RetrySafeFilter.ATTEMPT_ATTRIBUTE);
         Request upstream = client.newRequest(uri(target.upstream(), request)).method(request.getMethod())
                 .idleTimeout(target.responseTimeout().toMillis(), TimeUnit.MILLISECONDS);
@@ -107,6 +115,13 @@ final class Forwarder extends HttpServlet {
         // after that may have reached the upstream. Connection refused and connect timeouts come before it.
         AtomicBoolean sent = new AtomicBoolean();
         upstream.onRequestBegin(r -> sent.set(true));
+        if (attempt == null && request.isAsyncSupported()) {
+            // Nothing to record: the answer is awaited without holding this thread.
+            request.setAttribute(SENT, sent);
+            AsyncAnswer.send(request.startAsync(request, response), response, upstream, target,
+                    client.getScheduler());
+            return;
+        }
         InputStreamResponseListener listener = new InputStreamResponseListener();
         upstream.send(listener);
         Response answer;
@@ -128,6 +143,21 @@ final class Forwarder extends HttpServlet {
         if (answer != null) {
             copy(upstream, answer, listener, response, target);
         }
+    }
+
+    /** Back on a request thread after {@link AsyncAnswer} handed the answer over: streamed, or a failure. */
+    private void answered(HttpServletRequest request, HttpServletResponse response, Routes.Target target,
+            AsyncAnswer pending) throws IOException {
+        request.removeAttribute(AsyncAnswer.ATTRIBUTE);
+        Response answer = pending.answer();
+        if (pending.stream() != null) {
+            copy(pending.exchange(), answer, pending.stream(), response, target);
+            return;
+        }
+        Throwable cause = pending.failure();
+        // No answer, or one cut short before a byte of it was written: answered as on the blocking path.
+        boolean sent = answer != null || ((AtomicBoolean) request.getAttribute(SENT)).get();
+        failed(request, response, target, sent, (answer == null ? "" : "its answer was cut short: ") + cause, cause);
     }
 
     private static URI uri(URI base, HttpServletRequest request) {
@@ -213,8 +243,8 @@ final class Forwarder extends HttpServlet {
                 + " and " + what, cause);
     }
 
-    private static void copy(Request upstream, Response answer, InputStreamResponseListener listener,
-            HttpServletResponse response, Routes.Target target) throws IOException {
+    /** The answer's status and headers, less those of the connection and the gateway's own. */
+    static void copyHeaders(Response answer, HttpServletResponse response) {
         response.setStatus(answer.getStatus());
         for (HttpField field : answer.getHeaders()) {
             String lower = field.getLowerCaseName();
@@ -227,6 +257,11 @@ final class Forwarder extends HttpServlet {
                 response.addHeader(field.getName(), field.getValue());
             }
         }
+    }
+
+    private static void copy(Request upstream, Response answer, InputStreamResponseListener listener,
+            HttpServletResponse response, Routes.Target target) throws IOException {
+        copyHeaders(answer, response);
         byte[] buffer = new byte[16 * 1024];
         try (InputStream in = listener.getInputStream()) {
             OutputStream out = response.getOutputStream();

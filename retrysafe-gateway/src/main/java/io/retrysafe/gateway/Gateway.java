@@ -156,10 +156,17 @@ public final class Gateway implements AutoCloseable {
             // Every path of the proxied port is the upstream's: the gateway's own endpoints are on the admin port.
             ServletContextHandler context = new ServletContextHandler("/");
             context.setVirtualHosts(List.of("@proxy"));
-            context.addFilter(new FilterHolder(new AccessLog()), "/*", EnumSet.of(DispatcherType.REQUEST));
-            context.addFilter(new FilterHolder(routes), "/*", EnumSet.of(DispatcherType.REQUEST));
-            context.addServlet(new ServletHolder(new Forwarder(client, config.upstream().retryAfter(),
-                    config.upstream().callerHeader(), config.upstream().chunkedRequests())), "/*");
+            // Asynchronous: a request no route protects awaits its answer without a thread (AsyncAnswer).
+            FilterHolder accessLog = new FilterHolder(new AccessLog());
+            FilterHolder edge = new FilterHolder(routes);
+            ServletHolder forwarder = new ServletHolder(new Forwarder(client, config.upstream().retryAfter(),
+                    config.upstream().callerHeader(), config.upstream().chunkedRequests()));
+            accessLog.setAsyncSupported(true);
+            edge.setAsyncSupported(true);
+            forwarder.setAsyncSupported(true);
+            context.addFilter(accessLog, "/*", EnumSet.of(DispatcherType.REQUEST));
+            context.addFilter(edge, "/*", EnumSet.of(DispatcherType.REQUEST));
+            context.addServlet(forwarder, "/*");
             ServletContextHandler admin = new ServletContextHandler("/");
             admin.setVirtualHosts(List.of("@admin"));
             admin.addServlet(new ServletHolder(new Health(store)), "/health");

@@ -192,7 +192,8 @@ final class TestUpstream implements AutoCloseable {
         if (query.containsKey("big")) {
             long size = Long.parseLong(query.get("big"));
             exchange.getResponseHeaders().add("Content-Type", "application/octet-stream");
-            exchange.sendResponseHeaders(status, size);
+            // With chunked, of unknown length: the length goes unsaid (0 is HttpServer's chunked).
+            exchange.sendResponseHeaders(status, query.containsKey("chunked") ? 0 : size);
             byte[] chunk = new byte[64 * 1024];
             java.util.Arrays.fill(chunk, (byte) 'x');
             try (OutputStream out = exchange.getResponseBody()) {
@@ -200,6 +201,14 @@ final class TestUpstream implements AutoCloseable {
                     out.write(chunk, 0, (int) Math.min(chunk.length, left));
                 }
             }
+            return;
+        }
+        if (query.containsKey("cut")) {
+            // Declares a length and sends half of it, then the connection closes.
+            exchange.sendResponseHeaders(status, 100);
+            exchange.getResponseBody().write(new byte[50]);
+            exchange.getResponseBody().flush();
+            exchange.close();
             return;
         }
         if (query.containsKey("remember") && key != null) {

@@ -1,0 +1,170 @@
+package io.retrysafe.gateway;
+
+import jakarta.servlet.AsyncContext;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
+import java.lang.System.Logger.Level;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.eclipse.jetty.client.InputStreamResponseListener;
+import org.eclipse.jetty.client.Request;
+import org.eclipse.jetty.client.Response;
+import org.eclipse.jetty.client.Result;
+import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.http.HttpMethod;
+import org.eclipse.jetty.io.Content;
+import org.eclipse.jetty.util.thread.Scheduler;
+
+/**
+ * The upstream's answer to a request no route protects, awaited without a request thread. The request thread sends
+ * the request and returns; an answer of known length up to {@link #MAX_BUFFERED} bytes is collected as it arrives
+ * and written, whole, by the client's thread that received its end. Parked on the answer, a request thread cost two
+ * wake-ups a request (the client's thread waking it for the headers, then for the body), each waiting for a CPU on a
+ * busy machine.
+ *
+ * <p>Everything else goes back to a request thread ({@link #dispatched}) and takes the blocking path: an answer of
+ * unknown or larger length streams from there as it arrives, and a failure (not sent, no answer in time, cut short)
+ * is answered there as on a protected route's path.
+ */
+final class AsyncAnswer implements Response.Listener {
+    /** The request attribute an asynchronous dispatch finds this under. */
+    static final String ATTRIBUTE = AsyncAnswer.class.getName();
+    /** The largest answer buffered whole and written from the client's thread. */
+    static final int MAX_BUFFERED = 64 * 1024;
+    private static final System.Logger LOG = System.getLogger(AsyncAnswer.class.getName());
+
+    private final AsyncContext async;
+    private final HttpServletResponse response;
+    private final Request upstream;
+    private final Routes.Target target;
+    private Scheduler.Task timeout;
+    /** Set once the headers are in: what the answer is. */
+    private volatile Response answer;
+    /** Set once the headers are in, for an answer that is not buffered: where its body streams from. */
+    private volatile InputStreamResponseListener stream;
+    private byte[] body;
+    private int length;
+    private volatile Throwable failure;
+
+    private AsyncAnswer(AsyncContext async, HttpServletResponse response, Request upstream, Routes.Target target) {
+        this.async = async;
+        this.response = response;
+        this.upstream = upstream;
+        this.target = target;
+    }
+
+    /** Sends the request; the answer is written, or handed back to a request thread, once it has come. */
+    static void send(AsyncContext async, HttpServletResponse response, Request upstream, Routes.Target target,
+            Scheduler scheduler) {
+        AsyncAnswer listener = new AsyncAnswer(async, response, upstream, target);
+        async.getRequest().setAttribute(ATTRIBUTE, listener);
+        // The gateway's own bound on the wait for the answer's headers; the container's would answer 500 on its own.
+        async.setTimeout(0);
+        Duration bound = target.responseTimeout();
+        listener.timeout = scheduler.schedule(() -> upstream.abort(new TimeoutException("no answer within " + bound)),
+                bound.toMillis(), TimeUnit.MILLISECONDS);
+        upstream.send(listener);
+    }
+
+    /** The exchange with the upstream. */
+    Request exchange() {
+        return upstream;
+    }
+
+    /** The answer's headers, or null when none came. */
+    Response answer() {
+        return answer;
+    }
+
+    /** Where the body of an answer that was not buffered streams from; null otherwise. */
+    InputStreamResponseListener stream() {
+        return stream;
+    }
+
+    /** Why the exchange failed, or null. */
+    Throwable failure() {
+        return failure;
+    }
+
+    @Override
+    public void onHeaders(Response response) {
+        timeout.cancel();
+        int status = response.getStatus();
+        // No body follows whatever length is declared: the answer to HEAD, 1xx, 204, 304.
+        boolean bodiless = HttpMethod.HEAD.is(upstream.getMethod()) || status < 200 || status == 204 || status == 304;
+        long declared = bodiless ? 0 : response.getHeaders().getLongField(HttpHeader.CONTENT_LENGTH);
+        if (declared >= 0 && declared <= MAX_BUFFERED) {
+            body = new byte[(int) declared];
+            answer = response;
+            return;
+        }
+        InputStreamResponseListener streamed = new InputStreamResponseListener();
+        streamed.onHeaders(response);
+        stream = streamed;
+        answer = response;
+        async.dispatch();
+    }
+
+    @Override
+    public void onContent(Response response, Content.Chunk chunk, Runnable demander) {
+        InputStreamResponseListener streamed = stream;
+        if (streamed != null) {
+            streamed.onContent(response, chunk, demander);
+            return;
+        }
+        ByteBuffer bytes = chunk.getByteBuffer();
+        int n = bytes.remaining();
+        if (n > body.length - length) {
+            // More than the length declared: the exchange fails, and is answered as cut short.
+            upstream.abort(new IOException("the answer is longer than its Content-Length of " + body.length));
+            return;
+        }
+        bytes.get(body, length, n);
+        length += n;
+        demander.run();
+    }
+
+    @Override
+    public void onSuccess(Response response) {
+        InputStreamResponseListener streamed = stream;
+        if (streamed != null) {
+            streamed.onSuccess(response);
+        }
+    }
+
+    @Override
+    public void onFailure(Response response, Throwable cause) {
+        InputStreamResponseListener streamed = stream;
+        if (streamed != null) {
+            streamed.onFailure(response, cause);
+        }
+    }
+
+    @Override
+    public void onComplete(Result result) {
+        timeout.cancel();
+        InputStreamResponseListener streamed = stream;
+        if (streamed != null) {
+            streamed.onComplete(result);
+            return;
+        }
+        if (result.isFailed() || answer == null || length != body.length) {
+            failure = result.getFailure() != null ? result.getFailure()
+                    : new IOException("the answer ended after " + length + " of its " + body.length + " bytes");
+            async.dispatch();
+            return;
+        }
+        try {
+            Forwarder.copyHeaders(answer, response);
+            response.getOutputStream().write(body, 0, length);
+        } catch (IOException | RuntimeException e) {
+            // The client left before its answer was written; the upstream's part is done, nothing is held.
+            LOG.log(Level.INFO, () -> "the client left before the answer of " + target.upstream() + " was written: "
+                    + e);
+        } finally {
+            async.complete();
+        }
+    }
+}
