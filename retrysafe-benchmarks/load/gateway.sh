@@ -7,6 +7,9 @@
 #   gw-off    the RetrySafe gateway with idempotency off: a plain reverse proxy, no key
 #   gw-pg     the gateway on PostgreSQL, a new Idempotency-Key per request
 #   gw-redis  the gateway on Redis, a new Idempotency-Key per request
+#   base-off, base-pg, base-redis
+#             the same three from another build of the gateway (BASELINE_JAR), for a change measured
+#             against the build before it in the same run
 # All five run against one upstream (its database set up once; accounts acc-1 and acc-2 get a balance
 # that no run drains). For each of ROUNDS rounds (the order rotates per round, so drift in the machine's
 # load hits all alike): closed loop at THREADS clients (throughput), then open loop at RATE requests per
@@ -30,6 +33,8 @@
 #   LOAD_THREADS        open-loop clients, each with one connection (default 32)
 #   VARIANTS            which of them (default "upstream nginx gw-off gw-pg gw-redis"; upstream and nginx
 #                       are the baselines, always needed)
+#   BASELINE_JAR        the gateway jar the base-* variants run (for example one built from the commit before
+#                       a change); needed only with them
 #   REDIS_URI           gw-redis's Redis (default redis://127.0.0.1:6379); the run's keys are under
 #                       rs-load-<pid>:gw: and deleted at the end (with redis-cli, if installed)
 #   PG_HOST, PG_PORT, PG_USER, PGPASSWORD
@@ -78,6 +83,10 @@ mkdir -p "$OUT/snapshot/load/io/retrysafe/benchmarks"
 cp -r "$LOAD_CLASSES/io/retrysafe/benchmarks/load" "$OUT/snapshot/load/io/retrysafe/benchmarks/"
 cp -r "$ROOT/retrysafe-core/target/classes" "$OUT/snapshot/core"
 cp "$GATEWAY_JAR" "$OUT/snapshot/retrysafe-gateway.jar"
+if [[ " ${VARIANTS[*]} " == *" base-"* ]]; then
+    [[ -f "${BASELINE_JAR:-}" ]] || die "the base-* variants run BASELINE_JAR, a gateway jar, but it is '${BASELINE_JAR:-}'"
+    cp "$BASELINE_JAR" "$OUT/snapshot/retrysafe-gateway-baseline.jar"
+fi
 LOAD_CP="$OUT/snapshot/load:$OUT/snapshot/core:$hdr"
 SOURCE="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 if [[ -n "$(git status --porcelain 2>/dev/null | head -n 1)" ]]; then SOURCE="$SOURCE + uncommitted changes"; fi
@@ -156,7 +165,7 @@ say "nginx: pid ${PID[nginx]} on port ${PORT[nginx]}"
 # gateway_config VARIANT: its YAML, from examples/gateway/gateway.yaml's choices
 gateway_config() {
     local store route
-    case $1 in
+    case ${1/#base-/gw-} in
         gw-off)
             # No route protects POST /payments: it goes through to upstream.url like any other request
             # (the store is opened, never used).
@@ -197,12 +206,14 @@ YAML
 
 psql_admin -c "CREATE DATABASE \"$GATEWAY_CLEANUP_DB\"" >/dev/null
 GATEWAYS=()
-for v in "${VARIANTS[@]}"; do [[ "$v" == gw-* ]] && GATEWAYS+=("$v"); done
+for v in "${VARIANTS[@]}"; do [[ "$v" == gw-* || "$v" == base-* ]] && GATEWAYS+=("$v"); done
 for v in "${GATEWAYS[@]}"; do
     gateway_config "$v" >"$OUT/$v.yaml"
     PORT[$v]=$(free_port)
     # shellcheck disable=SC2086 # SERVICE_JAVA_OPTS is a list
-    PORT=${PORT[$v]} java $SERVICE_JAVA_OPTS -jar "$OUT/snapshot/retrysafe-gateway.jar" --config "$OUT/$v.yaml" \
+    jar="$OUT/snapshot/retrysafe-gateway.jar"
+    [[ "$v" == base-* ]] && jar="$OUT/snapshot/retrysafe-gateway-baseline.jar"
+    PORT=${PORT[$v]} java $SERVICE_JAVA_OPTS -jar "$jar" --config "$OUT/$v.yaml" \
         >"$OUT/$v.service.log" 2>&1 &
     PID[$v]=$!
     # One at a time: on a loaded machine, JVMs starting together can miss their store's connect timeout.
@@ -211,7 +222,7 @@ for v in "${GATEWAYS[@]}"; do
 done
 
 # --- the runs -------------------------------------------------------------------------------------
-mode_of() { case $1 in gw-pg|gw-redis) echo new-key ;; *) echo no-key ;; esac; }
+mode_of() { case $1 in gw-pg|gw-redis|base-pg|base-redis) echo new-key ;; *) echo no-key ;; esac; }
 # The service reads its caller from the header the gateway sets once it has checked the credentials; without a
 # gateway in front (the service alone, nginx), the load sends that header itself. The gateways drop it and set it.
 CALLER=(--caller "$USER_NAME")
@@ -237,7 +248,9 @@ done
 # --- the table ------------------------------------------------------------------------------------
 med() { values "$1" "$2" | median %.2f; }
 declare -A LABEL=([upstream]="Python upstream alone" [nginx]="nginx, plain reverse proxy"
-    [gw-off]="gateway, idempotency off" [gw-pg]="gateway on PostgreSQL" [gw-redis]="gateway on Redis")
+    [gw-off]="gateway, idempotency off" [gw-pg]="gateway on PostgreSQL" [gw-redis]="gateway on Redis"
+    [base-off]="baseline gateway, idempotency off" [base-pg]="baseline gateway on PostgreSQL"
+    [base-redis]="baseline gateway on Redis")
 {
     echo "| path | rps, $THREADS clients | vs upstream | vs nginx | p50 ms at $RATE rps | p99 ms at $RATE rps | p50 over upstream | p99 over upstream | statuses (all runs) |"
     echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
