@@ -14,7 +14,9 @@
 # that no run drains). For each of ROUNDS rounds (the order rotates per round, so drift in the machine's
 # load hits all alike): closed loop at THREADS clients (throughput), then open loop at RATE requests per
 # second with LOAD_THREADS clients (latency from each request's due time). The table gives the median
-# over the rounds, and each variant against the upstream alone and against nginx. It builds nothing:
+# over the rounds, and each variant against the upstream alone and against nginx, and the CPU time each
+# path's own process (and its children: nginx's workers) spends per request in the closed loop, a cost
+# that the other processes on the machine do not change as much as they change throughput. It builds nothing:
 #
 #   ./mvnw -q -pl retrysafe-gateway,retrysafe-benchmarks -am package -DskipTests -DskipITs
 #   retrysafe-benchmarks/load/gateway.sh                    # 3 rounds of 3s + 10s, 8 clients, 50 rps
@@ -222,6 +224,20 @@ for v in "${GATEWAYS[@]}"; do
 done
 
 # --- the runs -------------------------------------------------------------------------------------
+HZ=$(getconf CLK_TCK)
+# cpu_ticks PID: user + system CPU time, in clock ticks, of the process and its children
+cpu_ticks() {
+    local pid stat total=0 fields
+    for pid in "$1" $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+        stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+        read -ra fields <<<"${stat##*) }" # after the command's name, which may hold spaces
+        total=$((total + fields[11] + fields[12]))
+    done
+    echo "$total"
+}
+# seconds TIME: 3s, 500ms or 2m in seconds
+seconds() { awk -v t="$1" 'BEGIN { n = t + 0; if (t ~ /ms$/) n /= 1000; else if (t ~ /m$/) n *= 60; print n }'; }
+RUN_SECONDS=$(awk -v a="$(seconds "$WARMUP")" -v b="$(seconds "$DURATION")" 'BEGIN { print a + b }')
 mode_of() { case $1 in gw-pg|gw-redis|base-pg|base-redis) echo new-key ;; *) echo no-key ;; esac; }
 # The service reads its caller from the header the gateway sets once it has checked the credentials; without a
 # gateway in front (the service alone, nginx), the load sends that header itself. The gateways drop it and set it.
@@ -236,9 +252,13 @@ for r in $(seq 1 "$ROUNDS"); do
     n=${#VARIANTS[@]}
     for ((i = 0; i < n; i++)); do
         v=${VARIANTS[$(( (i + r - 1) % n ))]}
+        ticks=$(cpu_ticks "${PID[$v]}")
         http_load "$v-closed-r$r" "${PORT[$v]}" --mode "$(mode_of "$v")" --threads "$THREADS" --accounts acc-1,acc-2 \
             "${CALLER[@]}"
-        printf '%s|%s|%s\n' "$v-closed" "$r" "$RESULT" >>"$OUT/rows.txt"
+        # Over warmup and measurement, at the measured rate: microseconds of CPU per request.
+        cpu=$(awk -v t="$(( $(cpu_ticks "${PID[$v]}") - ticks ))" -v hz="$HZ" -v rps="$(field rps "$RESULT")" \
+            -v s="$RUN_SECONDS" 'BEGIN { if (rps > 0) printf "%.0f", t / hz * 1e6 / (rps * s); else print "nan" }')
+        printf '%s|%s|%s cpu_us=%s\n' "$v-closed" "$r" "$RESULT" "$cpu" >>"$OUT/rows.txt"
         http_load "$v-open-r$r" "${PORT[$v]}" --mode "$(mode_of "$v")" --threads "$LOAD_THREADS" --rate "$RATE" \
             --accounts acc-1,acc-2 "${CALLER[@]}"
         printf '%s|%s|%s\n' "$v-open" "$r" "$RESULT" >>"$OUT/rows.txt"
@@ -247,23 +267,25 @@ done
 
 # --- the table ------------------------------------------------------------------------------------
 med() { values "$1" "$2" | median %.2f; }
+# per_round KEY: KEY's closed-loop rps over nginx's in the same round, "median (min–max)" over the rounds
+per_round() { paste -d ' ' <(values "$1-closed" rps) <(values nginx-closed rps) | awk '$2 > 0 { print $1 / $2 }' | range %.2f; }
 declare -A LABEL=([upstream]="Python upstream alone" [nginx]="nginx, plain reverse proxy"
     [gw-off]="gateway, idempotency off" [gw-pg]="gateway on PostgreSQL" [gw-redis]="gateway on Redis"
     [base-off]="baseline gateway, idempotency off" [base-pg]="baseline gateway on PostgreSQL"
     [base-redis]="baseline gateway on Redis")
 {
-    echo "| path | rps, $THREADS clients | vs upstream | vs nginx | p50 ms at $RATE rps | p99 ms at $RATE rps | p50 over upstream | p99 over upstream | statuses (all runs) |"
-    echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
-    up_rps=$(med upstream-closed rps); nginx_rps=$(med nginx-closed rps)
+    echo "| path | rps, $THREADS clients | vs upstream | vs nginx, per round | p50 ms at $RATE rps | p99 ms at $RATE rps | p50 over upstream | p99 over upstream | own CPU µs per request | statuses (all runs) |"
+    echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+    up_rps=$(med upstream-closed rps)
     up_p50=$(med upstream-open p50); up_p99=$(med upstream-open p99)
     for v in "${VARIANTS[@]}"; do
         rps=$(med "$v-closed" rps); p50=$(med "$v-open" p50); p99=$(med "$v-open" p99)
         st="$(statuses "$v-closed"); $(statuses "$v-open")"
         errs=$(( $(errors "$v-closed") + $(errors "$v-open") ))
         [[ "$errs" != 0 ]] && st="$st, errors:$errs"
-        printf '| %s | %s | %s | %s | %s | %s | %+.2f | %+.2f | %s |\n' "${LABEL[$v]}" "$rps" "$(ratio "$rps" "$up_rps")" \
-            "$(ratio "$rps" "$nginx_rps")" "$p50" "$p99" "$(awk -v a="$p50" -v b="$up_p50" 'BEGIN { print a - b }')" \
-            "$(awk -v a="$p99" -v b="$up_p99" 'BEGIN { print a - b }')" "$st"
+        printf '| %s | %s | %s | %s | %s | %s | %+.2f | %+.2f | %s | %s |\n' "${LABEL[$v]}" "$rps" "$(ratio "$rps" "$up_rps")" \
+            "$(per_round "$v")" "$p50" "$p99" "$(awk -v a="$p50" -v b="$up_p50" 'BEGIN { print a - b }')" \
+            "$(awk -v a="$p99" -v b="$up_p99" 'BEGIN { print a - b }')" "$(values "$v-closed" cpu_us | range %.0f)" "$st"
     done
     echo
     echo "Loopback HTTP/1.1, one Python upstream behind every path; per variant and round a closed-loop run"

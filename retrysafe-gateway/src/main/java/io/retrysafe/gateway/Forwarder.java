@@ -161,7 +161,12 @@ final class Forwarder extends HttpServlet {
     }
 
     private static URI uri(URI base, HttpServletRequest request) {
-        String prefix = base.getRawPath() == null ? "" : base.getRawPath().replaceAll("/+$", "");
+        String prefix = base.getRawPath() == null ? "" : base.getRawPath();
+        int end = prefix.length();
+        while (end > 0 && prefix.charAt(end - 1) == '/') {
+            end--; // without a pattern compiled on every request
+        }
+        prefix = prefix.substring(0, end);
         String query = request.getQueryString();
         return URI.create(base.getScheme() + "://" + base.getRawAuthority() + prefix + request.getRequestURI()
                 + (query == null ? "" : "?" + query));
