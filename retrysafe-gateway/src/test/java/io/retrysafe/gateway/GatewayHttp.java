@@ -43,6 +43,10 @@ final class GatewayHttp {
         return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofString());
     }
 
+    java.util.concurrent.CompletableFuture<HttpResponse<String>> sendAsync(HttpRequest.Builder request) {
+        return HTTP.sendAsync(request.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
     HttpResponse<byte[]> sendForBytes(HttpRequest.Builder request) throws IOException, InterruptedException {
         return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofByteArray());
     }
