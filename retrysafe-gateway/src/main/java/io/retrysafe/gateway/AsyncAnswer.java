@@ -18,15 +18,14 @@ import org.eclipse.jetty.io.Content;
 import org.eclipse.jetty.util.thread.Scheduler;
 
 /**
- * The upstream's answer to a request no route protects, awaited without a request thread. The request thread sends
- * the request and returns; an answer of known length up to {@link #MAX_BUFFERED} bytes is collected as it arrives
- * and written, whole, by the client's thread that received its end. Parked on the answer, a request thread cost two
- * wake-ups a request (the client's thread waking it for the headers, then for the body), each waiting for a CPU on a
- * busy machine.
+ * The upstream's answer to a request no route protects, awaited without a request thread, so that requests held by
+ * a slow upstream cannot take every thread of the gateway. The request thread sends the request and returns; an answer
+ * of known length up to {@link #MAX_BUFFERED} bytes is collected as it arrives and written, whole, by the client's
+ * thread that received its end.
  *
- * <p>Everything else goes back to a request thread ({@link #dispatched}) and takes the blocking path: an answer of
- * unknown or larger length streams from there as it arrives, and a failure (not sent, no answer in time, cut short)
- * is answered there as on a protected route's path.
+ * <p>Everything else goes back to a request thread (an asynchronous dispatch to the {@link Forwarder}) and takes the
+ * blocking path: an answer of unknown or larger length streams from there as it arrives, and a failure (not sent, no
+ * answer in time, cut short) is answered there as on a protected route's path.
  */
 final class AsyncAnswer implements Response.Listener {
     /** The request attribute an asynchronous dispatch finds this under. */
