@@ -8,6 +8,7 @@ import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.eclipse.jetty.client.InputStreamResponseListener;
 import org.eclipse.jetty.client.Request;
 import org.eclipse.jetty.client.Response;
@@ -38,6 +39,8 @@ final class AsyncAnswer implements Response.Listener {
     private final HttpServletResponse response;
     private final Request upstream;
     private final Routes.Target target;
+    /** Whether a connection took the request: a failure after that may have reached the upstream. */
+    private final AtomicBoolean sent;
     private Scheduler.Task timeout;
     /** Set once the headers are in: what the answer is. */
     private volatile Response answer;
@@ -47,17 +50,19 @@ final class AsyncAnswer implements Response.Listener {
     private int length;
     private volatile Throwable failure;
 
-    private AsyncAnswer(AsyncContext async, HttpServletResponse response, Request upstream, Routes.Target target) {
+    private AsyncAnswer(AsyncContext async, HttpServletResponse response, Request upstream, Routes.Target target,
+            AtomicBoolean sent) {
         this.async = async;
         this.response = response;
         this.upstream = upstream;
         this.target = target;
+        this.sent = sent;
     }
 
     /** Sends the request; the answer is written, or handed back to a request thread, once it has come. */
     static void send(AsyncContext async, HttpServletResponse response, Request upstream, Routes.Target target,
-            Scheduler scheduler) {
-        AsyncAnswer listener = new AsyncAnswer(async, response, upstream, target);
+            AtomicBoolean sent, Scheduler scheduler) {
+        AsyncAnswer listener = new AsyncAnswer(async, response, upstream, target, sent);
         async.getRequest().setAttribute(ATTRIBUTE, listener);
         // The gateway's own bound on the wait for the answer's headers; the container's would answer 500 on its own.
         async.setTimeout(0);
@@ -70,6 +75,11 @@ final class AsyncAnswer implements Response.Listener {
     /** The exchange with the upstream. */
     Request exchange() {
         return upstream;
+    }
+
+    /** Whether a connection took the request before it failed. */
+    boolean sent() {
+        return sent.get();
     }
 
     /** The answer's headers, or null when none came. */

@@ -47,8 +47,6 @@ final class Forwarder extends HttpServlet {
     private static final long serialVersionUID = 1L;
     /** The attempt of the key this request runs under, as the upstream sees it (1, then 2 after a released key...). */
     static final String ATTEMPT_HEADER = "Idempotency-Attempt";
-    /** Whether the upstream took a request answered asynchronously (an {@code AtomicBoolean}). */
-    private static final String SENT = Forwarder.class.getName() + ".sent";
     private static final System.Logger LOG = System.getLogger(Forwarder.class.getName());
     /** Connection-level headers (RFC 9110, 7.6.1), never forwarded either way. */
     private static final Set<String> HOP_BY_HOP = Set.of("connection", "keep-alive", "proxy-connection",
@@ -117,8 +115,7 @@ final class Forwarder extends HttpServlet {
         upstream.onRequestBegin(r -> sent.set(true));
         if (attempt == null && request.isAsyncSupported()) {
             // Nothing to record: the answer is awaited without holding this thread.
-            request.setAttribute(SENT, sent);
-            AsyncAnswer.send(request.startAsync(request, response), response, upstream, target,
+            AsyncAnswer.send(request.startAsync(request, response), response, upstream, target, sent,
                     client.getScheduler());
             return;
         }
@@ -156,7 +153,7 @@ final class Forwarder extends HttpServlet {
         }
         Throwable cause = pending.failure();
         // No answer, or one cut short before a byte of it was written: answered as on the blocking path.
-        boolean sent = answer != null || ((AtomicBoolean) request.getAttribute(SENT)).get();
+        boolean sent = answer != null || pending.sent();
         failed(request, response, target, sent, (answer == null ? "" : "its answer was cut short: ") + cause, cause);
     }
 

@@ -43,6 +43,17 @@ final class GatewayHttp {
         return HTTP.send(request.build(), HttpResponse.BodyHandlers.ofString());
     }
 
+    /**
+     * Sends {@code request} on a connection of its own, for a test that pauses about as long as the gateway's idle
+     * timeout: a pooled connection idle that long may be closed by the gateway just as the request goes out on it,
+     * and a client does not resend a POST it may have delivered.
+     */
+    HttpResponse<String> sendOnNewConnection(HttpRequest.Builder request) throws IOException, InterruptedException {
+        HttpClient own = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(Duration.ofSeconds(10)).build();
+        return own.send(request.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
     java.util.concurrent.CompletableFuture<HttpResponse<String>> sendAsync(HttpRequest.Builder request) {
         return HTTP.sendAsync(request.build(), HttpResponse.BodyHandlers.ofString());
     }

@@ -234,10 +234,11 @@ class GatewayPostgresIT {
     @Test
     void upstreamConnectTimeoutIs503WithRetryAfterAndTheKeyIsReleased() throws Exception {
         // Nothing accepts, and the accept queue is full: the gateway's connect hangs until its connect-timeout (10s).
+        // Filling it takes one 2 s attempt, the gateway's idle timeout here: hence a connection of the request's own.
         List<Socket> queued = backlogged.fillAcceptQueue();
         HttpResponse<String> r;
         try {
-            r = client.send(client.post("/backlogged", ALICE, key, "{}"));
+            r = client.sendOnNewConnection(client.post("/backlogged", ALICE, key, "{}"));
         } finally {
             for (Socket s : queued) {
                 s.close();
