@@ -18,6 +18,11 @@ public final class IdempotencyKey {
 
     private final String scope;
     private final String value;
+    /**
+     * {@link #hash()}, made on first use: the logs, the metrics and a store may each ask for it on one request.
+     * Not volatile: a thread that sees null makes the same string again, and a string is safe to share.
+     */
+    private String hash;
 
     IdempotencyKey(String scope, String value) {
         if (scope == null || scope.isEmpty()) {
@@ -55,11 +60,16 @@ public final class IdempotencyKey {
      * is printable ASCII, so the separator cannot be confused with part of it.
      */
     public String hash() {
-        MessageDigest sha = Hex.sha256();
-        sha.update(scope.getBytes(StandardCharsets.UTF_8));
-        sha.update((byte) 0);
-        sha.update(value.getBytes(StandardCharsets.US_ASCII));
-        return Hex.encode(sha.digest());
+        String h = hash;
+        if (h == null) {
+            MessageDigest sha = Hex.sha256();
+            sha.update(scope.getBytes(StandardCharsets.UTF_8));
+            sha.update((byte) 0);
+            sha.update(value.getBytes(StandardCharsets.US_ASCII));
+            h = Hex.encode(sha.digest());
+            hash = h;
+        }
+        return h;
     }
 
     @Override

@@ -385,8 +385,9 @@ public final class CanonicalJson {
             size = end;
         }
 
+        /** The bytes written; the buffer itself when they fill it, as every caller is done writing by then. */
         byte[] toByteArray() {
-            return Arrays.copyOf(bytes, size);
+            return size == bytes.length ? bytes : Arrays.copyOf(bytes, size);
         }
     }
 
@@ -440,7 +441,7 @@ public final class CanonicalJson {
         private final byte[] in;
         private final Out out;
         /** For each member of the objects being parsed: where it starts in out, where its name ends, where it was in the input. */
-        private int[] members = new int[48];
+        private int[] members = new int[24]; // 8 members open at once before it grows
         private int memberInts;
         private byte[] scratch;
         private int pos;

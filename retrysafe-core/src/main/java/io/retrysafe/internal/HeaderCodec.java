@@ -23,7 +23,14 @@ public final class HeaderCodec {
     }
 
     public static String encode(Map<String, List<String>> headers) {
-        StringBuilder out = new StringBuilder();
+        int length = 0;
+        for (Map.Entry<String, List<String>> header : headers.entrySet()) {
+            for (String value : header.getValue()) {
+                length += header.getKey().length() + value.length() + 2;
+            }
+        }
+        // Sized once, for the text without escapes: the builder does not grow (and copy) header by header.
+        StringBuilder out = new StringBuilder(length);
         headers.forEach((name, values) -> {
             if (name.indexOf(':') >= 0) {
                 throw new IllegalArgumentException("header name must not contain ':', but was " + name);
@@ -57,6 +64,10 @@ public final class HeaderCodec {
     }
 
     private static void escape(String s, StringBuilder out) {
+        if (s.indexOf('\\') < 0 && s.indexOf('\n') < 0 && s.indexOf('\r') < 0) {
+            out.append(s);
+            return;
+        }
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);
             switch (c) {

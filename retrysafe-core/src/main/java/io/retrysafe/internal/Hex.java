@@ -6,18 +6,24 @@ import java.security.NoSuchAlgorithmException;
 
 /** SHA-256 and lower-case hex, the two encodings every module needs. */
 public final class Hex {
-    private static final char[] DIGITS = "0123456789abcdef".toCharArray();
+    private static final byte[] DIGITS = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
+    /**
+     * Cloned for each digest: {@link MessageDigest#getInstance} looks the provider up again on every call. Null
+     * where the platform's SHA-256 cannot be cloned.
+     */
+    private static final MessageDigest PROTOTYPE = prototype();
 
     private Hex() {
     }
 
     public static String encode(byte[] bytes) {
-        char[] out = new char[bytes.length * 2];
+        // Bytes, not chars: the string keeps one byte per digit, and is made from half the memory.
+        byte[] out = new byte[bytes.length * 2];
         for (int i = 0; i < bytes.length; i++) {
             out[2 * i] = DIGITS[(bytes[i] >> 4) & 0xf];
             out[2 * i + 1] = DIGITS[bytes[i] & 0xf];
         }
-        return new String(out);
+        return new String(out, StandardCharsets.ISO_8859_1);
     }
 
     public static byte[] decode(String hex) {
@@ -50,7 +56,29 @@ public final class Hex {
         return -1;
     }
 
+    /** A new SHA-256 digest, its own to update. */
     public static MessageDigest sha256() {
+        if (PROTOTYPE != null) {
+            try {
+                return (MessageDigest) PROTOTYPE.clone();
+            } catch (CloneNotSupportedException e) {
+                // As below.
+            }
+        }
+        return newSha256();
+    }
+
+    private static MessageDigest prototype() {
+        MessageDigest sha = newSha256();
+        try {
+            sha.clone();
+            return sha;
+        } catch (CloneNotSupportedException e) {
+            return null;
+        }
+    }
+
+    private static MessageDigest newSha256() {
         try {
             return MessageDigest.getInstance("SHA-256");
         } catch (NoSuchAlgorithmException e) {

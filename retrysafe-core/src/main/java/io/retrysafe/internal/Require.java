@@ -1,7 +1,6 @@
 package io.retrysafe.internal;
 
 import java.time.Duration;
-import java.util.Objects;
 
 /** Argument checks whose messages follow one pattern: what was expected, "but was" what was given. */
 public final class Require {
@@ -9,7 +8,11 @@ public final class Require {
     }
 
     public static <T> T notNull(T value, String name) {
-        return Objects.requireNonNull(value, () -> name + " must not be null");
+        if (value == null) {
+            // Not requireNonNull with a supplier: its lambda, capturing the name, is made on every call.
+            throw new NullPointerException(name + " must not be null");
+        }
+        return value;
     }
 
     public static Duration positive(Duration value, String name) {

@@ -34,7 +34,13 @@ final class CapturingResponse extends HttpServletResponseWrapper {
     static final String BODY_OMITTED_HEADER = HttpSemantics.BODY_OMITTED_HEADER;
 
     private final int maxBody;
-    private ByteArrayOutputStream body = new ByteArrayOutputStream();
+    /** Sized so that a typical JSON answer fits without growing (each growth is a copy). */
+    private ByteArrayOutputStream body = new ByteArrayOutputStream(256);
+    /**
+     * The held body as one array, once taken, until it changes: what is stored and what is sent share it, and
+     * neither writes to it (a stored response copies it in).
+     */
+    private byte[] taken;
     /** Bytes the handler wrote, buffered or sent. */
     private long length;
     /** Past the bound: the body goes to the client as it is written. */
@@ -83,6 +89,7 @@ final class CapturingResponse extends HttpServletResponseWrapper {
     private void append(byte[] b, int off, int len) throws IOException {
         length += len;
         if (passThrough == null && body.size() + (long) len <= maxBody) {
+            taken = null;
             body.write(b, off, len);
             return;
         }
@@ -261,6 +268,7 @@ final class CapturingResponse extends HttpServletResponseWrapper {
             writer.flush(); // what the writer still holds is part of the buffer being dropped
         }
         body.reset();
+        taken = null;
         length = 0;
     }
 
@@ -305,6 +313,7 @@ final class CapturingResponse extends HttpServletResponseWrapper {
         }
         byte[] problem = json.append('}').toString().getBytes(StandardCharsets.UTF_8);
         body.writeBytes(problem);
+        taken = null;
         length = problem.length;
     }
 
@@ -379,11 +388,15 @@ final class CapturingResponse extends HttpServletResponseWrapper {
         };
     }
 
+    /** The held body; not to be written to. */
     byte[] body() {
         if (writer != null) {
             writer.flush();
         }
-        return body.toByteArray();
+        if (taken == null) {
+            taken = body.toByteArray();
+        }
+        return taken;
     }
 
     /**
@@ -393,7 +406,7 @@ final class CapturingResponse extends HttpServletResponseWrapper {
      */
     StoredResponse toStored(Set<String> replayedHeaders) {
         if (writer != null) {
-            writer.flush();
+            writer.flush(); // first: what it holds may take the body past the bound
         }
         Map<String, List<String>> headers = new LinkedHashMap<>();
         HttpServletResponse real = (HttpServletResponse) getResponse();
@@ -410,6 +423,6 @@ final class CapturingResponse extends HttpServletResponseWrapper {
         if (passThrough != null) {
             return HttpSemantics.withoutBody(getStatus(), headers, length);
         }
-        return StoredResponse.of(getStatus(), headers, body.toByteArray());
+        return StoredResponse.of(getStatus(), headers, body());
     }
 }

@@ -92,7 +92,7 @@ final class AsyncHandlerRoutes implements StandaloneRoutes, SmartInitializingSin
         for (RequestMappingInfoHandlerMapping mapping : beans.getBeansOfType(RequestMappingInfoHandlerMapping.class,
                 false, false).values()) {
             mapping.getHandlerMethods().forEach((info, method) -> {
-                if (RetrySafeHandlerGuard.isAsynchronous(RetrySafeHandlerGuard.answerType(method))) {
+                if (RetrySafeHandlerGuard.isAsynchronous(RetrySafeHandlerGuard.answerType(method.getMethod()))) {
                     asynchronous.put(info, method);
                 }
             });
@@ -110,7 +110,7 @@ final class AsyncHandlerRoutes implements StandaloneRoutes, SmartInitializingSin
 
     private static String describe(HandlerMethod method) {
         return method.getBeanType().getSimpleName() + "#" + method.getMethod().getName() + " ("
-                + RetrySafeHandlerGuard.answerType(method).getSimpleName() + ")";
+                + RetrySafeHandlerGuard.answerType(method.getMethod()).getSimpleName() + ")";
     }
 
     /**

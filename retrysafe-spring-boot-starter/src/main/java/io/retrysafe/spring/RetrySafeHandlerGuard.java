@@ -6,8 +6,11 @@ import jakarta.servlet.DispatcherType;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
+import java.lang.reflect.Method;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
 import org.springframework.core.ResolvableType;
 import org.springframework.http.HttpEntity;
 import org.springframework.web.context.request.async.DeferredResult;
@@ -25,6 +28,8 @@ import org.springframework.web.servlet.mvc.method.annotation.StreamingResponseBo
  * {@code 500} problem, so the key is released and nothing is stored.
  */
 final class RetrySafeHandlerGuard implements HandlerInterceptor {
+    /** Each controller method's answer type, resolved once: a method's generic return type does not change. */
+    private final Map<Method, Class<?>> answerTypes = new ConcurrentHashMap<>();
 
     @Override
     public boolean preHandle(HttpServletRequest request, HttpServletResponse response, Object handler)
@@ -34,7 +39,7 @@ final class RetrySafeHandlerGuard implements HandlerInterceptor {
                 || !(handler instanceof HandlerMethod method)) {
             return true;
         }
-        Class<?> returned = answerType(method);
+        Class<?> returned = answerTypes.computeIfAbsent(method.getMethod(), RetrySafeHandlerGuard::answerType);
         if (StreamingResponseBody.class.isAssignableFrom(returned) || ResponseBodyEmitter.class.isAssignableFrom(returned)) {
             Problem.STREAMING_REFUSED.send(response, method.getShortLogMessage() + " streams its body ("
                     + returned.getSimpleName() + "), which cannot be stored and replayed; take it off the idempotent "
@@ -51,8 +56,8 @@ final class RetrySafeHandlerGuard implements HandlerInterceptor {
     }
 
     /** What a controller method answers with: its return type, or the body type of a {@code ResponseEntity}. */
-    static Class<?> answerType(HandlerMethod method) {
-        ResolvableType type = ResolvableType.forMethodReturnType(method.getMethod());
+    static Class<?> answerType(Method method) {
+        ResolvableType type = ResolvableType.forMethodReturnType(method);
         if (HttpEntity.class.isAssignableFrom(type.toClass())) {
             type = type.as(HttpEntity.class).getGeneric(0);
         }
