@@ -328,10 +328,54 @@ final class EngineCore {
      * together: it ran and its answer was stored, or it was a replay itself.
      */
     static void markAnswered(InFlightKeys.Admission admission, Outcome<?> outcome) {
-        if (admission instanceof InFlightKeys.Admission.Entered entered
-                && (outcome instanceof Outcome.Replayed<?> || outcome instanceof Outcome.Executed<?> executed
-                        && executed.completion() == Outcome.Completion.STORED)) {
+        markAnswered(admission, outcome, null);
+    }
+
+    /**
+     * {@link #markAnswered(InFlightKeys.Admission, Outcome)}, leaving the answer for the duplicates waiting for it
+     * when its {@code codec} is known ({@link #replayHeld}).
+     */
+    static void markAnswered(InFlightKeys.Admission admission, Outcome<?> outcome, ResponseCodec<?> codec) {
+        if (!(admission instanceof InFlightKeys.Admission.Entered entered)) {
+            return;
+        }
+        Object value;
+        if (outcome instanceof Outcome.Replayed<?> replayed) {
+            value = replayed.value();
+        } else if (outcome instanceof Outcome.Executed<?> executed
+                && executed.completion() == Outcome.Completion.STORED) {
+            value = executed.value();
+        } else {
+            return;
+        }
+        if (codec == null || value == null) {
             entered.answered();
+        } else {
+            entered.answered(new HeldAnswer(codec, value));
+        }
+    }
+
+    /** A stored answer as a request leaves it in memory for its waiting duplicates: its value and its codec. */
+    record HeldAnswer(ResponseCodec<?> codec, Object value) {
+    }
+
+    /**
+     * What the store would replay for an answer a request left in memory ({@link HeldAnswer}): the value encoded
+     * and sealed as it was stored, then opened and decoded as a replay is. Null where this cannot be told here
+     * (another codec, a protection that fails): the store answers then, as without the held answer.
+     */
+    @SuppressWarnings("unchecked")
+    <T> Outcome<T> replayHeld(IdempotencyKey key, Object held, ResponseCodec<T> codec) {
+        if (codec == null || !(held instanceof HeldAnswer answer) || answer.codec() != codec) {
+            return null;
+        }
+        try {
+            StoredResponse sealed = policy.protection().seal(key, codec.encode((T) answer.value()));
+            return new Outcome.Replayed<>(codec.decode(policy.protection().open(key, sealed)));
+        } catch (RuntimeException e) {
+            LOG.log(Level.DEBUG, () -> "[" + name + "] the answer held for key " + key.digest()
+                    + " could not be replayed from memory; asking the store: " + e);
+            return null;
         }
     }
 

@@ -1,7 +1,5 @@
 package io.retrysafe;
 
-import java.nio.charset.StandardCharsets;
-
 /**
  * Turns an operation's result into the {@link StoredResponse} that is kept for replay, and back.
  * A replay returns {@code decode(encode(result))}, so the two must round-trip.
@@ -12,33 +10,16 @@ public interface ResponseCodec<T> {
 
     T decode(StoredResponse stored);
 
-    /** For operations that already produce a {@link StoredResponse}, such as an HTTP filter. */
+    /**
+     * For operations that already produce a {@link StoredResponse}, such as an HTTP filter. One instance, so that
+     * the requests of one front door are seen to share their codec.
+     */
     static ResponseCodec<StoredResponse> identity() {
-        return new ResponseCodec<>() {
-            @Override
-            public StoredResponse encode(StoredResponse result) {
-                return result;
-            }
-
-            @Override
-            public StoredResponse decode(StoredResponse stored) {
-                return stored;
-            }
-        };
+        return Codecs.IDENTITY;
     }
 
     /** A string result, stored as UTF-8 with status 200. */
     static ResponseCodec<String> utf8() {
-        return new ResponseCodec<>() {
-            @Override
-            public StoredResponse encode(String result) {
-                return StoredResponse.of(200, result.getBytes(StandardCharsets.UTF_8));
-            }
-
-            @Override
-            public String decode(StoredResponse stored) {
-                return new String(stored.body(), StandardCharsets.UTF_8);
-            }
-        };
+        return Codecs.UTF8;
     }
 }

@@ -122,14 +122,33 @@ public final class RetrySafe {
      */
     public <T> Outcome<T> oncePerInstance(IdempotencyKey key, Fingerprint fingerprint, Duration wait,
             Supplier<Outcome<T>> work) {
+        return oncePerInstance(key, fingerprint, wait, null, work);
+    }
+
+    /**
+     * {@link #oncePerInstance(IdempotencyKey, Fingerprint, Duration, Supplier)} for {@code work} that runs this
+     * engine's {@link #execute} with {@code codec}: a duplicate that waited for a request whose answer was stored
+     * is given that answer in memory, as the store would replay it (encoded, sealed and opened by this engine's
+     * policy, then decoded with {@code codec}), without a store call or a connection. A completed record does not
+     * change until it is purged, so this is the answer the store would give. Requests of one key share the
+     * answer only when they share {@code codec} (the same instance).
+     */
+    public <T> Outcome<T> oncePerInstance(IdempotencyKey key, Fingerprint fingerprint, Duration wait,
+            ResponseCodec<T> codec, Supplier<Outcome<T>> work) {
         Require.notNull(work, "work");
         try (InFlightKeys.Admission admission = inFlight.admit(key, fingerprint, wait)) {
             if (admission instanceof InFlightKeys.Admission.Busy) {
                 Outcome<T> busy = core.inProgress();
                 return core.finished(key, busy);
             }
+            if (admission instanceof InFlightKeys.Admission.Answered answered) {
+                Outcome<T> replayed = core.replayHeld(key, answered.answer(), codec);
+                if (replayed != null) {
+                    return core.finished(key, replayed);
+                }
+            }
             Outcome<T> outcome = work.get();
-            EngineCore.markAnswered(admission, outcome);
+            EngineCore.markAnswered(admission, outcome, codec);
             return outcome;
         }
     }

@@ -21,10 +21,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>What it may answer without the store is only what the store would answer too: a request with
  * the same fingerprint as the one in flight waits for it (up to a bound) or is told the key is in
- * progress. When the request it waited for ended with its answer stored, every duplicate waiting goes on
- * to the store at once, which replays the answer to each (a store reads a completed record without taking
- * turns on it); when it ended otherwise (released, failed), the key may run again, so the duplicates take
- * turns holding it. A request with another fingerprint is not
+ * progress. When the request it waited for ended with its answer stored, every duplicate waiting is let go
+ * at once: given that answer where the holder left it ({@link Admission.Answered}: the engine replays it as
+ * the store would, without a store call), or else on to the store, which replays the answer to each (a store
+ * reads a completed record without taking turns on it). When it ended otherwise (released, failed), the key
+ * may run again, so the duplicates take turns holding it. A request with another fingerprint is not
  * refused here: the stored record decides a mismatch (the request in flight may itself be refused
  * as a mismatch, and the other one be a retry of what the record holds), so it goes on to the store.
  *
@@ -58,7 +59,8 @@ public final class InFlightKeys {
      * to be closed on every way out), or, when a request of the same fingerprint holds the key, waits
      * up to {@code wait} for it to end and tries again ({@link Admission.Busy} past the bound), or, when
      * the holder's request is another one or ended {@linkplain Admission.Entered#answered() answered}, passes
-     * it on to the store unregistered ({@link Admission.Unguarded}).
+     * it on to the store unregistered ({@link Admission.Unguarded}); a holder that left its answer
+     * ({@link Admission.Entered#answered(Object)}) gives it to its waiting duplicates ({@link Admission.Answered}).
      */
     public Admission admit(IdempotencyKey key, Fingerprint fingerprint, Duration wait) {
         Require.notNull(key, "key");
@@ -77,7 +79,8 @@ public final class InFlightKeys {
             waiting.incrementAndGet();
             try {
                 if (turn.holder().done.get(remaining, TimeUnit.NANOSECONDS)) {
-                    return Admission.UNGUARDED;
+                    Object answer = turn.holder().answer;
+                    return answer == null ? Admission.UNGUARDED : new Admission.Answered(answer);
                 }
             } catch (TimeoutException e) {
                 return Admission.BUSY;
@@ -97,6 +100,7 @@ public final class InFlightKeys {
      * waits by chaining on the end of the request holding the key, and goes on on the thread that ends
      * it; its bound is scheduled on the engine's timer. A caller that gives up cancels (or completes)
      * the returned stage: its wait ends then, and a key it would have entered afterwards is freed at once.
+     * A holder's answer is not handed on here: the duplicates go on to the store ({@link Admission.Unguarded}).
      */
     public CompletableFuture<Admission> admitAsync(IdempotencyKey key, Fingerprint fingerprint, Duration wait) {
         Require.notNull(key, "key");
@@ -177,6 +181,8 @@ public final class InFlightKeys {
         final CompletableFuture<Boolean> done = new CompletableFuture<>();
         /** Set before the holder leaves, by the thread that holds it. */
         volatile boolean answered;
+        /** Set, if at all, before {@link #answered}: the answer its waiting duplicates are given. */
+        volatile Object answer;
 
         Holder(Fingerprint fingerprint) {
             this.fingerprint = fingerprint;
@@ -213,6 +219,15 @@ public final class InFlightKeys {
                 holder.answered = true;
             }
 
+            /**
+             * {@link #answered()}, leaving the answer itself (the engine's, opaque here): the duplicates that waited
+             * for this request are given it ({@link Answered}) instead of asking the store, which would replay it.
+             */
+            public void answered(Object answer) {
+                holder.answer = Require.notNull(answer, "answer");
+                holder.answered = true;
+            }
+
             @Override
             public void close() {
                 if (closed.compareAndSet(false, true)) {
@@ -227,6 +242,13 @@ public final class InFlightKeys {
 
         /** Another request holds the key here: the store decides this one. */
         record Unguarded() implements Admission {
+        }
+
+        /**
+         * The request this one waited for ended with its answer stored, and left it here: the answer the store
+         * would replay to this one. Registered nowhere: as {@link Unguarded} if it goes on to the store after all.
+         */
+        record Answered(Object answer) implements Admission {
         }
     }
 }

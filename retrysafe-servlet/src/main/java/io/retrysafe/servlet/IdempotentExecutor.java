@@ -76,7 +76,7 @@ public interface IdempotentExecutor {
             public Outcome<StoredResponse> execute(HttpServletRequest request, IdempotencyKey key,
                     Fingerprint fingerprint, OperationPolicy policy, Operation<StoredResponse> handler) {
                 RetrySafe e = policy == null ? engine : engine.with(policy);
-                return e.oncePerInstance(key, fingerprint, e.policy().waitForResult(),
+                return e.oncePerInstance(key, fingerprint, e.policy().waitForResult(), ResponseCodec.identity(),
                         () -> e.execute(key, fingerprint, ResponseCodec.identity(), handler));
             }
 

@@ -37,7 +37,7 @@ public final class JdbcTransactionalExecutor implements IdempotentExecutor {
     public Outcome<StoredResponse> execute(HttpServletRequest request, IdempotencyKey key, Fingerprint fingerprint,
             OperationPolicy policy, Operation<StoredResponse> handler) {
         TransactionalRetrySafe tx = policy == null ? transactional : transactional.with(policy);
-        return tx.oncePerInstance(key, fingerprint, () -> executeOnConnection(tx, request, key, fingerprint, handler));
+        return tx.oncePerInstance(key, fingerprint, ResponseCodec.identity(), () -> executeOnConnection(tx, request, key, fingerprint, handler));
     }
 
     private Outcome<StoredResponse> executeOnConnection(TransactionalRetrySafe tx, HttpServletRequest request,

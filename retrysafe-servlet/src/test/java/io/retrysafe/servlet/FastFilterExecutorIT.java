@@ -22,7 +22,6 @@ import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
-import java.io.PrintWriter;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpRequest.BodyPublishers;
@@ -33,7 +32,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.SQLFeatureNotSupportedException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
@@ -47,8 +45,6 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.logging.Logger;
-import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -94,67 +90,6 @@ class FastFilterExecutorIT {
     private RedisFastFilter fastFilter;
     private EmbeddedTomcat tomcat;
     private String key;
-
-    /** Every connection the application takes from its pool, counted: a decorator, not a mock. */
-    static final class CountingDataSource implements DataSource {
-        private final DataSource pool;
-        private final AtomicInteger connections = new AtomicInteger();
-
-        CountingDataSource(DataSource pool) {
-            this.pool = pool;
-        }
-
-        int connections() {
-            return connections.get();
-        }
-
-        @Override
-        public Connection getConnection() throws SQLException {
-            connections.incrementAndGet();
-            return pool.getConnection();
-        }
-
-        @Override
-        public Connection getConnection(String username, String password) throws SQLException {
-            connections.incrementAndGet();
-            return pool.getConnection(username, password);
-        }
-
-        @Override
-        public PrintWriter getLogWriter() throws SQLException {
-            return pool.getLogWriter();
-        }
-
-        @Override
-        public void setLogWriter(PrintWriter out) throws SQLException {
-            pool.setLogWriter(out);
-        }
-
-        @Override
-        public void setLoginTimeout(int seconds) throws SQLException {
-            pool.setLoginTimeout(seconds);
-        }
-
-        @Override
-        public int getLoginTimeout() throws SQLException {
-            return pool.getLoginTimeout();
-        }
-
-        @Override
-        public Logger getParentLogger() throws SQLFeatureNotSupportedException {
-            return pool.getParentLogger();
-        }
-
-        @Override
-        public <T> T unwrap(Class<T> iface) throws SQLException {
-            return iface.isInstance(this) ? iface.cast(this) : pool.unwrap(iface);
-        }
-
-        @Override
-        public boolean isWrapperFor(Class<?> iface) throws SQLException {
-            return iface.isInstance(this) || pool.isWrapperFor(iface);
-        }
-    }
 
     /** What the fast filter reported. */
     static final class Recorder implements RedisFastFilter.Listener {

@@ -9,6 +9,7 @@ import io.retrysafe.Attempt;
 import io.retrysafe.InMemoryIdempotencyStore;
 import io.retrysafe.OutcomeUnknownException;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.internal.Engines;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.servlet.FaultInjectingStore.Fault;
@@ -694,6 +695,9 @@ class RetrySafeFilterIT {
         private static final String PAYMENTS = "rs_servlet_it_payment";
 
         private DataSource ds;
+        /** The pool the filter's transactions take their connections from, counted. */
+        private CountingDataSource pool;
+        private TransactionalRetrySafe tx;
         private EmbeddedTomcat txTomcat;
 
         @BeforeAll
@@ -705,14 +709,15 @@ class RetrySafeFilterIT {
                 st.execute("CREATE TABLE IF NOT EXISTS " + PAYMENTS + " (id bigserial PRIMARY KEY, ref text NOT NULL, "
                         + "slot integer, CONSTRAINT " + PAYMENTS + "_slot UNIQUE (slot) DEFERRABLE INITIALLY DEFERRED)");
             }
-            TransactionalRetrySafe tx = TransactionalRetrySafe.of(RetrySafe.builder(jdbc).name("servlet-it-tx").build());
+            tx = TransactionalRetrySafe.of(RetrySafe.builder(jdbc).name("servlet-it-tx").build());
+            pool = new CountingDataSource(ds);
             HttpIdempotency config = HttpIdempotency.custom()
                     .route(IdempotentRoute.of("POST", "/payments").build())
                     .scope(ScopeResolver.header("X-User"))
                     .build();
             txTomcat = EmbeddedTomcat.start(baseDir.resolve("transactional"), context -> {
                 EmbeddedTomcat.filter(context, "retrysafe",
-                        new RetrySafeFilter(config, new JdbcTransactionalExecutor(tx, ds), tx.engine().listener()), "/*");
+                        new RetrySafeFilter(config, new JdbcTransactionalExecutor(tx, pool), tx.engine().listener()), "/*");
                 EmbeddedTomcat.servlet(context, "ledger", new LedgerServlet(), "/*");
             });
         }
@@ -748,6 +753,36 @@ class RetrySafeFilterIT {
             assertThat(retry.headers().allValues("Set-Cookie")).isEmpty();
             assertThat(count("SELECT count(*) FROM " + PAYMENTS + " WHERE ref = ?", key)).isEqualTo(1);
             assertThat(LedgerServlet.runs(key)).isEqualTo(1);
+        }
+
+        /**
+         * Duplicates of a request in flight wait for it on this instance; once its answer is committed they are
+         * given it from memory, each its own replay, without taking a connection or asking the database.
+         */
+        @Test
+        void duplicatesWaitingForACommittedAnswerReplayItWithoutAConnection() throws Exception {
+            int duplicates = 20;
+            String hold = "hold-" + key;
+            CompletableFuture<HttpResponse<byte[]>> first = http.sendAsync(pay("/payments?hold=" + hold).build(),
+                    BodyHandlers.ofByteArray());
+            await().atMost(Duration.ofSeconds(20)).until(() -> PaymentsServlet.ENTERED.contains(hold));
+            List<CompletableFuture<HttpResponse<byte[]>>> waiting = new ArrayList<>();
+            for (int i = 0; i < duplicates; i++) {
+                waiting.add(http.sendAsync(pay("/payments?hold=" + hold).build(), BodyHandlers.ofByteArray()));
+            }
+            await().atMost(Duration.ofSeconds(20)).until(() -> Engines.inFlight(tx.engine()).waiting() == duplicates);
+            int connectionsBefore = pool.connections();
+
+            PaymentsServlet.latch(hold).countDown();
+
+            HttpResponse<byte[]> answer = first.get(30, TimeUnit.SECONDS);
+            assertThat(answer.statusCode()).isEqualTo(201);
+            for (CompletableFuture<HttpResponse<byte[]>> duplicate : waiting) {
+                assertReplayOf(duplicate.get(30, TimeUnit.SECONDS), answer);
+            }
+            assertThat(pool.connections() - connectionsBefore).as("connections the duplicates took").isZero();
+            assertThat(LedgerServlet.runs(key)).isEqualTo(1);
+            assertThat(count("SELECT count(*) FROM " + PAYMENTS + " WHERE ref = ?", key)).isEqualTo(1);
         }
 
         @Test
@@ -1080,6 +1115,17 @@ class RetrySafeFilterIT {
                 }
             } catch (SQLException e) {
                 throw new ServletException(e);
+            }
+            String hold = req.getParameter("hold");
+            if (hold != null) {
+                // Held after its write, inside the transaction, until the test lets it go.
+                PaymentsServlet.ENTERED.add(hold);
+                try {
+                    PaymentsServlet.latch(hold).await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new ServletException(e);
+                }
             }
             if (req.getParameter("fail") != null) {
                 throw new IllegalStateException("the handler failed on purpose after writing");

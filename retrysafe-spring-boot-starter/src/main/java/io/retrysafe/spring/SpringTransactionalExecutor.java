@@ -13,12 +13,14 @@ import io.retrysafe.servlet.IdempotentExecutor;
 import jakarta.servlet.http.HttpServletRequest;
 import java.lang.System.Logger.Level;
 import java.sql.Connection;
+import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.TransactionException;
 import org.springframework.transaction.TransactionStatus;
 import org.springframework.transaction.support.DefaultTransactionDefinition;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
  * Transactional mode on the application's transaction manager: the filter opens the transaction,
@@ -45,7 +47,14 @@ final class SpringTransactionalExecutor implements IdempotentExecutor {
     public Outcome<StoredResponse> execute(HttpServletRequest request, IdempotencyKey key, Fingerprint fingerprint,
             OperationPolicy policy, Operation<StoredResponse> handler) {
         TransactionalRetrySafe tx = policy == null ? transactional : transactional.with(policy);
-        return tx.oncePerInstance(key, fingerprint, () -> executeInTransaction(tx, key, fingerprint, handler));
+        Supplier<Outcome<StoredResponse>> work = () -> executeInTransaction(tx, key, fingerprint, handler);
+        if (TransactionSynchronizationManager.isActualTransactionActive()) {
+            // The filter will join a transaction that commits after it returns: its answer is not durable
+            // yet, so the duplicates waiting for it must ask the store, which waits for that commit.
+            return tx.oncePerInstance(key, fingerprint, work);
+        }
+        // The filter's own transaction, committed before it returns: its duplicates may be given the answer.
+        return tx.oncePerInstance(key, fingerprint, ResponseCodec.identity(), work);
     }
 
     private Outcome<StoredResponse> executeInTransaction(TransactionalRetrySafe tx, IdempotencyKey key,

@@ -102,6 +102,17 @@ public final class TransactionalRetrySafe {
     }
 
     /**
+     * {@link #oncePerInstance(IdempotencyKey, Fingerprint, Supplier)} for {@code work} that runs {@link #execute}
+     * with {@code codec}: a duplicate of a request whose answer is stored (committed) is given it from memory,
+     * without a connection ({@link RetrySafe#oncePerInstance(IdempotencyKey, Fingerprint, Duration,
+     * ResponseCodec, Supplier)}).
+     */
+    public <T> Outcome<T> oncePerInstance(IdempotencyKey key, Fingerprint fingerprint, ResponseCodec<T> codec,
+            Supplier<Outcome<T>> work) {
+        return engine.oncePerInstance(key, fingerprint, store.lockTimeout(), codec, work);
+    }
+
+    /**
      * Runs {@code operation} in a transaction on {@code connection} that begins with the claim and
      * commits with the response. The connection must not be inside a transaction with earlier
      * writes: anything but a completion rolls the transaction back. Its auto-commit setting is
