@@ -12,6 +12,10 @@ import io.retrysafe.micrometer.MicrometerRetrySafeListener;
 import io.retrysafe.servlet.HttpIdempotency;
 import io.retrysafe.servlet.RetrySafeFilter;
 import io.retrysafe.testservices.TestDatabases;
+import jakarta.servlet.FilterChain;
+import jakarta.servlet.ServletException;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -22,6 +26,7 @@ import java.net.http.HttpResponse.BodyHandlers;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -37,20 +42,26 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
+import org.springframework.boot.web.servlet.FilterRegistrationBean;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
+import org.springframework.core.Ordered;
 import org.springframework.http.ResponseEntity;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.TransactionStatus;
+import org.springframework.transaction.support.DefaultTransactionDefinition;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RequestHeader;
 import org.springframework.web.bind.annotation.RestController;
+import org.springframework.web.filter.OncePerRequestFilter;
 
 /**
  * The starter's filter in transactional mode, as a client sees it: a Spring Boot application on a
@@ -97,6 +108,41 @@ class SpringTransactionalFilterIT {
         @Bean
         SimpleMeterRegistry meterRegistry() {
             return new SimpleMeterRegistry();
+        }
+
+        @Bean
+        FilterRegistrationBean<OuterTransactionFilter> outerTransaction(PlatformTransactionManager transactions) {
+            FilterRegistrationBean<OuterTransactionFilter> registration =
+                    new FilterRegistrationBean<>(new OuterTransactionFilter(transactions));
+            registration.setOrder(Ordered.HIGHEST_PRECEDENCE);
+            return registration;
+        }
+    }
+
+    /**
+     * An application's own filter, outside RetrySafe's: asked to ({@code X-Outer: rollback}), it runs the request in
+     * a transaction of its own, which RetrySafe's filter joins, and rolls it back after the chain returns.
+     */
+    static class OuterTransactionFilter extends OncePerRequestFilter {
+        private final PlatformTransactionManager transactions;
+
+        OuterTransactionFilter(PlatformTransactionManager transactions) {
+            this.transactions = transactions;
+        }
+
+        @Override
+        protected void doFilterInternal(HttpServletRequest request, HttpServletResponse response, FilterChain chain)
+                throws ServletException, IOException {
+            if (!"rollback".equals(request.getHeader("X-Outer"))) {
+                chain.doFilter(request, response);
+                return;
+            }
+            TransactionStatus status = transactions.getTransaction(new DefaultTransactionDefinition());
+            try {
+                chain.doFilter(request, response);
+            } finally {
+                transactions.rollback(status);
+            }
         }
     }
 
@@ -363,6 +409,37 @@ class SpringTransactionalFilterIT {
         assertThat(duplicate.body()).isEqualTo(first.get().body());
         assertThat(runs()).isEqualTo(1);
         assertThat(rows("alice")).isEqualTo(1);
+    }
+
+    /**
+     * Where RetrySafe's filter joins a transaction that ends only after it returns, the first request's answer is
+     * not durable when it ends here: its duplicates are not given it, but ask the database, which makes them wait
+     * for that transaction. Here it rolls back, so one of them runs the request again.
+     */
+    @Test
+    void duplicatesOfARequestInAnOuterTransactionAreNotGivenItsUncommittedAnswer() throws Exception {
+        int duplicates = 3;
+        probe.whileRunning.set(() -> {
+            probe.whileRunning.set(() -> { }); // the first request only
+            await().atMost(Duration.ofSeconds(20)).until(() -> Engines.inFlight(engine).waiting() == duplicates);
+        });
+        CompletableFuture<HttpResponse<String>> first = http.sendAsync(request(key, body(name))
+                .header("X-User", "alice").header("X-Outer", "rollback").build(), BodyHandlers.ofString());
+        await().atMost(Duration.ofSeconds(20)).until(() -> probe.runs.get() == runsBefore + 1);
+        List<CompletableFuture<HttpResponse<String>>> waiting = new ArrayList<>();
+        for (int i = 0; i < duplicates; i++) {
+            waiting.add(http.sendAsync(request(key, body(name)).header("X-User", "alice").build(),
+                    BodyHandlers.ofString()));
+        }
+
+        first.get(40, TimeUnit.SECONDS);
+        for (CompletableFuture<HttpResponse<String>> duplicate : waiting) {
+            assertThat(duplicate.get(40, TimeUnit.SECONDS).statusCode()).isEqualTo(201);
+        }
+
+        assertThat(rows("alice")).as("one committed effect").isEqualTo(1);
+        assertThat(keyStatus()).isEqualTo("COMPLETED");
+        assertThat(runs()).as("the first run was rolled back, and a duplicate ran it again").isEqualTo(2);
     }
 
     private static String body(String name) {
