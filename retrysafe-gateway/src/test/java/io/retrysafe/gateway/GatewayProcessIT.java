@@ -8,6 +8,7 @@ import io.retrysafe.spi.RecordStatus;
 import io.retrysafe.testservices.ChildJvm;
 import io.retrysafe.testservices.TestDatabases;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.ServerSocket;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -22,6 +23,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -46,7 +48,8 @@ class GatewayProcessIT {
     private final String table = TestStores.table();
     private int port;
     private Path config;
-    private final List<ChildJvm> children = new ArrayList<>();
+    /** Started by the test thread, and by the restarts in the background. */
+    private final List<ChildJvm> children = new CopyOnWriteArrayList<>();
 
     @BeforeEach
     void configure() throws IOException {
@@ -183,7 +186,10 @@ class GatewayProcessIT {
                 return null;
             }));
         }
-        // Kill one while requests it sent are in flight at the upstream, twice, and start it again each time.
+        // Kill one while requests it sent are in flight at the upstream, twice, and start it again each time. It starts
+        // again in the background: on a loaded machine a JVM's start can outlast the clients' remaining work, and the
+        // second kill must still find requests in flight.
+        CompletableFuture<?>[] restarted = new CompletableFuture<?>[gateways.length];
         for (int kill = 1; kill <= 2; kill++) {
             int answered = kill * intents / 4;
             int victim = kill == 1 ? 0 : gateways.length - 1;
@@ -194,12 +200,29 @@ class GatewayProcessIT {
                 throw new AssertionError("answers " + answers.size() + ", in flight through the victim "
                         + justSentThrough(ports[victim], sentTo) + ", refusals " + refusals, e);
             }
+            if (restarted[victim] != null) {
+                restarted[victim].get(60, TimeUnit.SECONDS); // up: requests went through it
+            }
             gateways[victim].kill();
-            gateways[victim] = startGateway(ports[victim]);
+            restarted[victim] = CompletableFuture.runAsync(() -> {
+                try {
+                    gateways[victim] = startGateway(ports[victim]);
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException(e);
+                }
+            });
         }
         try {
             for (Future<?> f : work) {
                 f.get(120, TimeUnit.SECONDS);
+            }
+            for (CompletableFuture<?> r : restarted) {
+                if (r != null) {
+                    r.get(60, TimeUnit.SECONDS);
+                }
             }
         } finally {
             stop.set(true);
