@@ -88,10 +88,15 @@ final class AccessLog implements Filter {
     }
 
     private void log(HttpServletRequest request, HttpServletResponse response, long start) {
-        queue(Instant.now() + " " + request.getRemoteAddr() + " " + request.getMethod() + " "
-                + request.getRequestURI() + " " + response.getStatus() + " "
-                + (System.nanoTime() - start) / 1_000_000 + "ms key=" + digest(request.getHeader(HttpIdempotency.HEADER))
-                + " replayed=" + "true".equals(response.getHeader(RetrySafeFilter.REPLAYED_HEADER)));
+        log(request.getRemoteAddr(), request.getMethod(), request.getRequestURI(), response.getStatus(), start,
+                request.getHeader(HttpIdempotency.HEADER),
+                "true".equals(response.getHeader(RetrySafeFilter.REPLAYED_HEADER)));
+    }
+
+    /** Queues the line of a request that started at {@code start} ({@link System#nanoTime()}), whichever path it took. */
+    void log(String client, String method, String path, int status, long start, String key, boolean replayed) {
+        queue(Instant.now() + " " + client + " " + method + " " + path + " " + status + " "
+                + (System.nanoTime() - start) / 1_000_000 + "ms key=" + digest(key) + " replayed=" + replayed);
     }
 
     private void queue(String line) {

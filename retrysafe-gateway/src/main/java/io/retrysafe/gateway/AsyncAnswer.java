@@ -4,7 +4,6 @@ import jakarta.servlet.AsyncContext;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
-import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -13,15 +12,13 @@ import org.eclipse.jetty.client.InputStreamResponseListener;
 import org.eclipse.jetty.client.Request;
 import org.eclipse.jetty.client.Response;
 import org.eclipse.jetty.client.Result;
-import org.eclipse.jetty.http.HttpHeader;
-import org.eclipse.jetty.http.HttpMethod;
 import org.eclipse.jetty.io.Content;
 import org.eclipse.jetty.util.thread.Scheduler;
 
 /**
  * The upstream's answer to a request no route protects, awaited without a request thread, so that requests held by
  * a slow upstream cannot take every thread of the gateway. The request thread sends the request and returns; an answer
- * of known length up to {@link #MAX_BUFFERED} bytes is collected as it arrives and written, whole, by the client's
+ * of known length up to {@link CollectedBody#MAX_BYTES} bytes is collected as it arrives and written, whole, by the client's
  * thread that received its end.
  *
  * <p>Everything else goes back to a request thread (an asynchronous dispatch to the {@link Forwarder}) and takes the
@@ -31,8 +28,6 @@ import org.eclipse.jetty.util.thread.Scheduler;
 final class AsyncAnswer implements Response.Listener {
     /** The request attribute an asynchronous dispatch finds this under. */
     static final String ATTRIBUTE = AsyncAnswer.class.getName();
-    /** The largest answer buffered whole and written from the client's thread. */
-    static final int MAX_BUFFERED = 64 * 1024;
     private static final System.Logger LOG = System.getLogger(AsyncAnswer.class.getName());
 
     private final AsyncContext async;
@@ -46,8 +41,7 @@ final class AsyncAnswer implements Response.Listener {
     private volatile Response answer;
     /** Set once the headers are in, for an answer that is not buffered: where its body streams from. */
     private volatile InputStreamResponseListener stream;
-    private byte[] body;
-    private int length;
+    private CollectedBody body;
     private volatile Throwable failure;
 
     private AsyncAnswer(AsyncContext async, HttpServletResponse response, Request upstream, Routes.Target target,
@@ -100,12 +94,8 @@ final class AsyncAnswer implements Response.Listener {
     @Override
     public void onHeaders(Response response) {
         timeout.cancel();
-        int status = response.getStatus();
-        // No body follows whatever length is declared: the answer to HEAD, 1xx, 204, 304.
-        boolean bodiless = HttpMethod.HEAD.is(upstream.getMethod()) || status < 200 || status == 204 || status == 304;
-        long declared = bodiless ? 0 : response.getHeaders().getLongField(HttpHeader.CONTENT_LENGTH);
-        if (declared >= 0 && declared <= MAX_BUFFERED) {
-            body = new byte[(int) declared];
+        body = CollectedBody.of(upstream, response);
+        if (body != null) {
             answer = response;
             return;
         }
@@ -121,18 +111,9 @@ final class AsyncAnswer implements Response.Listener {
         InputStreamResponseListener streamed = stream;
         if (streamed != null) {
             streamed.onContent(response, chunk, demander);
-            return;
+        } else if (body.add(chunk.getByteBuffer(), upstream)) {
+            demander.run();
         }
-        ByteBuffer bytes = chunk.getByteBuffer();
-        int n = bytes.remaining();
-        if (n > body.length - length) {
-            // More than the length declared: the exchange fails, and is answered as cut short.
-            upstream.abort(new IOException("the answer is longer than its Content-Length of " + body.length));
-            return;
-        }
-        bytes.get(body, length, n);
-        length += n;
-        demander.run();
     }
 
     @Override
@@ -159,15 +140,14 @@ final class AsyncAnswer implements Response.Listener {
             streamed.onComplete(result);
             return;
         }
-        if (result.isFailed() || answer == null || length != body.length) {
-            failure = result.getFailure() != null ? result.getFailure()
-                    : new IOException("the answer ended after " + length + " of its " + body.length + " bytes");
+        if (result.isFailed() || answer == null || !body.whole()) {
+            failure = result.getFailure() != null ? result.getFailure() : body.cutShort();
             async.dispatch();
             return;
         }
         try {
             Forwarder.copyHeaders(answer, response);
-            response.getOutputStream().write(body, 0, length);
+            response.getOutputStream().write(body.bytes().array(), 0, body.length());
         } catch (IOException | RuntimeException e) {
             // The client left before its answer was written; the upstream's part is done, nothing is held.
             LOG.log(Level.INFO, () -> "the client left before the answer of " + target.upstream() + " was written: "

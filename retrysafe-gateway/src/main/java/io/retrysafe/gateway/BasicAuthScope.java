@@ -1,7 +1,6 @@
 package io.retrysafe.gateway;
 
 import io.retrysafe.internal.Hex;
-import jakarta.servlet.http.HttpServletRequest;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -90,8 +89,19 @@ final class BasicAuthScope implements Callers {
     }
 
     @Override
-    public String caller(HttpServletRequest request) {
-        return authenticate(request.getHeader("Authorization"));
+    public String caller(Headers headers) {
+        return authenticate(headers.get("Authorization"));
+    }
+
+    /** At once when the credentials need no check: none, not Basic, or checked before (right or wrong). */
+    @Override
+    public boolean answersAtOnce(Headers headers) {
+        String decoded = decoded(headers.get("Authorization"));
+        if (decoded == null) {
+            return true;
+        }
+        String seen = Hex.encode(Hex.sha256(decoded));
+        return verified.containsKey(seen) || refused.contains(seen);
     }
 
     @Override
@@ -104,8 +114,8 @@ final class BasicAuthScope implements Callers {
         return "Basic realm=\"" + REALM + "\", charset=\"UTF-8\"";
     }
 
-    /** The user the header's credentials belong to, or null. */
-    String authenticate(String authorization) {
+    /** The header's {@code user:password}, or null when it holds none. */
+    private static String decoded(String authorization) {
         if (authorization == null || !authorization.regionMatches(true, 0, "Basic ", 0, 6)) {
             return null;
         }
@@ -115,10 +125,16 @@ final class BasicAuthScope implements Callers {
         } catch (IllegalArgumentException e) {
             return null;
         }
-        int colon = decoded.indexOf(':');
-        if (colon < 1) {
+        return decoded.indexOf(':') < 1 ? null : decoded;
+    }
+
+    /** The user the header's credentials belong to, or null. */
+    String authenticate(String authorization) {
+        String decoded = decoded(authorization);
+        if (decoded == null) {
             return null;
         }
+        int colon = decoded.indexOf(':');
         String user = decoded.substring(0, colon);
         String hash = hashes.get(user);
         String seen = Hex.encode(Hex.sha256(decoded));

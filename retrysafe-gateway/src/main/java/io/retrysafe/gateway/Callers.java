@@ -1,7 +1,5 @@
 package io.retrysafe.gateway;
 
-import jakarta.servlet.http.HttpServletRequest;
-
 /**
  * Who sent a request, as one configured source names it: a users file, a JWT's subject, a trusted proxy's header.
  * The gateway asks once per request, before anything is forwarded, and tells the upstream the answer in a header of
@@ -11,8 +9,23 @@ interface Callers {
     /** The realm of the challenges. */
     String REALM = "retrysafe-gateway";
 
+    /** A request's headers, by name (any case): what a source reads the caller from, whichever server holds them. */
+    @FunctionalInterface
+    interface Headers {
+        /** The header's first value, or null. */
+        String get(String name);
+    }
+
     /** The caller's name, or null when the request names none that checks out. */
-    String caller(HttpServletRequest request);
+    String caller(Headers headers);
+
+    /**
+     * Whether {@link #caller} answers for these headers without waiting (no password to check, no key to fetch), so
+     * that it may run on a thread that serves other connections too.
+     */
+    default boolean answersAtOnce(Headers headers) {
+        return false;
+    }
 
     /** The scope a caller's keys are stored under, so that one caller's key never replays another's answer. */
     String scope(String caller);
@@ -24,9 +37,14 @@ interface Callers {
     static Callers trustedHeader(String name) {
         return new Callers() {
             @Override
-            public String caller(HttpServletRequest request) {
-                String v = request.getHeader(name);
+            public String caller(Headers headers) {
+                String v = headers.get(name);
                 return v == null || v.isBlank() ? null : v;
+            }
+
+            @Override
+            public boolean answersAtOnce(Headers headers) {
+                return true;
             }
 
             @Override

@@ -29,6 +29,7 @@ import org.eclipse.jetty.client.InputStreamResponseListener;
 import org.eclipse.jetty.client.Request;
 import org.eclipse.jetty.client.Response;
 import org.eclipse.jetty.http.HttpField;
+import org.eclipse.jetty.http.HttpFields;
 
 /**
  * Sends the request on to the upstream and writes its answer, blocking, through whatever response it is given
@@ -52,6 +53,13 @@ final class Forwarder extends HttpServlet {
     private static final Set<String> HOP_BY_HOP = Set.of("connection", "keep-alive", "proxy-connection",
             "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "host",
             "content-length", "expect", "http2-settings");
+
+    /** The detail of {@code 503 /problems/upstream-unavailable}. */
+    static final String NOT_REACHED = "the service behind the gateway could not be reached; the request was not sent "
+            + "to it. Retry after the time in Retry-After";
+    /** The detail of {@code 503 /problems/outcome-unknown} for a request no route protects. */
+    static final String NO_ANSWER = "the request was sent to the service behind the gateway, and no answer came: it may "
+            + "have taken effect";
 
     /** The most a body of unknown length is buffered to, for an upstream that takes no chunked requests. */
     static final int MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
@@ -81,30 +89,20 @@ final class Forwarder extends HttpServlet {
             return;
         }
         Attempt attempt = (Attempt) request.getAttribute(RetrySafeFilter.ATTEMPT_ATTRIBUTE);
-        Request upstream = client.newRequest(uri(target.upstream(), request)).method(request.getMethod())
+        Request upstream = client.newRequest(uri(target.upstream(), request.getRequestURI(), request.getQueryString()))
+                .method(request.getMethod())
                 .idleTimeout(target.responseTimeout().toMillis(), TimeUnit.MILLISECONDS);
         upstream.headers(h -> {
             for (String name : Collections.list(request.getHeaderNames())) {
-                if (!HOP_BY_HOP.contains(name.toLowerCase(Locale.ROOT)) && !name.equalsIgnoreCase(ATTEMPT_HEADER)
-                        && !name.equalsIgnoreCase(callerHeader)) {
+                if (forwards(name, callerHeader)) {
                     for (String value : Collections.list(request.getHeaders(name))) {
                         h.add(name, value);
                     }
                 }
             }
-            String client = request.getRemoteAddr();
-            String forwarded = request.getHeader("X-Forwarded-For");
-            h.put("X-Forwarded-For", forwarded == null ? client : forwarded + ", " + client);
-            h.put("X-Forwarded-Proto", request.getScheme());
-            if (request.getHeader("Host") != null) {
-                h.put("X-Forwarded-Host", request.getHeader("Host"));
-            }
-            if (attempt != null) {
-                h.put(ATTEMPT_HEADER, Integer.toString(attempt.number()));
-            }
-            if (request.getAttribute(Routes.CALLER) instanceof String caller) {
-                h.put(callerHeader, caller);
-            }
+            addProxyHeaders(h, request.getRemoteAddr(), request.getHeader("X-Forwarded-For"), request.getScheme(),
+                    request.getHeader("Host"), attempt == null ? null : attempt.number(),
+                    (String) request.getAttribute(Routes.CALLER), callerHeader);
         });
         if (!body(request, response, upstream, attempt != null)) {
             return;
@@ -157,15 +155,44 @@ final class Forwarder extends HttpServlet {
         failed(request, response, target, sent, (answer == null ? "" : "its answer was cut short: ") + cause, cause);
     }
 
-    private static URI uri(URI base, HttpServletRequest request) {
+    /** Whether a client's header goes on: not the connection's, nor one the gateway sets itself. */
+    static boolean forwards(String name, String callerHeader) {
+        return !HOP_BY_HOP.contains(name.toLowerCase(Locale.ROOT)) && !name.equalsIgnoreCase(ATTEMPT_HEADER)
+                && !name.equalsIgnoreCase(callerHeader);
+    }
+
+    /**
+     * The headers the gateway adds: where the request came from, the key's attempt (null when unprotected) and the
+     * caller it checked (null when none).
+     */
+    static void addProxyHeaders(HttpFields.Mutable h, String client, String forwardedFor, String scheme, String host,
+            Integer attempt, String caller, String callerHeader) {
+        h.put("X-Forwarded-For", forwardedFor == null ? client : forwardedFor + ", " + client);
+        h.put("X-Forwarded-Proto", scheme);
+        if (host != null) {
+            h.put("X-Forwarded-Host", host);
+        }
+        if (attempt != null) {
+            h.put(ATTEMPT_HEADER, Integer.toString(attempt));
+        }
+        if (caller != null) {
+            h.put(callerHeader, caller);
+        }
+    }
+
+    /** The upstream's answer header (lower case) the client gets: not the connection's, nor the upstream's server. */
+    static boolean passesBack(String lower) {
+        return !HOP_BY_HOP.contains(lower) && !lower.equals("date") && !lower.equals("server");
+    }
+
+    static URI uri(URI base, String path, String query) {
         String prefix = base.getRawPath() == null ? "" : base.getRawPath();
         int end = prefix.length();
         while (end > 0 && prefix.charAt(end - 1) == '/') {
             end--; // without a pattern compiled on every request
         }
         prefix = prefix.substring(0, end);
-        String query = request.getQueryString();
-        return URI.create(base.getScheme() + "://" + base.getRawAuthority() + prefix + request.getRequestURI()
+        return URI.create(base.getScheme() + "://" + base.getRawAuthority() + prefix + path
                 + (query == null ? "" : "?" + query));
     }
 
@@ -229,15 +256,13 @@ final class Forwarder extends HttpServlet {
         if (!sent) {
             // Not a byte of it reached the upstream: nothing happened there, and a retry may send it.
             LOG.log(Level.WARNING, () -> "upstream " + target.upstream() + " not reached: " + what);
-            Problem.UPSTREAM_UNAVAILABLE.send(response, "the service behind the gateway could not be reached; the "
-                    + "request was not sent to it. Retry after the time in Retry-After", null, retryAfter);
+            Problem.UPSTREAM_UNAVAILABLE.send(response, NOT_REACHED, null, retryAfter);
             return;
         }
         LOG.log(Level.WARNING, () -> "upstream " + target.upstream() + " got the request and did not answer: " + what);
         if (request.getAttribute(RetrySafeFilter.ATTEMPT_ATTRIBUTE) == null) {
             // Unprotected (no key): nothing to hold; the client is told as much as the gateway knows.
-            Problem.OUTCOME_UNKNOWN.send(response, "the request was sent to the service behind the gateway, and no "
-                    + "answer came: it may have taken effect", null, null);
+            Problem.OUTCOME_UNKNOWN.send(response, NO_ANSWER, null, null);
             return;
         }
         // The upstream may be running it still: the key stays in progress until its lease ends, never sent twice.
@@ -250,7 +275,7 @@ final class Forwarder extends HttpServlet {
         response.setStatus(answer.getStatus());
         for (HttpField field : answer.getHeaders()) {
             String lower = field.getLowerCaseName();
-            if (HOP_BY_HOP.contains(lower) || lower.equals("date") || lower.equals("server")) {
+            if (!passesBack(lower)) {
                 continue;
             }
             if (lower.equals("content-type")) {

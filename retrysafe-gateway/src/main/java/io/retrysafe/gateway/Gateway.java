@@ -157,7 +157,8 @@ public final class Gateway implements AutoCloseable {
             ServletContextHandler context = new ServletContextHandler("/");
             context.setVirtualHosts(List.of("@proxy"));
             // Asynchronous: a request no route protects awaits its answer without a thread (AsyncAnswer).
-            FilterHolder accessLog = new FilterHolder(new AccessLog());
+            AccessLog log = new AccessLog();
+            FilterHolder accessLog = new FilterHolder(log);
             FilterHolder edge = new FilterHolder(routes);
             ServletHolder forwarder = new ServletHolder(new Forwarder(client, config.upstream().retryAfter(),
                     config.upstream().callerHeader(), config.upstream().chunkedRequests()));
@@ -171,7 +172,9 @@ public final class Gateway implements AutoCloseable {
             admin.setVirtualHosts(List.of("@admin"));
             admin.addServlet(new ServletHolder(new Health(store)), "/health");
             admin.addServlet(new ServletHolder(new Metrics(registry)), "/metrics");
-            server.setHandler(new GracefulHandler(new ContextHandlerCollection(context, admin)));
+            // Requests no route protects are forwarded before the servlets, without a request thread.
+            server.setHandler(new GracefulHandler(new NonBlockingForwarder(new ContextHandlerCollection(context, admin),
+                    routes, client, log, config.upstream().retryAfter(), config.upstream().callerHeader())));
             server.setStopTimeout(config.listen().drainTimeout().toMillis());
             server.start();
             return new Gateway(server, connector, adminConnector, client, store, config.listen().drainTimeout());

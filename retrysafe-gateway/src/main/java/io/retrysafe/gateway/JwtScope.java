@@ -12,7 +12,6 @@ import com.nimbusds.jose.proc.SecurityContext;
 import com.nimbusds.jwt.JWTClaimsSet;
 import com.nimbusds.jwt.proc.DefaultJWTClaimsVerifier;
 import com.nimbusds.jwt.proc.DefaultJWTProcessor;
-import jakarta.servlet.http.HttpServletRequest;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.text.ParseException;
@@ -65,8 +64,8 @@ final class JwtScope implements Callers {
     }
 
     @Override
-    public String caller(HttpServletRequest request) {
-        String authorization = request.getHeader("Authorization");
+    public String caller(Headers headers) {
+        String authorization = headers.get("Authorization");
         if (authorization == null || !authorization.regionMatches(true, 0, "Bearer ", 0, 7)) {
             return null;
         }

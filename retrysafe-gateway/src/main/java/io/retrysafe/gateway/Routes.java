@@ -33,6 +33,8 @@ final class Routes implements Filter {
     static final String CALLER = Routes.class.getName() + ".caller";
     /** The scope the caller's keys are stored under (what the route's filter asks for). */
     static final String SCOPE = Routes.class.getName() + ".scope";
+    /** The {@link Decision} made by the non-blocking path before it handed the request to the servlets. */
+    static final String DECISION = Routes.class.getName() + ".decision";
     /** Headers some frameworks take as the real method: an upstream would run another method than the one matched. */
     private static final List<String> METHOD_OVERRIDES = List.of("X-HTTP-Method-Override", "X-HTTP-Method",
             "X-Method-Override");
@@ -66,30 +68,52 @@ final class Routes implements Filter {
         this.minRequestDataRate = minRequestDataRate;
     }
 
-    @Override
-    public void doFilter(ServletRequest req, ServletResponse res, FilterChain chain)
-            throws IOException, ServletException {
-        HttpServletRequest request = (HttpServletRequest) req;
-        HttpServletResponse response = (HttpServletResponse) res;
-        String raw = request.getRequestURI();
+    /** What the edge decided for a request: refused, or forwarded (protected by a route's filter, or not). */
+    sealed interface Decision {
+    }
+
+    /** Answered by the gateway itself; nothing is forwarded. */
+    record Refused(Refusal refusal, String detail, String challenge) implements Decision {
+    }
+
+    /** Why a request is refused. */
+    enum Refusal {
+        /** {@code 400 /problems/request-rejected}. */
+        REJECTED,
+        /** {@code 401 /problems/unauthenticated}, with the source's challenge. */
+        UNAUTHENTICATED,
+        /** {@code 404}: no route takes it and there is no default upstream. */
+        NOT_FOUND
+    }
+
+    /**
+     * Forwarded to {@code target}, as {@code method} and {@code path}; {@code route} is null when no route protects the
+     * request; {@code caller} and {@code scope} are null where no source of callers applies, or the path is public.
+     */
+    record Forward(Protected route, Target target, String method, String path, String caller, String scope)
+            implements Decision {
+    }
+
+    /**
+     * Decides a request from its method, its path as sent (still encoded) and its headers. The same decision, whichever
+     * server holds the request: the servlet filter's and the non-blocking path's.
+     */
+    Decision decide(String method, String raw, Callers.Headers headers) {
         if (!HttpPaths.isCanonical(raw)) {
-            Problem.REQUEST_REJECTED.send(response, "the path has dot or empty segments, path parameters (';'), a "
+            return new Refused(Refusal.REJECTED, "the path has dot or empty segments, path parameters (';'), a "
                     + "backslash, or an escaped '/' or plain character: servers may read such a path as another one. "
-                    + "Send it in its plain form", null, null);
-            return;
+                    + "Send it in its plain form", null);
         }
         for (String header : METHOD_OVERRIDES) {
-            if (request.getHeader(header) != null) {
-                Problem.REQUEST_REJECTED.send(response, header + " is not forwarded: the service behind the gateway "
-                        + "could run another method than the one the gateway checked. Send the method itself", null,
-                        null);
-                return;
+            if (headers.get(header) != null) {
+                return new Refused(Refusal.REJECTED, header + " is not forwarded: the service behind the gateway "
+                        + "could run another method than the one the gateway checked. Send the method itself", null);
             }
         }
         Protected matched = null;
         String path = raw;
         for (Protected p : routes) {
-            String spelled = p.route().route().spelling(request.getMethod(), raw, ignoreCase);
+            String spelled = p.route().route().spelling(method, raw, ignoreCase);
             if (spelled != null) {
                 matched = p;
                 path = spelled;
@@ -97,32 +121,84 @@ final class Routes implements Filter {
             }
         }
         Target target = matched != null ? matched.target() : fallback.orElse(null);
-        Optional<Callers> source = matched != null ? Optional.of(matched.callers()) : callers;
-        if (source.isPresent() && (matched != null || !isPublic(request.getMethod(), raw))) {
-            String caller = source.get().caller(request);
+        Callers source = callers(matched, method, raw);
+        String caller = null;
+        String scope = null;
+        if (source != null) {
+            caller = source.caller(headers);
             if (caller == null) {
-                if (source.get().challenge() != null) {
-                    response.setHeader("WWW-Authenticate", source.get().challenge());
-                }
-                Problem.UNAUTHENTICATED.send(response, "the request names no caller, or credentials that do not check "
-                        + "out", null, null);
-                return;
+                return new Refused(Refusal.UNAUTHENTICATED, "the request names no caller, or credentials that do not "
+                        + "check out", source.challenge());
             }
-            request.setAttribute(CALLER, caller);
-            request.setAttribute(SCOPE, source.get().scope(caller));
+            scope = source.scope(caller);
         }
         if (target == null) {
-            EdgeProblems.send(response, HttpServletResponse.SC_NOT_FOUND, "no route of the gateway takes this request, "
-                    + "and it has no default upstream");
+            return new Refused(Refusal.NOT_FOUND, "no route of the gateway takes this request, and it has no default "
+                    + "upstream", null);
+        }
+        return new Forward(matched, target, matched != null ? matched.route().method() : method, path, caller, scope);
+    }
+
+    /** Whether {@link #decide} answers without waiting for a password check or a key fetch. */
+    boolean decidesAtOnce(String method, String raw, Callers.Headers headers) {
+        Protected matched = null;
+        for (Protected p : routes) {
+            if (p.route().route().spelling(method, raw, ignoreCase) != null) {
+                matched = p;
+                break;
+            }
+        }
+        Callers source = callers(matched, method, raw);
+        return source == null || source.answersAtOnce(headers);
+    }
+
+    /** Who must name the caller of a request, or null when nobody need (a public path, or no source applies). */
+    private Callers callers(Protected matched, String method, String raw) {
+        if (matched != null) {
+            return matched.callers();
+        }
+        return callers.isPresent() && !isPublic(method, raw) ? callers.get() : null;
+    }
+
+    @Override
+    public void doFilter(ServletRequest req, ServletResponse res, FilterChain chain)
+            throws IOException, ServletException {
+        HttpServletRequest request = (HttpServletRequest) req;
+        HttpServletResponse response = (HttpServletResponse) res;
+        // Decided already when the request came through the non-blocking path first.
+        Decision decision = request.getAttribute(DECISION) instanceof Decision d ? d
+                : decide(request.getMethod(), request.getRequestURI(), request::getHeader);
+        if (decision instanceof Refused refused) {
+            switch (refused.refusal()) {
+                case REJECTED -> Problem.REQUEST_REJECTED.send(response, refused.detail(), null, null);
+                case UNAUTHENTICATED -> {
+                    if (refused.challenge() != null) {
+                        response.setHeader("WWW-Authenticate", refused.challenge());
+                    }
+                    Problem.UNAUTHENTICATED.send(response, refused.detail(), null, null);
+                }
+                case NOT_FOUND -> EdgeProblems.send(response, HttpServletResponse.SC_NOT_FOUND, refused.detail());
+            }
             return;
         }
-        request.setAttribute(TARGET, target);
-        if (matched == null) {
-            chain.doFilter(new ForwardedRequest(request, request.getMethod(), raw, minRequestDataRate), response);
-        } else {
-            matched.filter().doFilter(new ForwardedRequest(request, matched.route().method(), path,
-                    minRequestDataRate), response, chain);
+        Forward forward = (Forward) decision;
+        if (forward.caller() != null) {
+            request.setAttribute(CALLER, forward.caller());
+            request.setAttribute(SCOPE, forward.scope());
         }
+        request.setAttribute(TARGET, forward.target());
+        ForwardedRequest forwarded = new ForwardedRequest(request, forward.method(), forward.path(),
+                minRequestDataRate);
+        if (forward.route() == null) {
+            chain.doFilter(forwarded, response);
+        } else {
+            forward.route().filter().doFilter(forwarded, response, chain);
+        }
+    }
+
+    /** Bytes a second a body must arrive at, past {@link ForwardedRequest#RATE_GRACE_MILLIS}; 0 for no minimum. */
+    long minRequestDataRate() {
+        return minRequestDataRate;
     }
 
     private boolean isPublic(String method, String path) {

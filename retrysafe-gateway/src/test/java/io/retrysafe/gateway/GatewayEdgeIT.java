@@ -22,6 +22,8 @@ import java.util.zip.GZIPInputStream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.io.TempDir;
 import org.springframework.security.crypto.bcrypt.BCrypt;
 
@@ -228,13 +230,15 @@ class GatewayEdgeIT {
         assertThat(upstream.lastBody).isEqualTo(body);
     }
 
-    @Test
-    void aBodyTricklingInSlowerThanTheMinimumRateIsCutOff() throws Exception {
+    /** A small body is read without a thread, a large one by a request thread: both are bounded alike. */
+    @ParameterizedTest
+    @ValueSource(ints = {2_000, 100_000})
+    void aBodyTricklingInSlowerThanTheMinimumRateIsCutOff(int length) throws Exception {
         try (Socket slow = new Socket("127.0.0.1", gateway.port())) {
             slow.setSoTimeout(100);
             OutputStream out = slow.getOutputStream();
             out.write(("POST /uploads/slow HTTP/1.1\r\nHost: gw\r\nAuthorization: " + ALICE + "\r\nContent-Length: "
-                    + "100000\r\n\r\n").getBytes(UTF_8));
+                    + length + "\r\n\r\n").getBytes(UTF_8));
             // The attack itself: a byte every 200 ms, far below the gateway's 1024 bytes a second, until it answers
             // (once the body's first 10 s have passed).
             byte[] answer = new byte[0];

@@ -39,11 +39,11 @@ class GatewayUnprotectedIT {
     private static TestUpstream upstream;
     private static Gateway gateway;
     private static GatewayHttp client;
+    private static int closedPort;
 
     @BeforeAll
     static void start() throws Exception {
         upstream = TestUpstream.start();
-        int closedPort;
         try (ServerSocket s = new ServerSocket(0)) {
             closedPort = s.getLocalPort(); // nothing listens there once closed
         }
@@ -102,7 +102,7 @@ class GatewayUnprotectedIT {
     @Test
     void answersOfAnySizeAndFramingArriveWhole() throws Exception {
         // At the bound written from the client's thread, over it, and of unknown length: streamed by a request thread.
-        for (String query : List.of("big=" + AsyncAnswer.MAX_BUFFERED, "big=" + (AsyncAnswer.MAX_BUFFERED + 1),
+        for (String query : List.of("big=" + CollectedBody.MAX_BYTES, "big=" + (CollectedBody.MAX_BYTES + 1),
                 "big=" + 3 * 1024 * 1024, "big=300000&chunked", "big=10&chunked")) {
             HttpResponse<byte[]> r = client.sendForBytes(client.post("/files?" + query, ALICE, null, "{}"));
 
@@ -176,6 +176,46 @@ class GatewayUnprotectedIT {
 
         assertProblem(r, 503, "/problems/upstream-unavailable");
         assertThat(r.headers().firstValue("Retry-After")).hasValue("1");
+    }
+
+    @Test
+    void aRequestNoRouteTakesIsAnsweredAsAProtectedOneWhenTheUpstreamRefusesOrNeverAnswers() throws Exception {
+        // The default upstream of one gateway refuses connections; another's never answers in time.
+        try (Gateway refused = defaultUpstream("http://127.0.0.1:" + closedPort, "60s");
+                Gateway hanging = defaultUpstream(upstream.url(), "2s")) {
+            GatewayHttp toRefused = new GatewayHttp(refused.port());
+            GatewayHttp toHanging = new GatewayHttp(hanging.port());
+
+            HttpResponse<String> notSent = toRefused.send(toRefused.post("/payments", ALICE, null, "{}"));
+            HttpResponse<String> noAnswer = toHanging.send(toHanging.post("/unanswered?hang", ALICE, null, "{}"));
+
+            assertProblem(notSent, 503, "/problems/upstream-unavailable");
+            assertThat(notSent.headers().firstValue("Retry-After")).hasValue("1");
+            assertProblem(noAnswer, 503, "/problems/outcome-unknown");
+            assertThat(upstream.callsOn("/unanswered")).isEqualTo(1);
+        }
+    }
+
+    private static Gateway defaultUpstream(String url, String responseTimeout) throws Exception {
+        String yaml = """
+                listen:
+                  port: 0
+                admin:
+                  port: 0
+                upstream:
+                  url: %s
+                  response-timeout: %s
+                scope:
+                  basic:
+                    users-file: users.txt
+                store:
+                  %s
+                routes:
+                  - method: POST
+                    path: /protected
+                """.formatted(url, responseTimeout, TestStores.postgres(TestStores.table()).indent(2).strip());
+        Map<String, String> env = TestStores.postgresEnv();
+        return Gateway.start(ConfigLoader.parse("gateway.yaml", yaml, env, dir), env);
     }
 
     @Test

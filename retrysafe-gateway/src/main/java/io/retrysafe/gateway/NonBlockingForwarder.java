@@ -1,0 +1,342 @@
+package io.retrysafe.gateway;
+
+import io.retrysafe.http.HttpAnswer;
+import io.retrysafe.http.ProblemType;
+import io.retrysafe.servlet.HttpIdempotency;
+import java.lang.System.Logger.Level;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.eclipse.jetty.client.BytesRequestContent;
+import org.eclipse.jetty.client.HttpClient;
+import org.eclipse.jetty.client.Result;
+import org.eclipse.jetty.http.HttpField;
+import org.eclipse.jetty.http.HttpFields;
+import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.http.HttpMethod;
+import org.eclipse.jetty.http.HttpStatus;
+import org.eclipse.jetty.io.Content;
+import org.eclipse.jetty.server.Handler;
+import org.eclipse.jetty.server.Request;
+import org.eclipse.jetty.server.Response;
+import org.eclipse.jetty.util.Callback;
+import org.eclipse.jetty.util.Promise;
+import org.eclipse.jetty.util.thread.Invocable;
+import org.eclipse.jetty.util.thread.Scheduler;
+
+/**
+ * The gateway's first handler, run by the thread that read the request, a selector's: a request no route protects,
+ * with no body or one of declared length up to {@link #MAX_BODY_BYTES} bytes, is decided, read and sent from
+ * here, and its answer is written by the client's thread that received it. No request thread, servlet or hand-off
+ * between threads takes part: the hand-offs were most of what the gateway cost over a plain reverse proxy.
+ *
+ * <p>Everything else goes on, on a request thread, to the servlets and their blocking path: a protected route, a
+ * refusal (with the edge's decision, made once), a body that is chunked or larger, the admin port. A caller whose check
+ * may wait (a password not checked yet, a token) is decided on a request thread too, and forwarded from there when no
+ * route protects it: a selector never waits.
+ */
+final class NonBlockingForwarder extends Handler.Wrapper {
+    /** The largest request body read here, without a thread; a larger one is read by a request thread. */
+    static final int MAX_BODY_BYTES = 64 * 1024;
+    private static final System.Logger LOG = System.getLogger(NonBlockingForwarder.class.getName());
+
+    private final Routes routes;
+    private final HttpClient client;
+    private final AccessLog accessLog;
+    private final Duration retryAfter;
+    private final String callerHeader;
+
+    NonBlockingForwarder(Handler servlets, Routes routes, HttpClient client, AccessLog accessLog, Duration retryAfter,
+            String callerHeader) {
+        super(servlets);
+        this.routes = routes;
+        this.client = client;
+        this.accessLog = accessLog;
+        this.retryAfter = retryAfter;
+        this.callerHeader = callerHeader;
+    }
+
+    /** What lets the server call {@link #handle} on the selector's thread; whatever may block is handed on. */
+    @Override
+    public InvocationType getInvocationType() {
+        return InvocationType.NON_BLOCKING;
+    }
+
+    @Override
+    public boolean handle(Request request, Response response, Callback callback) {
+        long start = System.nanoTime();
+        if (!"proxy".equals(request.getConnectionMetaData().getConnector().getName())) {
+            return toServlets(request, response, callback);
+        }
+        HttpFields headers = request.getHeaders();
+        long length = headers.getLongField(HttpHeader.CONTENT_LENGTH);
+        if (headers.contains(HttpHeader.TRANSFER_ENCODING) || length > MAX_BODY_BYTES) {
+            return toServlets(request, response, callback);
+        }
+        if (!routes.decidesAtOnce(request.getMethod(), request.getHttpURI().getPath(), headers::get)) {
+            request.getContext().execute(() -> decided(request, response, callback, start, length));
+            return true;
+        }
+        decided(request, response, callback, start, length);
+        return true;
+    }
+
+    private void decided(Request request, Response response, Callback callback, long start, long length) {
+        Routes.Decision decision = routes.decide(request.getMethod(), request.getHttpURI().getPath(),
+                request.getHeaders()::get);
+        if (decision instanceof Routes.Forward forward && forward.route() == null) {
+            Callback logged = new Logged(callback, request, response, start);
+            if (length <= 0) {
+                send(request, response, logged, forward, null);
+            } else {
+                read(request, response, logged, forward, length);
+            }
+            return;
+        }
+        request.setAttribute(Routes.DECISION, decision);
+        toServlets(request, response, callback);
+    }
+
+    /** On a request thread: the servlets may block. */
+    private boolean toServlets(Request request, Response response, Callback callback) {
+        request.getContext().execute(() -> {
+            try {
+                if (!super.handle(request, response, callback)) {
+                    Response.writeError(request, response, callback, HttpStatus.NOT_FOUND_404);
+                }
+            } catch (Throwable x) {
+                Response.writeError(request, response, callback, x);
+            }
+        });
+        return true;
+    }
+
+    /**
+     * Reads the body without a thread, then sends it. A body that has not arrived when the minimum rate says it should
+     * have (past the grace period) is answered {@code 408}, and the connection closed, as on the blocking path.
+     */
+    private void read(Request request, Response response, Callback callback, Routes.Forward forward, long length) {
+        AtomicBoolean answered = new AtomicBoolean();
+        long rate = routes.minRequestDataRate();
+        Scheduler.Task deadline = rate <= 0 ? null : client.getScheduler().schedule(() -> {
+            if (answered.compareAndSet(false, true)) {
+                response.getHeaders().put(HttpHeader.CONNECTION, "close");
+                write(response, callback, slowBody(rate, length));
+            }
+        }, ForwardedRequest.RATE_GRACE_MILLIS + length * 1000 / rate, TimeUnit.MILLISECONDS);
+        Content.Source.asByteArrayAsync(request, (int) length, new Promise.Invocable<byte[]>() {
+            @Override
+            public void succeeded(byte[] body) {
+                if (answered.compareAndSet(false, true)) {
+                    if (deadline != null) {
+                        deadline.cancel();
+                    }
+                    send(request, response, callback, forward, body);
+                }
+            }
+
+            @Override
+            public void failed(Throwable x) {
+                if (answered.compareAndSet(false, true)) {
+                    if (deadline != null) {
+                        deadline.cancel();
+                    }
+                    callback.failed(x); // the client's body broke off: nobody is left to answer
+                }
+            }
+
+            @Override
+            public InvocationType getInvocationType() {
+                return InvocationType.NON_BLOCKING;
+            }
+        });
+    }
+
+    private static HttpAnswer slowBody(long rate, long length) {
+        return new HttpAnswer(HttpStatus.REQUEST_TIMEOUT_408, Map.of("Content-Type", List.of(ProblemType.CONTENT_TYPE)),
+                EdgeProblems.body(HttpStatus.REQUEST_TIMEOUT_408, "the body of " + length + " bytes arrived slower "
+                        + "than " + rate + " bytes a second"));
+    }
+
+    private void send(Request request, Response response, Callback callback, Routes.Forward forward, byte[] body) {
+        Routes.Target target = forward.target();
+        HttpFields headers = request.getHeaders();
+        org.eclipse.jetty.client.Request upstream = client.newRequest(Forwarder.uri(target.upstream(),
+                forward.path(), request.getHttpURI().getQuery())).method(forward.method())
+                .idleTimeout(target.responseTimeout().toMillis(), TimeUnit.MILLISECONDS);
+        upstream.headers(h -> {
+            for (HttpField field : headers) {
+                if (Forwarder.forwards(field.getName(), callerHeader)) {
+                    h.add(field.getName(), field.getValue());
+                }
+            }
+            Forwarder.addProxyHeaders(h, Request.getRemoteAddr(request), headers.get("X-Forwarded-For"),
+                    request.getHttpURI().getScheme(), headers.get(HttpHeader.HOST), null, forward.caller(),
+                    callerHeader);
+        });
+        if (body != null) {
+            upstream.body(new BytesRequestContent(headers.get(HttpHeader.CONTENT_TYPE), body));
+        }
+        Answer answer = new Answer(response, callback, upstream, target);
+        upstream.onRequestBegin(r -> answer.sent.set(true));
+        answer.timeout = client.getScheduler().schedule(() -> upstream.abort(new TimeoutException("no answer within "
+                + target.responseTimeout())), target.responseTimeout().toMillis(), TimeUnit.MILLISECONDS);
+        upstream.send(answer);
+    }
+
+    private static void write(Response response, Callback callback, HttpAnswer answer) {
+        response.setStatus(answer.status());
+        for (Map.Entry<String, List<String>> header : answer.headers().entrySet()) {
+            for (String value : header.getValue()) {
+                response.getHeaders().add(header.getKey(), value);
+            }
+        }
+        response.getHeaders().put(HttpHeader.CONTENT_LENGTH, answer.body().length);
+        response.write(true, ByteBuffer.wrap(answer.body()), callback);
+    }
+
+    /** The status and headers of the upstream's answer, less the connection's and the upstream server's own. */
+    private static void copyHeaders(org.eclipse.jetty.client.Response answer, Response response) {
+        response.setStatus(answer.getStatus());
+        for (HttpField field : answer.getHeaders()) {
+            if (Forwarder.passesBack(field.getLowerCaseName())) {
+                response.getHeaders().add(field);
+            }
+        }
+    }
+
+    /**
+     * The upstream's answer, as {@link AsyncAnswer} takes it on the servlets' path: of known length up to
+     * {@link CollectedBody#MAX_BYTES}, collected and written whole, so that one cut short is answered as such rather
+     * than passed on in part; larger or of unknown length, written chunk by chunk as it arrives, each chunk asked for
+     * once the one before has been written.
+     */
+    private final class Answer implements org.eclipse.jetty.client.Response.Listener {
+        private final Response response;
+        private final Callback callback;
+        private final org.eclipse.jetty.client.Request upstream;
+        private final Routes.Target target;
+        /** Whether a connection took the request: a failure after that may have reached the upstream. */
+        final AtomicBoolean sent = new AtomicBoolean();
+        Scheduler.Task timeout;
+        /** Null until the headers are in, and for an answer that streams. */
+        private CollectedBody body;
+        private boolean streamed;
+
+        Answer(Response response, Callback callback, org.eclipse.jetty.client.Request upstream,
+                Routes.Target target) {
+            this.response = response;
+            this.callback = callback;
+            this.upstream = upstream;
+            this.target = target;
+        }
+
+        @Override
+        public void onHeaders(org.eclipse.jetty.client.Response answer) {
+            timeout.cancel();
+            body = CollectedBody.of(upstream, answer);
+            if (body == null) {
+                streamed = true;
+                copyHeaders(answer, response);
+                long declared = answer.getHeaders().getLongField(HttpHeader.CONTENT_LENGTH);
+                if (declared >= 0) {
+                    response.getHeaders().put(HttpHeader.CONTENT_LENGTH, declared);
+                }
+            }
+        }
+
+        @Override
+        public void onContent(org.eclipse.jetty.client.Response answer, Content.Chunk chunk, Runnable demander) {
+            if (!streamed) {
+                if (body.add(chunk.getByteBuffer(), upstream)) {
+                    demander.run();
+                }
+                return;
+            }
+            chunk.retain();
+            response.write(false, chunk.getByteBuffer(), Callback.from(Invocable.InvocationType.NON_BLOCKING, () -> {
+                chunk.release();
+                demander.run();
+            }, x -> {
+                chunk.release();
+                upstream.abort(x);
+            }));
+        }
+
+        @Override
+        public void onComplete(Result result) {
+            timeout.cancel();
+            org.eclipse.jetty.client.Response answer = result.getResponse();
+            if (!result.isFailed() && (streamed || (body != null && body.whole()))) {
+                if (streamed) {
+                    response.write(true, null, callback);
+                } else {
+                    copyHeaders(answer, response);
+                    if (!HttpMethod.HEAD.is(upstream.getMethod())) {
+                        response.getHeaders().put(HttpHeader.CONTENT_LENGTH, body.length());
+                    }
+                    response.write(true, body.bytes(), callback);
+                }
+                return;
+            }
+            Throwable cause = result.getFailure() != null ? result.getFailure() : body.cutShort();
+            if (response.isCommitted()) {
+                // Part of a streamed answer is out: the client's connection is cut, so that it sees it cut short.
+                callback.failed(cause);
+                return;
+            }
+            response.reset();
+            // Headers came (a body to collect), or a connection took the request: it may have reached the upstream.
+            if (!sent.get() && body == null) {
+                LOG.log(Level.WARNING, () -> "upstream " + target.upstream() + " not reached: " + cause);
+                write(response, callback, ProblemType.UPSTREAM_UNAVAILABLE.answer(Forwarder.NOT_REACHED, null,
+                        retryAfter));
+                return;
+            }
+            LOG.log(Level.WARNING, () -> "upstream " + target.upstream() + " got the request and did not answer: "
+                    + cause);
+            write(response, callback, ProblemType.OUTCOME_UNKNOWN.answer(Forwarder.NO_ANSWER, null, null));
+        }
+    }
+
+    /** Writes the access log's line once the answer is out (or has failed). */
+    private final class Logged implements Callback {
+        private final Callback callback;
+        private final Request request;
+        private final Response response;
+        private final long start;
+
+        Logged(Callback callback, Request request, Response response, long start) {
+            this.callback = callback;
+            this.request = request;
+            this.response = response;
+            this.start = start;
+        }
+
+        @Override
+        public void succeeded() {
+            log();
+            callback.succeeded();
+        }
+
+        @Override
+        public void failed(Throwable x) {
+            log();
+            callback.failed(x);
+        }
+
+        private void log() {
+            accessLog.log(Request.getRemoteAddr(request), request.getMethod(), request.getHttpURI().getPath(),
+                    response.getStatus(), start, request.getHeaders().get(HttpIdempotency.HEADER), false);
+        }
+
+        @Override
+        public InvocationType getInvocationType() {
+            return callback.getInvocationType();
+        }
+    }
+}
