@@ -28,11 +28,14 @@ import java.util.concurrent.LinkedBlockingQueue;
  * <p>A request hands its line to one writer thread and goes on: it never waits for standard output. Printed on the
  * request thread, every request took the stream's lock and wrote to it before its answer left, so that on a busy
  * machine a writer descheduled while holding the lock held up every request behind it. The writer prints what has
- * queued up in one write. A request waits only when {@value #MAX_QUEUED} lines are queued (no line is dropped);
+ * queued up in one write, {@value #FLUSH_MILLIS} ms after the first of it: woken for each line, it cost a wake-up
+ * and a write per request. A request waits only when {@value #MAX_QUEUED} lines are queued (no line is dropped);
  * {@link #destroy()} prints what is left.
  */
 final class AccessLog implements Filter {
     static final int MAX_QUEUED = 10_000;
+    /** How long a line may wait for the lines after it, to be printed with them. */
+    static final long FLUSH_MILLIS = 20;
     private static final System.Logger LOG = System.getLogger(AccessLog.class.getName());
     /** Queued after the last line by {@link #destroy()}: the writer prints what came before, then stops. */
     private static final String END = new String("end");
@@ -114,6 +117,9 @@ final class AccessLog implements Filter {
         while (true) {
             try {
                 batch.add(lines.take());
+                // The lines of the next few milliseconds go in the same write: one write and one wake-up of this
+                // thread for many requests, not one each.
+                Thread.sleep(FLUSH_MILLIS);
             } catch (InterruptedException e) {
                 // Only destroy() stops the writer, with END; an interrupt alone loses no line.
                 continue;

@@ -4,22 +4,18 @@ import jakarta.servlet.AsyncContext;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
-import java.time.Duration;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.eclipse.jetty.client.InputStreamResponseListener;
 import org.eclipse.jetty.client.Request;
 import org.eclipse.jetty.client.Response;
 import org.eclipse.jetty.client.Result;
 import org.eclipse.jetty.io.Content;
-import org.eclipse.jetty.util.thread.Scheduler;
 
 /**
  * The upstream's answer to a request no route protects, awaited without a request thread, so that requests held by
  * a slow upstream cannot take every thread of the gateway. The request thread sends the request and returns; an answer
- * of known length up to {@link CollectedBody#MAX_BYTES} bytes is collected as it arrives and written, whole, by the client's
- * thread that received its end.
+ * of known length up to {@link CollectedBody#MAX_BYTES} bytes is collected as it arrives, by the client's threads, and
+ * written whole by a request thread once it has all come.
  *
  * <p>Everything else goes back to a request thread (an asynchronous dispatch to the {@link Forwarder}) and takes the
  * blocking path: an answer of unknown or larger length streams from there as it arrives, and a failure (not sent, no
@@ -36,7 +32,7 @@ final class AsyncAnswer implements Response.Listener {
     private final Routes.Target target;
     /** Whether a connection took the request: a failure after that may have reached the upstream. */
     private final AtomicBoolean sent;
-    private Scheduler.Task timeout;
+    private AnswerTimeouts.Pending timeout;
     /** Set once the headers are in: what the answer is. */
     private volatile Response answer;
     /** Set once the headers are in, for an answer that is not buffered: where its body streams from. */
@@ -55,14 +51,12 @@ final class AsyncAnswer implements Response.Listener {
 
     /** Sends the request; the answer is written, or handed back to a request thread, once it has come. */
     static void send(AsyncContext async, HttpServletResponse response, Request upstream, Routes.Target target,
-            AtomicBoolean sent, Scheduler scheduler) {
+            AtomicBoolean sent, AnswerTimeouts timeouts) {
         AsyncAnswer listener = new AsyncAnswer(async, response, upstream, target, sent);
         async.getRequest().setAttribute(ATTRIBUTE, listener);
         // The gateway's own bound on the wait for the answer's headers; the container's would answer 500 on its own.
         async.setTimeout(0);
-        Duration bound = target.responseTimeout();
-        listener.timeout = scheduler.schedule(() -> upstream.abort(new TimeoutException("no answer within " + bound)),
-                bound.toMillis(), TimeUnit.MILLISECONDS);
+        listener.timeout = timeouts.start(upstream, target.responseTimeout());
         upstream.send(listener);
     }
 
@@ -145,15 +139,19 @@ final class AsyncAnswer implements Response.Listener {
             async.dispatch();
             return;
         }
-        try {
-            Forwarder.copyHeaders(answer, response);
-            response.getOutputStream().write(body.bytes().array(), 0, body.length());
-        } catch (IOException | RuntimeException e) {
-            // The client left before its answer was written; the upstream's part is done, nothing is held.
-            LOG.log(Level.INFO, () -> "the client left before the answer of " + target.upstream() + " was written: "
-                    + e);
-        } finally {
-            async.complete();
-        }
+        // Written by a request thread: the servlet's output blocks while the client is slow to read, and the client's
+        // threads, which read every upstream's answers, must never wait.
+        async.start(() -> {
+            try {
+                Forwarder.copyHeaders(answer, response);
+                response.getOutputStream().write(body.bytes().array(), 0, body.length());
+            } catch (IOException | RuntimeException e) {
+                // The client left before its answer was written; the upstream's part is done, nothing is held.
+                LOG.log(Level.INFO, () -> "the client left before the answer of " + target.upstream()
+                        + " was written: " + e);
+            } finally {
+                async.complete();
+            }
+        });
     }
 }

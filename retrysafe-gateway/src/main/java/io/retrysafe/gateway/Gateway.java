@@ -43,6 +43,7 @@ import org.eclipse.jetty.server.ServerConnector;
 import org.eclipse.jetty.server.handler.ContextHandlerCollection;
 import org.eclipse.jetty.server.handler.GracefulHandler;
 import org.eclipse.jetty.util.component.Graceful;
+import org.eclipse.jetty.util.thread.Invocable.InvocationType;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 
 /**
@@ -99,6 +100,9 @@ public final class Gateway implements AutoCloseable {
                     .build();
 
             client.setConnectTimeout(config.upstream().connectTimeout().toMillis());
+            // The upstream's answers are read by the client's selector threads themselves, not handed to another
+            // thread each: no listener of the gateway's blocks (a blocking write goes to a request thread).
+            client.getHttpClientTransport().setInvocationType(InvocationType.NON_BLOCKING);
             client.setFollowRedirects(false);
             client.setUserAgentField(null);
             client.start();
@@ -160,7 +164,8 @@ public final class Gateway implements AutoCloseable {
             AccessLog log = new AccessLog();
             FilterHolder accessLog = new FilterHolder(log);
             FilterHolder edge = new FilterHolder(routes);
-            ServletHolder forwarder = new ServletHolder(new Forwarder(client, config.upstream().retryAfter(),
+            AnswerTimeouts timeouts = new AnswerTimeouts(client.getScheduler());
+            ServletHolder forwarder = new ServletHolder(new Forwarder(client, timeouts, config.upstream().retryAfter(),
                     config.upstream().callerHeader(), config.upstream().chunkedRequests()));
             accessLog.setAsyncSupported(true);
             edge.setAsyncSupported(true);
@@ -174,7 +179,7 @@ public final class Gateway implements AutoCloseable {
             admin.addServlet(new ServletHolder(new Metrics(registry)), "/metrics");
             // Requests no route protects are forwarded before the servlets, without a request thread.
             server.setHandler(new GracefulHandler(new NonBlockingForwarder(new ContextHandlerCollection(context, admin),
-                    routes, client, log, config.upstream().retryAfter(), config.upstream().callerHeader())));
+                    routes, client, timeouts, log, config.upstream().retryAfter(), config.upstream().callerHeader())));
             server.setStopTimeout(config.listen().drainTimeout().toMillis());
             server.start();
             return new Gateway(server, connector, adminConnector, client, store, config.listen().drainTimeout());

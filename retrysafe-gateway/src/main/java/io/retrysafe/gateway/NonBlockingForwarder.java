@@ -9,7 +9,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.eclipse.jetty.client.BytesRequestContent;
 import org.eclipse.jetty.client.HttpClient;
@@ -46,15 +45,17 @@ final class NonBlockingForwarder extends Handler.Wrapper {
 
     private final Routes routes;
     private final HttpClient client;
+    private final AnswerTimeouts timeouts;
     private final AccessLog accessLog;
     private final Duration retryAfter;
     private final String callerHeader;
 
-    NonBlockingForwarder(Handler servlets, Routes routes, HttpClient client, AccessLog accessLog, Duration retryAfter,
-            String callerHeader) {
+    NonBlockingForwarder(Handler servlets, Routes routes, HttpClient client, AnswerTimeouts timeouts,
+            AccessLog accessLog, Duration retryAfter, String callerHeader) {
         super(servlets);
         this.routes = routes;
         this.client = client;
+        this.timeouts = timeouts;
         this.accessLog = accessLog;
         this.retryAfter = retryAfter;
         this.callerHeader = callerHeader;
@@ -183,8 +184,7 @@ final class NonBlockingForwarder extends Handler.Wrapper {
         }
         Answer answer = new Answer(response, callback, upstream, target);
         upstream.onRequestBegin(r -> answer.sent.set(true));
-        answer.timeout = client.getScheduler().schedule(() -> upstream.abort(new TimeoutException("no answer within "
-                + target.responseTimeout())), target.responseTimeout().toMillis(), TimeUnit.MILLISECONDS);
+        answer.timeout = timeouts.start(upstream, target.responseTimeout());
         upstream.send(answer);
     }
 
@@ -222,7 +222,7 @@ final class NonBlockingForwarder extends Handler.Wrapper {
         private final Routes.Target target;
         /** Whether a connection took the request: a failure after that may have reached the upstream. */
         final AtomicBoolean sent = new AtomicBoolean();
-        Scheduler.Task timeout;
+        AnswerTimeouts.Pending timeout;
         /** Null until the headers are in, and for an answer that streams. */
         private CollectedBody body;
         private boolean streamed;
