@@ -4,6 +4,8 @@ import jakarta.servlet.AsyncContext;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
+import java.time.Duration;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.eclipse.jetty.client.InputStreamResponseListener;
 import org.eclipse.jetty.client.Request;
@@ -32,7 +34,7 @@ final class AsyncAnswer implements Response.Listener {
     private final Routes.Target target;
     /** Whether a connection took the request: a failure after that may have reached the upstream. */
     private final AtomicBoolean sent;
-    private AnswerTimeouts.Pending timeout;
+    private Deadlines.Pending timeout;
     /** Set once the headers are in: what the answer is. */
     private volatile Response answer;
     /** Set once the headers are in, for an answer that is not buffered: where its body streams from. */
@@ -51,12 +53,14 @@ final class AsyncAnswer implements Response.Listener {
 
     /** Sends the request; the answer is written, or handed back to a request thread, once it has come. */
     static void send(AsyncContext async, HttpServletResponse response, Request upstream, Routes.Target target,
-            AtomicBoolean sent, AnswerTimeouts timeouts) {
+            AtomicBoolean sent, Deadlines deadlines) {
         AsyncAnswer listener = new AsyncAnswer(async, response, upstream, target, sent);
         async.getRequest().setAttribute(ATTRIBUTE, listener);
         // The gateway's own bound on the wait for the answer's headers; the container's would answer 500 on its own.
         async.setTimeout(0);
-        listener.timeout = timeouts.start(upstream, target.responseTimeout());
+        Duration bound = target.responseTimeout();
+        listener.timeout = deadlines.start(bound, () -> upstream.abort(new TimeoutException("no answer within "
+                + bound)));
         upstream.send(listener);
     }
 

@@ -65,7 +65,7 @@ final class Forwarder extends HttpServlet {
     static final int MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 
     private final transient HttpClient client;
-    private final transient AnswerTimeouts timeouts;
+    private final transient Deadlines deadlines;
     private final Duration retryAfter;
     private final String callerHeader;
     private final boolean chunkedRequests;
@@ -74,10 +74,10 @@ final class Forwarder extends HttpServlet {
      * @param callerHeader where the upstream finds the caller the gateway checked; a client's own is never forwarded
      * @param chunkedRequests false to send every body with its length, buffering one of unknown length
      */
-    Forwarder(HttpClient client, AnswerTimeouts timeouts, Duration retryAfter, String callerHeader,
+    Forwarder(HttpClient client, Deadlines deadlines, Duration retryAfter, String callerHeader,
             boolean chunkedRequests) {
         this.client = client;
-        this.timeouts = timeouts;
+        this.deadlines = deadlines;
         this.retryAfter = retryAfter;
         this.callerHeader = callerHeader;
         this.chunkedRequests = chunkedRequests;
@@ -116,7 +116,7 @@ final class Forwarder extends HttpServlet {
         upstream.onRequestBegin(r -> sent.set(true));
         if (attempt == null && request.isAsyncSupported()) {
             // Nothing to record: the answer is awaited without holding this thread.
-            AsyncAnswer.send(request.startAsync(request, response), response, upstream, target, sent, timeouts);
+            AsyncAnswer.send(request.startAsync(request, response), response, upstream, target, sent, deadlines);
             return;
         }
         InputStreamResponseListener listener = new InputStreamResponseListener();

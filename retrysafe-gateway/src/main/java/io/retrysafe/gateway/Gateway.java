@@ -164,8 +164,8 @@ public final class Gateway implements AutoCloseable {
             AccessLog log = new AccessLog();
             FilterHolder accessLog = new FilterHolder(log);
             FilterHolder edge = new FilterHolder(routes);
-            AnswerTimeouts timeouts = new AnswerTimeouts(client.getScheduler());
-            ServletHolder forwarder = new ServletHolder(new Forwarder(client, timeouts, config.upstream().retryAfter(),
+            Deadlines deadlines = new Deadlines(client.getScheduler());
+            ServletHolder forwarder = new ServletHolder(new Forwarder(client, deadlines, config.upstream().retryAfter(),
                     config.upstream().callerHeader(), config.upstream().chunkedRequests()));
             accessLog.setAsyncSupported(true);
             edge.setAsyncSupported(true);
@@ -179,7 +179,7 @@ public final class Gateway implements AutoCloseable {
             admin.addServlet(new ServletHolder(new Metrics(registry)), "/metrics");
             // Requests no route protects are forwarded before the servlets, without a request thread.
             server.setHandler(new GracefulHandler(new NonBlockingForwarder(new ContextHandlerCollection(context, admin),
-                    routes, client, timeouts, log, config.upstream().retryAfter(), config.upstream().callerHeader())));
+                    routes, client, deadlines, log, config.upstream().retryAfter(), config.upstream().callerHeader())));
             server.setStopTimeout(config.listen().drainTimeout().toMillis());
             server.start();
             return new Gateway(server, connector, adminConnector, client, store, config.listen().drainTimeout());

@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.eclipse.jetty.client.BytesRequestContent;
 import org.eclipse.jetty.client.HttpClient;
@@ -25,7 +26,6 @@ import org.eclipse.jetty.server.Response;
 import org.eclipse.jetty.util.Callback;
 import org.eclipse.jetty.util.Promise;
 import org.eclipse.jetty.util.thread.Invocable;
-import org.eclipse.jetty.util.thread.Scheduler;
 
 /**
  * The gateway's first handler, run by the thread that read the request, a selector's: a request no route protects,
@@ -45,17 +45,17 @@ final class NonBlockingForwarder extends Handler.Wrapper {
 
     private final Routes routes;
     private final HttpClient client;
-    private final AnswerTimeouts timeouts;
+    private final Deadlines deadlines;
     private final AccessLog accessLog;
     private final Duration retryAfter;
     private final String callerHeader;
 
-    NonBlockingForwarder(Handler servlets, Routes routes, HttpClient client, AnswerTimeouts timeouts,
+    NonBlockingForwarder(Handler servlets, Routes routes, HttpClient client, Deadlines deadlines,
             AccessLog accessLog, Duration retryAfter, String callerHeader) {
         super(servlets);
         this.routes = routes;
         this.client = client;
-        this.timeouts = timeouts;
+        this.deadlines = deadlines;
         this.accessLog = accessLog;
         this.retryAfter = retryAfter;
         this.callerHeader = callerHeader;
@@ -123,12 +123,13 @@ final class NonBlockingForwarder extends Handler.Wrapper {
     private void read(Request request, Response response, Callback callback, Routes.Forward forward, long length) {
         AtomicBoolean answered = new AtomicBoolean();
         long rate = routes.minRequestDataRate();
-        Scheduler.Task deadline = rate <= 0 ? null : client.getScheduler().schedule(() -> {
-            if (answered.compareAndSet(false, true)) {
-                response.getHeaders().put(HttpHeader.CONNECTION, "close");
-                write(response, callback, slowBody(rate, length));
-            }
-        }, ForwardedRequest.RATE_GRACE_MILLIS + length * 1000 / rate, TimeUnit.MILLISECONDS);
+        Deadlines.Pending deadline = rate <= 0 ? null : deadlines.start(Duration.ofMillis(
+                ForwardedRequest.RATE_GRACE_MILLIS + length * 1000 / rate), () -> {
+                    if (answered.compareAndSet(false, true)) {
+                        response.getHeaders().put(HttpHeader.CONNECTION, "close");
+                        write(response, callback, slowBody(rate, length));
+                    }
+                });
         Content.Source.asByteArrayAsync(request, (int) length, new Promise.Invocable<byte[]>() {
             @Override
             public void succeeded(byte[] body) {
@@ -184,7 +185,8 @@ final class NonBlockingForwarder extends Handler.Wrapper {
         }
         Answer answer = new Answer(response, callback, upstream, target);
         upstream.onRequestBegin(r -> answer.sent.set(true));
-        answer.timeout = timeouts.start(upstream, target.responseTimeout());
+        Duration bound = target.responseTimeout();
+        answer.timeout = deadlines.start(bound, () -> upstream.abort(new TimeoutException("no answer within " + bound)));
         upstream.send(answer);
     }
 
@@ -222,7 +224,7 @@ final class NonBlockingForwarder extends Handler.Wrapper {
         private final Routes.Target target;
         /** Whether a connection took the request: a failure after that may have reached the upstream. */
         final AtomicBoolean sent = new AtomicBoolean();
-        AnswerTimeouts.Pending timeout;
+        Deadlines.Pending timeout;
         /** Null until the headers are in, and for an answer that streams. */
         private CollectedBody body;
         private boolean streamed;
