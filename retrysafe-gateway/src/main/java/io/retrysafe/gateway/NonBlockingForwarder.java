@@ -79,18 +79,22 @@ final class NonBlockingForwarder extends Handler.Wrapper {
             return toServlets(request, response, callback);
         }
         if (!routes.decidesAtOnce(request.getMethod(), request.getHttpURI().getPath(), headers::get)) {
-            request.getContext().execute(() -> decided(request, response, callback, start, length));
+            request.getContext().execute(() -> decided(request, response, callback, start, length, true));
             return true;
         }
-        decided(request, response, callback, start, length);
+        decided(request, response, callback, start, length, false);
         return true;
     }
 
-    private void decided(Request request, Response response, Callback callback, long start, long length) {
+    /** @param onRequestThread whether this thread may block, and so run the servlets itself */
+    private void decided(Request request, Response response, Callback callback, long start, long length,
+            boolean onRequestThread) {
         Routes.Decision decision = routes.decide(request.getMethod(), request.getHttpURI().getPath(),
                 request.getHeaders()::get);
         if (decision instanceof Routes.Forward forward && forward.route() == null) {
-            Callback logged = new Logged(callback, request, response, start);
+            Callback logged = Callback.from(callback, () -> accessLog.log(Request.getRemoteAddr(request),
+                    request.getMethod(), request.getHttpURI().getPath(), response.getStatus(), start,
+                    request.getHeaders().get(HttpIdempotency.HEADER), false));
             if (length <= 0) {
                 send(request, response, logged, forward, null);
             } else {
@@ -99,21 +103,27 @@ final class NonBlockingForwarder extends Handler.Wrapper {
             return;
         }
         request.setAttribute(Routes.DECISION, decision);
-        toServlets(request, response, callback);
+        if (onRequestThread) {
+            servlets(request, response, callback);
+        } else {
+            toServlets(request, response, callback);
+        }
     }
 
     /** On a request thread: the servlets may block. */
     private boolean toServlets(Request request, Response response, Callback callback) {
-        request.getContext().execute(() -> {
-            try {
-                if (!super.handle(request, response, callback)) {
-                    Response.writeError(request, response, callback, HttpStatus.NOT_FOUND_404);
-                }
-            } catch (Throwable x) {
-                Response.writeError(request, response, callback, x);
-            }
-        });
+        request.getContext().execute(() -> servlets(request, response, callback));
         return true;
+    }
+
+    private void servlets(Request request, Response response, Callback callback) {
+        try {
+            if (!super.handle(request, response, callback)) {
+                Response.writeError(request, response, callback, HttpStatus.NOT_FOUND_404);
+            }
+        } catch (Throwable x) {
+            Response.writeError(request, response, callback, x);
+        }
     }
 
     /**
@@ -302,43 +312,6 @@ final class NonBlockingForwarder extends Handler.Wrapper {
             LOG.log(Level.WARNING, () -> "upstream " + target.upstream() + " got the request and did not answer: "
                     + cause);
             write(response, callback, ProblemType.OUTCOME_UNKNOWN.answer(Forwarder.NO_ANSWER, null, null));
-        }
-    }
-
-    /** Writes the access log's line once the answer is out (or has failed). */
-    private final class Logged implements Callback {
-        private final Callback callback;
-        private final Request request;
-        private final Response response;
-        private final long start;
-
-        Logged(Callback callback, Request request, Response response, long start) {
-            this.callback = callback;
-            this.request = request;
-            this.response = response;
-            this.start = start;
-        }
-
-        @Override
-        public void succeeded() {
-            log();
-            callback.succeeded();
-        }
-
-        @Override
-        public void failed(Throwable x) {
-            log();
-            callback.failed(x);
-        }
-
-        private void log() {
-            accessLog.log(Request.getRemoteAddr(request), request.getMethod(), request.getHttpURI().getPath(),
-                    response.getStatus(), start, request.getHeaders().get(HttpIdempotency.HEADER), false);
-        }
-
-        @Override
-        public InvocationType getInvocationType() {
-            return callback.getInvocationType();
         }
     }
 }

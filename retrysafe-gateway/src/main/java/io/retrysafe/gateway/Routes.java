@@ -110,16 +110,8 @@ final class Routes implements Filter {
                         + "could run another method than the one the gateway checked. Send the method itself", null);
             }
         }
-        Protected matched = null;
-        String path = raw;
-        for (Protected p : routes) {
-            String spelled = p.route().route().spelling(method, raw, ignoreCase);
-            if (spelled != null) {
-                matched = p;
-                path = spelled;
-                break;
-            }
-        }
+        Match match = match(method, raw);
+        Protected matched = match.route();
         Target target = matched != null ? matched.target() : fallback.orElse(null);
         Callers source = callers(matched, method, raw);
         String caller = null;
@@ -136,20 +128,28 @@ final class Routes implements Filter {
             return new Refused(Refusal.NOT_FOUND, "no route of the gateway takes this request, and it has no default "
                     + "upstream", null);
         }
-        return new Forward(matched, target, matched != null ? matched.route().method() : method, path, caller, scope);
+        return new Forward(matched, target, matched != null ? matched.route().method() : method, match.path(), caller,
+                scope);
     }
 
     /** Whether {@link #decide} answers without waiting for a password check or a key fetch. */
     boolean decidesAtOnce(String method, String raw, Callers.Headers headers) {
-        Protected matched = null;
+        Callers source = callers(match(method, raw).route(), method, raw);
+        return source == null || source.answersAtOnce(headers);
+    }
+
+    /** The first route that takes the request, and the path to forward (its spelling); no route: null, as sent. */
+    private record Match(Protected route, String path) {
+    }
+
+    private Match match(String method, String raw) {
         for (Protected p : routes) {
-            if (p.route().route().spelling(method, raw, ignoreCase) != null) {
-                matched = p;
-                break;
+            String spelled = p.route().route().spelling(method, raw, ignoreCase);
+            if (spelled != null) {
+                return new Match(p, spelled);
             }
         }
-        Callers source = callers(matched, method, raw);
-        return source == null || source.answersAtOnce(headers);
+        return new Match(null, raw);
     }
 
     /** Who must name the caller of a request, or null when nobody need (a public path, or no source applies). */
