@@ -11,6 +11,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.function.BiPredicate;
@@ -25,9 +28,10 @@ import org.springframework.security.crypto.bcrypt.BCrypt;
  * an unknown user is checked against a hash of the file's highest cost, so that a wrong password and an unknown user
  * take the same time (no user enumeration by timing); credentials already checked, right or wrong, are remembered by
  * their SHA-256 (never the password itself), up to {@value #MAX_REMEMBERED} of each before that memory starts over,
- * so that retries and repeated guesses cost nothing; and at most half the processors check passwords at once, the
- * other checks waiting their turn, so that a flood of new guesses cannot take the CPU from the requests of callers
- * already checked.
+ * so that retries and repeated guesses cost nothing, and requests that bring the same credentials while they are
+ * being checked wait for that one check (clients starting together, a guess sent many times at once); and at most
+ * half the processors check passwords at once, the other checks waiting their turn, so that a flood of new guesses
+ * cannot take the CPU from the requests of callers already checked.
  */
 final class BasicAuthScope implements Callers {
     static final int MAX_REMEMBERED = 10_000;
@@ -38,6 +42,8 @@ final class BasicAuthScope implements Callers {
     private final Semaphore checks;
     private final Map<String, String> verified = new ConcurrentHashMap<>();
     private final Set<String> refused = ConcurrentHashMap.newKeySet();
+    /** Checks under way, by the same digest: whether the credentials match. */
+    private final Map<String, CompletableFuture<Boolean>> checking = new ConcurrentHashMap<>();
 
     /** @param check whether a password matches a bcrypt hash; at most {@code concurrentChecks} run at once */
     BasicAuthScope(Map<String, String> hashes, BiPredicate<String, String> check, int concurrentChecks) {
@@ -138,36 +144,72 @@ final class BasicAuthScope implements Callers {
         String user = decoded.substring(0, colon);
         String hash = hashes.get(user);
         String seen = Hex.encode(Hex.sha256(decoded));
-        if (hash != null && hash.equals(verified.get(seen))) {
-            return user;
+        Boolean known = remembered(seen, hash);
+        if (known != null) {
+            return known ? user : null;
         }
-        if (refused.contains(seen)) {
+        CompletableFuture<Boolean> mine = new CompletableFuture<>();
+        CompletableFuture<Boolean> under = checking.putIfAbsent(seen, mine);
+        if (under != null) {
+            try {
+                return under.join() ? user : null;
+            } catch (CompletionException | CancellationException e) {
+                return null; // that check was interrupted: the gateway is stopping
+            }
+        }
+        try {
+            // A check that ended between the look-up above and the one just made is remembered: none again.
+            known = remembered(seen, hash);
+            boolean matches = known != null ? known : check(decoded.substring(colon + 1), hash, seen);
+            mine.complete(matches);
+            return matches ? user : null;
+        } catch (CancellationException e) {
+            mine.completeExceptionally(e);
             return null;
+        } catch (RuntimeException | Error e) {
+            mine.completeExceptionally(e);
+            throw e;
+        } finally {
+            checking.remove(seen, mine);
         }
+    }
+
+    /** Whether these credentials were found right or wrong before, or null when they were not checked. */
+    private Boolean remembered(String seen, String hash) {
+        if (hash != null && hash.equals(verified.get(seen))) {
+            return true;
+        }
+        return refused.contains(seen) ? false : null;
+    }
+
+    /** The bcrypt check, one of at most the permitted number at once, and its answer remembered. */
+    private boolean check(String password, String hash, String seen) {
         boolean matches;
         try {
             checks.acquire();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return null;
+            throw new CancellationException("interrupted while waiting to check a password");
         }
         try {
             // An unknown user costs what a wrong password costs.
-            matches = check.test(decoded.substring(colon + 1), hash == null ? unknownUserHash : hash) && hash != null;
+            matches = check.test(password, hash == null ? unknownUserHash : hash) && hash != null;
         } finally {
             checks.release();
         }
+        // Remembered before the waiters are answered and the check is no longer under way: a request that
+        // comes between them finds one or the other.
         if (!matches) {
             if (refused.size() >= MAX_REMEMBERED) {
                 refused.clear();
             }
             refused.add(seen);
-            return null;
+        } else {
+            if (verified.size() >= MAX_REMEMBERED) {
+                verified.clear();
+            }
+            verified.put(seen, hash);
         }
-        if (verified.size() >= MAX_REMEMBERED) {
-            verified.clear();
-        }
-        verified.put(seen, hash);
-        return user;
+        return matches;
     }
 }

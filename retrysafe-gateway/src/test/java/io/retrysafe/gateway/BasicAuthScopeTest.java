@@ -10,9 +10,11 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiPredicate;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.Test;
 import org.springframework.security.crypto.bcrypt.BCrypt;
 
@@ -89,5 +91,58 @@ class BasicAuthScopeTest {
         }
 
         assertThat(most.get()).isEqualTo(2);
+    }
+
+    /**
+     * Clients that all start at once (a gateway just started or restarted) send the same credentials together:
+     * one check answers them all, instead of one each, queued behind the others. The same holds for one guess
+     * sent many times at once.
+     */
+    @Test
+    void theSameCredentialsArrivingTogetherAreCheckedOnce() throws Exception {
+        CountDownLatch release = new CountDownLatch(1);
+        BasicAuthScope scope = new BasicAuthScope(Map.of("alice", ALICE_HASH), (password, hash) -> {
+            try {
+                release.await(30, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return counting.test(password, hash);
+        }, 1);
+        List<Thread> started = new ArrayList<>();
+        ThreadFactory recorded = task -> {
+            Thread t = new Thread(task);
+            synchronized (started) {
+                started.add(t);
+            }
+            return t;
+        };
+        ExecutorService threads = Executors.newFixedThreadPool(16, recorded);
+        try {
+            List<Future<String>> right = new ArrayList<>();
+            List<Future<String>> wrong = new ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                right.add(threads.submit(() -> scope.authenticate(basic("alice", "alice-secret"))));
+                wrong.add(threads.submit(() -> scope.authenticate(basic("alice", "guess"))));
+            }
+            // All 16 are in: two hold the one permit or wait for it, the other 14 wait (parked) for an answer.
+            Awaitility.await().atMost(30, TimeUnit.SECONDS).until(() -> {
+                synchronized (started) {
+                    return started.size() == 16 && started.stream().filter(t -> t.getState() == Thread.State.WAITING
+                            || t.getState() == Thread.State.TIMED_WAITING).count() == 16;
+                }
+            });
+            release.countDown();
+            for (Future<String> r : right) {
+                assertThat(r.get(30, TimeUnit.SECONDS)).isEqualTo("alice");
+            }
+            for (Future<String> w : wrong) {
+                assertThat(w.get(30, TimeUnit.SECONDS)).isNull();
+            }
+        } finally {
+            threads.shutdownNow();
+        }
+
+        assertThat(checked).as("one check for the right password, one for the guess").hasSize(2);
     }
 }
