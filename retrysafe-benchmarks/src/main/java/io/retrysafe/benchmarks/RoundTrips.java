@@ -63,7 +63,8 @@ import java.util.regex.Pattern;
  */
 public final class RoundTrips {
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
-    private static final Pattern PG_URL = Pattern.compile("jdbc:postgresql://([^/:?,]+)(?::(\\d+))?/([^?]*)(\\?.*)?");
+    /** A PostgreSQL JDBC URL: host, port (optional), database, parameters. */
+    static final Pattern PG_URL = Pattern.compile("jdbc:postgresql://([^/:?,]+)(?::(\\d+))?/([^?]*)(\\?.*)?");
 
     private RoundTrips() {}
 
