@@ -39,8 +39,10 @@ import java.util.concurrent.atomic.AtomicInteger;
  * other in one run, each on its own table ({@code rs_purge_bench_standard}, {@code
  * rs_purge_bench_partitioned}), dropped at the end (and on Ctrl-C). {@code --duty-cycle 1,0.5} runs each
  * layout once per share ({@link io.retrysafe.jdbc.JdbcPurger.Builder#maxDutyCycle(double)}; 1, batches back
- * to back, by default), each on a freshly filled table, so that paced and unpaced purges are compared side
- * by side in one run; the notes give each run's claims per second during the purge over before it.
+ * to back, by default), each on a freshly filled table; the notes give each run's claims per second during
+ * the purge over before it. Measured, the shares after the first in one invocation started from a slower
+ * database (a quarter to half its claims per second before the purge), so compare shares one per
+ * invocation, with a pause between them: the ratio is within each run, before against during.
  *
  * <p>Usage (build with {@code ./mvnw -q -pl retrysafe-benchmarks -am package -DskipTests -DskipITs}):
  * <pre>
