@@ -3,13 +3,10 @@ package io.retrysafe.benchmarks;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
-import io.retrysafe.jdbc.internal.PostgresRequestSql;
-import io.retrysafe.jdbc.internal.PostgresStandardLayout;
 import io.retrysafe.sql.BindMarkers;
 import io.retrysafe.sql.PostgresSqlText;
 import io.retrysafe.testservices.TestDatabases;
 import java.io.IOException;
-import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -113,7 +110,7 @@ public final class RecordStatements {
     }
 
     /** Each transaction's statements, with the store's statement text and literal values. */
-    private static Map<String, List<String>> transactions() throws ReflectiveOperationException {
+    private static Map<String, List<String>> transactions() {
         PostgresSqlText text = new PostgresSqlText(TABLE, BindMarkers.NUMBERED);
         Map<Integer, String> claim = Map.of(1, "'5000'", 2, "'bench'", 3, KEY, 4, "'\\xabcd'", 5, TOKEN,
                 6, "30000", 7, "86400000");
@@ -121,12 +118,11 @@ public final class RecordStatements {
                 7, TOKEN);
         Map<Integer, String> select = Map.of(1, "'bench'", 2, KEY);
         String completion = numbered(text.complete(false), complete);
-        // Key last's insert is the request path's own text (JDBC's ? markers, in their order).
-        PostgresRequestSql requests = new PostgresRequestSql(TABLE, new PostgresStandardLayout(TABLE));
-        Field insert = PostgresRequestSql.class.getDeclaredField("insertCompletedSql");
-        insert.setAccessible(true);
-        List<String> keyLastInsert = statements(ordered((String) insert.get(requests), List.of("'5000'", "'bench'", KEY,
-                "'\\xabcd'::bytea", TOKEN + "::uuid", "86400000", "201", HEADERS, BODY)));
+        // Key last's round trip, as the JDBC store sends it: the bound, the insert, the bound's restore.
+        String insert = numbered(text.insertCompleted(), Map.of(1, "'bench'", 2, KEY, 3, "'\\xabcd'", 4, TOKEN,
+                5, "86400000", 6, "201", 7, HEADERS, 8, BODY));
+        List<String> keyLastInsert = List.of(numbered(text.setLockTimeout(), claim), insert,
+                PostgresSqlText.RESTORE_LOCK_TIMEOUT);
         String plainInsertInProgress = "INSERT INTO " + TABLE + " (scope, idem_key, fingerprint, status, owner_token,"
                 + " attempt, created_at, lease_expires_at, expires_at) VALUES ('bench', " + KEY + ", '\\xabcd', "
                 + "'IN_PROGRESS', " + TOKEN + ", 1, statement_timestamp(), statement_timestamp() + interval '30 s',"
@@ -141,7 +137,7 @@ public final class RecordStatements {
         keyLast.addAll(keyLastInsert);
         keyLast.add("COMMIT");
         bodies.put("key_last", keyLast);
-        bodies.put("insert_last", List.of("BEGIN", "SELECT 1", keyLastInsert.get(1), "COMMIT"));
+        bodies.put("insert_last", List.of("BEGIN", "SELECT 1", insert, "COMMIT"));
         bodies.put("nothing", List.of("BEGIN", "SELECT 1", "COMMIT"));
         return bodies;
     }
@@ -171,22 +167,6 @@ public final class RecordStatements {
             m.appendReplacement(out, Matcher.quoteReplacement(value + "::" + m.group(2)));
         }
         return m.appendTail(out).toString();
-    }
-
-    private static String ordered(String sql, List<String> values) {
-        StringBuilder out = new StringBuilder();
-        int next = 0;
-        for (char c : sql.toCharArray()) {
-            if (c == '?') {
-                out.append(values.get(next++));
-            } else {
-                out.append(c);
-            }
-        }
-        if (next != values.size()) {
-            throw new IllegalStateException(next + " markers for " + values.size() + " values in " + sql);
-        }
-        return out.toString();
     }
 
     private static List<String> statements(String sql) {

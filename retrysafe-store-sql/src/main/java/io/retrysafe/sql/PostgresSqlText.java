@@ -141,6 +141,21 @@ public final class PostgresSqlText {
     }
 
     /**
+     * Key last's insert of the record, completed with its response, sent with the commit. A plain
+     * {@code INSERT}, so that a key another attempt committed is an error (23505) that aborts the
+     * transaction before its {@code COMMIT} runs; {@code ON CONFLICT DO NOTHING} would commit the loser's
+     * writes. Parameters: 1 scope, 2 key, 3 fingerprint, 4 token, 5 retention in milliseconds, 6 response
+     * status, 7 headers, 8 body.
+     */
+    public String insertCompleted() {
+        return "INSERT INTO " + table + " (scope, idem_key, fingerprint, status, owner_token, attempt, created_at,"
+                + " lease_expires_at, completed_at, expires_at, response_status, response_headers, response_body)"
+                + " VALUES (" + p(1, "varchar") + ", " + p(2, "varchar") + ", " + p(3, "bytea") + ", 'COMPLETED', "
+                + p(4, "uuid") + ", 1, " + T + ", " + T + ", " + T + ", " + T + " + " + p(5, "bigint")
+                + " * interval '1 millisecond', " + p(6, "smallint") + ", " + p(7, "text") + ", " + p(8, "bytea") + ")";
+    }
+
+    /**
      * The standard layout's completion. With {@code fenced}, only while the token's attempt is in
      * progress and not expired; without, by the token alone, for the claim's own transaction, where the
      * row is locked since the claim. Parameters: 1 retention in milliseconds, 2 response status,

@@ -1,7 +1,6 @@
 package io.retrysafe.jdbc.internal;
 
 import static io.retrysafe.jdbc.internal.Postgres.LOCK_NOT_AVAILABLE;
-import static io.retrysafe.jdbc.internal.Postgres.T;
 import static io.retrysafe.jdbc.internal.Postgres.UNIQUE_VIOLATION;
 
 import io.retrysafe.IdempotencyKey;
@@ -38,15 +37,10 @@ public final class PostgresRequestSql extends RequestSql {
         PostgresSqlText text = new PostgresSqlText(table, BindMarkers.QUESTION_MARKS);
         selectSql = text.select();
         renewSql = text.renewLease();
-        // Key last: a plain INSERT, so that a key another attempt committed is an error (23505) that
-        // aborts this transaction before its COMMIT runs; ON CONFLICT DO NOTHING would commit the
-        // loser's writes. The lock bound applies to the insert alone, as to the claim: it is
-        // restored before the COMMIT, whose deferred checks wait as the application's would.
-        String insert = "INSERT INTO " + table + " (scope, idem_key, fingerprint, status, owner_token, attempt,"
-                + " created_at, lease_expires_at, completed_at, expires_at, response_status, response_headers,"
-                + " response_body) VALUES (?, ?, ?, 'COMPLETED', ?, 1, " + T + ", " + T + ", " + T + ", " + T
-                + " + ? * interval '1 millisecond', ?, ?, ?)";
-        insertCompletedSql = text.setLockTimeout() + ";" + insert + ";" + PostgresSqlText.RESTORE_LOCK_TIMEOUT;
+        // Key last: the lock bound applies to the insert alone, as to the claim: it is restored before
+        // the COMMIT, whose deferred checks wait as the application's would.
+        insertCompletedSql = text.setLockTimeout() + ";" + text.insertCompleted() + ";"
+                + PostgresSqlText.RESTORE_LOCK_TIMEOUT;
         insertCompletedAndCommitSql = insertCompletedSql + ";COMMIT";
     }
 
