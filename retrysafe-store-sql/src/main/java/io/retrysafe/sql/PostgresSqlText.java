@@ -144,8 +144,9 @@ public final class PostgresSqlText {
      * Key last's insert of the record, completed with its response, sent with the commit. A plain
      * {@code INSERT}, so that a key another attempt committed is an error (23505) that aborts the
      * transaction before its {@code COMMIT} runs; {@code ON CONFLICT DO NOTHING} would commit the loser's
-     * writes. Parameters: 1 scope, 2 key, 3 fingerprint, 4 token, 5 retention in milliseconds, 6 response
-     * status, 7 headers, 8 body.
+     * writes. Only the JDBC store sends it; it is written here, with the statements around it, so that the
+     * benchmarks that time each statement run the store's own text. Parameters: 1 scope, 2 key,
+     * 3 fingerprint, 4 token, 5 retention in milliseconds, 6 response status, 7 headers, 8 body.
      */
     public String insertCompleted() {
         return "INSERT INTO " + table + " (scope, idem_key, fingerprint, status, owner_token, attempt, created_at,"
