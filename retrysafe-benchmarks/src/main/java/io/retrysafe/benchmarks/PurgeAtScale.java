@@ -228,7 +228,7 @@ public final class PurgeAtScale {
         }
     }
 
-    private static void exec(HikariDataSource pool, String sql) throws SQLException {
+    static void exec(HikariDataSource pool, String sql) throws SQLException {
         try (Connection c = pool.getConnection(); Statement st = c.createStatement()) {
             st.execute(sql);
         }

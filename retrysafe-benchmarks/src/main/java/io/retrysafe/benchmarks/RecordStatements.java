@@ -10,9 +10,6 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.sql.Connection;
-import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -86,16 +83,16 @@ public final class RecordStatements {
         Map<String, Path> scripts = write(dir, transactions);
         List<Map<String, List<Double>>> results = new ArrayList<>();
         try (HikariDataSource pool = new HikariDataSource(config)) {
-            exec(pool, "DROP TABLE IF EXISTS " + TABLE);
+            PurgeAtScale.exec(pool, "DROP TABLE IF EXISTS " + TABLE);
             JdbcIdempotencyStore.builder(pool).table(TABLE).build().createSchema();
             try {
-                exec(pool, "INSERT INTO " + TABLE + " (scope, idem_key, fingerprint, status, owner_token, attempt,"
+                PurgeAtScale.exec(pool, "INSERT INTO " + TABLE + " (scope, idem_key, fingerprint, status, owner_token, attempt,"
                         + " created_at, lease_expires_at, completed_at, expires_at, response_status, response_headers,"
                         + " response_body) SELECT 'bench', gen_random_uuid()::text, '\\xabcd', 'COMPLETED',"
                         + " gen_random_uuid(), 1, now(), now(), now(), now() + interval '1 day', 201, " + HEADERS + ", "
                         + BODY + " FROM generate_series(1, " + rows + ")");
-                exec(pool, "VACUUM ANALYZE " + TABLE);
-                exec(pool, "CHECKPOINT");
+                PurgeAtScale.exec(pool, "VACUUM ANALYZE " + TABLE);
+                PurgeAtScale.exec(pool, "CHECKPOINT");
                 System.out.printf(Locale.ROOT, "%s: %,d completed records; pgbench -M prepared -r, 1 client, %d s, %d"
                         + " runs; scripts in %s%n", url, rows, seconds, runs, dir);
                 for (int run = 1; run <= runs; run++) {
@@ -103,7 +100,7 @@ public final class RecordStatements {
                     System.out.printf(Locale.ROOT, "run %d done%n", run);
                 }
             } finally {
-                exec(pool, "DROP TABLE IF EXISTS " + TABLE);
+                PurgeAtScale.exec(pool, "DROP TABLE IF EXISTS " + TABLE);
             }
         }
         report(transactions, results);
@@ -234,11 +231,5 @@ public final class RecordStatements {
         Arrays.sort(sorted);
         return String.format(Locale.ROOT, "%.0f (%.0f–%.0f)", sorted[sorted.length / 2], sorted[0],
                 sorted[sorted.length - 1]);
-    }
-
-    private static void exec(HikariDataSource pool, String sql) throws SQLException {
-        try (Connection c = pool.getConnection(); Statement st = c.createStatement()) {
-            st.execute(sql);
-        }
     }
 }
