@@ -3,6 +3,7 @@ package io.retrysafe.redis;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisNoScriptException;
+import io.lettuce.core.RedisReadOnlyException;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.RedisClusterClient;
@@ -262,6 +263,32 @@ final class LazyConnection {
                 connect.start();
             }
             return connecting;
+        }
+    }
+
+    /**
+     * A call on {@code used} failed with {@code failure}. A {@code READONLY} answer means the connection
+     * reached a replica, which stays one for as long as the connection lives: Lettuce keeps a connection
+     * that answers, and a Sentinel that demotes a master without it (a switch-over by hand, or a client
+     * that connected to the address the Sentinels named a moment before a failover) leaves it there. Such
+     * a connection is replaced as a lost one is, so that the next call asks the Sentinels anew for the
+     * master. It counts as a failed attempt: with a cool-down, the next one waits for it, so a Redis that
+     * is a replica under every address (a standalone URI to one) costs a reconnect per cool-down, not per
+     * call. Any other failure leaves the connection as it is.
+     */
+    void failed(Link used, Throwable failure) {
+        if (used == null || !(unwrap(failure) instanceof RedisReadOnlyException readOnly)) {
+            return;
+        }
+        synchronized (lock) {
+            if (link != used) {
+                return; // replaced already, by this call's twin or a lost connection
+            }
+            link = null;
+            lastFailure = readOnly;
+            lastFailureNanos = ticker.getAsLong();
+            used.connection().closeAsync();
+            onLost.run();
         }
     }
 

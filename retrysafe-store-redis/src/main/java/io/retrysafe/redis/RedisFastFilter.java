@@ -157,7 +157,8 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
         // No cool-down after a failed attempt: the breaker decides when a call tries Redis again.
         this.connection = new LazyConnection("retrysafe-" + name + "-connect", "fast filter " + name + " is closed",
                 b.connector, RedisFastFilter::initialise, timeout, Duration.ZERO, ticker,
-                () -> LOG.log(Level.DEBUG, () -> "[" + name + "] connection to Redis lost; opening a new one"),
+                () -> LOG.log(Level.DEBUG, () -> "[" + name + "] connection to Redis lost, or it reached a replica; "
+                        + "opening a new one"),
                 () -> LOG.log(Level.DEBUG, () -> "[" + name + "] connected to Redis (" + topology + ")"));
     }
 
@@ -411,9 +412,12 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
             return fallback;
         }
         T result;
+        Link l = null;
         try {
-            result = command.apply(link());
+            l = link();
+            result = command.apply(l);
         } catch (RuntimeException e) {
+            connection.failed(l, e);
             failed(operation, e);
             return fallback;
         } catch (Error e) {
@@ -449,7 +453,11 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
         }
         CompletableFuture<T> answer;
         try {
-            answer = connection.getAsync().thenCompose(command);
+            answer = connection.getAsync().thenCompose(l -> command.apply(l).whenComplete((done, e) -> {
+                if (e != null) {
+                    connection.failed(l, e);
+                }
+            }));
         } catch (RuntimeException e) {
             answer = CompletableFuture.failedFuture(e);
         }

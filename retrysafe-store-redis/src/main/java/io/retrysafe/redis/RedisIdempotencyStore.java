@@ -114,7 +114,8 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         this.connection = new LazyConnection("retrysafe-" + name + "-connect",
                 "idempotency store " + name + " is closed", b.connector, this::initialise, commandTimeout, RETRY_AFTER,
                 b.ticker == null ? System::nanoTime : b.ticker,
-                () -> LOG.log(Level.INFO, () -> "[" + name + "] connection to Redis lost; opening a new one"),
+                () -> LOG.log(Level.INFO, () -> "[" + name + "] connection to Redis lost, or it reached a replica; "
+                        + "opening a new one"),
                 () -> LOG.log(Level.DEBUG, () -> "[" + name + "] connected to Redis (" + topology
                         + "), scripts loaded"));
     }
@@ -234,6 +235,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
         try {
             raw = l.commands().hgetall(recordKey);
         } catch (RedisException e) {
+            connection.failed(l, e);
             throw failure("inspect", recordKey, e);
         }
         return decoded("inspect", recordKey, () -> RedisRecords.record(key, raw));
@@ -309,6 +311,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
                 return l.commands().evalsha(script.sha(), script.output(), keys, args);
             }
         } catch (RedisException e) {
+            connection.failed(l, e);
             throw failure(operation, recordKey, e);
         }
     }
@@ -509,7 +512,11 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     /** {@code command} on {@code recordKey}; its failure as the blocking store would throw it. */
     private <T> CompletableFuture<T> onConnection(String operation, byte[] recordKey,
             Function<Link, CompletableFuture<T>> command) {
-        return connection.getAsync().thenCompose(command).exceptionallyCompose(e -> {
+        return connection.getAsync().thenCompose(l -> command.apply(l).whenComplete((done, e) -> {
+            if (e != null) {
+                connection.failed(l, e);
+            }
+        })).exceptionallyCompose(e -> {
             Throwable cause = LazyConnection.unwrap(e);
             if (cause instanceof NotConnected nc) {
                 return CompletableFuture.failedFuture(notConnected(operation, nc));

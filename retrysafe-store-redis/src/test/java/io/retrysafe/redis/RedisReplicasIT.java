@@ -3,6 +3,7 @@ package io.retrysafe.redis;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowable;
+import static org.awaitility.Awaitility.await;
 
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
@@ -24,6 +25,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletionException;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -37,6 +39,8 @@ class RedisReplicasIT {
     private static final Duration LEASE = Duration.ofSeconds(30);
     private static final Duration RETENTION = Duration.ofHours(1);
     private static final Duration REPLICA_TIMEOUT = Duration.ofMillis(300);
+    /** Far longer than the store's cool-down of 1 s between attempts to connect. */
+    private static final Duration RECONNECTED = Duration.ofSeconds(15);
 
     @TempDir
     Path dir;
@@ -108,6 +112,54 @@ class RedisReplicasIT {
         assertThat(store.inspect(key).orElseThrow().status()).isEqualTo(RecordStatus.COMPLETED);
     }
 
+    /**
+     * A connection that answers stays open, also once its server is a replica: Lettuce does not leave it, and no
+     * Sentinel closes it when the server was demoted by hand or the client connected to the old master's address a
+     * moment before a failover. Each call there is refused ({@code READONLY}); the store must then ask the Sentinels
+     * again, not stay there for good.
+     */
+    @Test
+    void aConnectionLeftOnADemotedMasterIsReplacedByOneToTheMasterTheSentinelsName() {
+        assertThat(store.tryClaim(request(key()))).as("connected to the master").isInstanceOf(Claimed.class);
+        int promoted = redis.switchOver();
+
+        IdempotencyKey key = key();
+        Throwable refused = catchThrowable(() -> store.tryClaim(request(key)));
+        assertThat(refused).isInstanceOf(StoreUnavailableException.class).hasMessageContaining("READONLY");
+        await("a claim on the new master").atMost(RECONNECTED).pollInterval(Duration.ofMillis(100))
+                .until(() -> claimed(() -> store.tryClaim(request(key))));
+        assertThat(on(promoted, store.redisKey(key))).containsEntry("status", "IN_PROGRESS");
+
+        // The non-blocking calls share the connection: demoted again, they find the master too.
+        int back = redis.switchOver();
+        IdempotencyKey asyncKey = key();
+        await("a claim on the new master, without blocking").atMost(RECONNECTED)
+                .pollInterval(Duration.ofMillis(100))
+                .until(() -> claimed(() -> store.async().tryClaim(request(asyncKey)).toCompletableFuture().join()));
+        assertThat(on(back, store.redisKey(asyncKey))).containsEntry("status", "IN_PROGRESS");
+    }
+
+    /** The fast filter's connection, on a demoted master, likewise: its writes reach the master the Sentinels name. */
+    @Test
+    void theFastFiltersConnectionLeftOnADemotedMasterIsReplacedToo() {
+        RedisFastFilter filter = RedisFastFilter.builder(client).build();
+        try {
+            IdempotencyKey first = key();
+            filter.publish(first, Fingerprints.ANY, answer("paid"), RETENTION);
+            assertThat(on(redis.masterPort(), filter.redisKey(first))).as("connected to the master").isNotEmpty();
+            int promoted = redis.switchOver();
+
+            IdempotencyKey key = key();
+            await("a publication on the new master").atMost(RECONNECTED).pollInterval(Duration.ofMillis(100))
+                    .until(() -> {
+                        filter.publish(key, Fingerprints.ANY, answer("paid"), RETENTION);
+                        return !on(promoted, filter.redisKey(key)).isEmpty();
+                    });
+        } finally {
+            filter.close();
+        }
+    }
+
     @Test
     void aStoreThatWaitsForReplicasIsRefusedOnAClusterAndWithATimeoutPastTheCommandTimeout() {
         RedisClusterClient cluster = RedisClusterClient.create(RedisURI.create("127.0.0.1", 7000));
@@ -127,6 +179,30 @@ class RedisReplicasIT {
     /** A released claim stays as a failed attempt, which the next claim takes over at once. */
     private void assertReleased(IdempotencyKey key) {
         assertThat(store.inspect(key).orElseThrow().status()).as("the claim released").isEqualTo(RecordStatus.FAILED);
+    }
+
+    /** Whether {@code claim} claimed the key; a refusal (a 503) is not yet. */
+    private static boolean claimed(Supplier<Object> claim) {
+        try {
+            return claim.get() instanceof Claimed;
+        } catch (StoreUnavailableException | CompletionException e) {
+            return false;
+        }
+    }
+
+    /** What the server on {@code port} holds at {@code redisKey}: a hash's fields, or a string's value under "". */
+    private static Map<String, String> on(int port, String redisKey) {
+        RedisClient direct = RedisClient.create(RedisURI.create("127.0.0.1", port));
+        try (StatefulRedisConnection<String, String> c = direct.connect()) {
+            String type = c.sync().type(redisKey);
+            return switch (type) {
+                case "hash" -> c.sync().hgetall(redisKey);
+                case "string" -> Map.of("", c.sync().get(redisKey));
+                default -> Map.of();
+            };
+        } finally {
+            direct.shutdown();
+        }
     }
 
     /** The record's fields as the replica holds them: read on the replica itself. */

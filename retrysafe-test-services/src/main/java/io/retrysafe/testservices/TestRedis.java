@@ -242,7 +242,8 @@ public final class TestRedis {
                 watchers.add(sentinel);
                 started.add(sentinel);
             }
-            Replicated set = new Replicated(dir, masterName, started.subList(0, replicas + 1), watchers);
+            Replicated set = new Replicated(dir, masterName, started.subList(0, replicas + 1), watchers,
+                    sentinels / 2 + 1, downAfter);
             set.awaitReplicas(master.port);
             log("Redis: started a master on port " + master.port + ", " + replicas + " replica(s) and "
                     + sentinels + " Sentinel(s) on ports " + watchers.stream().map(n -> n.port).toList());
@@ -265,12 +266,17 @@ public final class TestRedis {
         private final String masterName;
         private final List<Node> servers;
         private final List<Node> sentinels;
+        private final int quorum;
+        private final Duration downAfter;
 
-        private Replicated(Path dir, String masterName, List<Node> servers, List<Node> sentinels) {
+        private Replicated(Path dir, String masterName, List<Node> servers, List<Node> sentinels, int quorum,
+                Duration downAfter) {
             this.dir = dir;
             this.masterName = masterName;
             this.servers = new ArrayList<>(servers);
             this.sentinels = List.copyOf(sentinels);
+            this.quorum = quorum;
+            this.downAfter = downAfter;
         }
 
         /** A client's URI: every Sentinel, which Lettuce asks for the master on each connect. */
@@ -348,6 +354,40 @@ public final class TestRedis {
             awaitReplicas(promoted[0]);
             log("Redis: failover of " + masterName + " from port " + old + " to port " + promoted[0]);
             return promoted[0];
+        }
+
+        /**
+         * The master becomes a replica of another server without dropping its clients, and the Sentinels name the
+         * new master: a switch-over by hand ({@code REPLICAOF} on both servers, then each Sentinel told to watch
+         * the new master). A client still connected to the old master is on a replica now, as one is that
+         * connected to the address the Sentinels named a moment before a failover. Returns the new master's port,
+         * once every Sentinel names it and every other server streams from it.
+         */
+        public synchronized int switchOver() {
+            int old = masterPort();
+            int promoted = servers.stream().map(n -> n.port).filter(p -> p != old).findFirst().orElseThrow();
+            require(command(promoted, "REPLICAOF NO ONE"), "REPLICAOF NO ONE on port " + promoted);
+            for (Node n : servers) {
+                if (n.port != promoted) {
+                    require(command(n.port, "REPLICAOF " + LOOPBACK + " " + promoted), "REPLICAOF on port " + n.port);
+                }
+            }
+            for (Node sentinel : sentinels) {
+                require(command(sentinel.port, "SENTINEL REMOVE " + masterName), "SENTINEL REMOVE");
+                require(command(sentinel.port, "SENTINEL MONITOR " + masterName + " " + LOOPBACK + " " + promoted
+                        + " " + quorum), "SENTINEL MONITOR");
+                require(command(sentinel.port, "SENTINEL SET " + masterName + " down-after-milliseconds "
+                        + downAfter.toMillis()), "SENTINEL SET");
+            }
+            awaitReplicas(promoted);
+            log("Redis: switch-over of " + masterName + " from port " + old + " to port " + promoted);
+            return promoted;
+        }
+
+        private static void require(String reply, String what) {
+            if (reply == null || !reply.startsWith("+OK")) {
+                throw new IllegalStateException(what + " answered " + reply);
+            }
         }
 
         private static void signal(Node node, String signal) {
