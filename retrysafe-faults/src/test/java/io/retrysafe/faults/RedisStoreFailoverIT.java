@@ -171,6 +171,7 @@ class RedisStoreFailoverIT {
             throws InterruptedException {
         Fingerprint fingerprint = Fingerprint.sha256(intent.key().toString().getBytes(StandardCharsets.UTF_8));
         long deadline = System.nanoTime() + RECOVERY.toNanos();
+        Object last = null; // what the last try got, for the failure's message
         while (System.nanoTime() < deadline) {
             try {
                 Outcome<String> outcome = engine.execute(intent.key(), fingerprint, ResponseCodec.utf8(), attempt -> {
@@ -187,15 +188,17 @@ class RedisStoreFailoverIT {
                     intent.answers().add(replayed.value());
                     return null;
                 }
-                // in progress, store unavailable: try again
+                last = outcome; // in progress, store unavailable: try again
             } catch (OutcomeUnknownException e) {
                 intent.unknown().set(true);
+                last = e;
             } catch (StoreUnavailableException e) {
-                // refused or unreachable: not run; try again
+                last = e; // refused or unreachable: not run; try again
             }
             Thread.sleep(50 + ThreadLocalRandom.current().nextInt(150));
         }
-        throw new IllegalStateException("intent " + intent.key().digest() + " not answered within " + RECOVERY);
+        throw new IllegalStateException("intent " + intent.key().digest() + " not answered within " + RECOVERY
+                + "; the last try got " + last);
     }
 
     private static String head(List<String> items) {
