@@ -335,8 +335,11 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     private RuntimeException notConnected(String operation, NotConnected e) {
         Throwable cause = e.getCause();
         return switch (e.reason()) {
-            case COOLING_DOWN -> unavailable(operation, "not connected to Redis; the last attempt to connect, less "
-                    + "than " + RETRY_AFTER.toMillis() + " ms ago, failed: " + cause.getMessage(), cause);
+            case COOLING_DOWN -> unavailable(operation, cause instanceof RedisReadOnlyException
+                    ? "not connected to Redis; the last connection, less than " + RETRY_AFTER.toMillis() + " ms ago, "
+                            + "reached a replica: " + cause.getMessage()
+                    : "not connected to Redis; the last attempt to connect, less than " + RETRY_AFTER.toMillis()
+                            + " ms ago, failed: " + cause.getMessage(), cause);
             case STILL_CONNECTING -> unavailable(operation, "not connected to Redis within "
                     + commandTimeout.toMillis() + " ms (commandTimeout); still connecting", cause);
             case FAILED -> cause instanceof RedisException re

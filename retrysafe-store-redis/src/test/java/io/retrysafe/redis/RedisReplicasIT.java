@@ -25,6 +25,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -120,17 +121,27 @@ class RedisReplicasIT {
      */
     @Test
     void aConnectionLeftOnADemotedMasterIsReplacedByOneToTheMasterTheSentinelsName() {
-        assertThat(store.tryClaim(request(key()))).as("connected to the master").isInstanceOf(Claimed.class);
-        int promoted = redis.switchOver();
+        AtomicLong now = new AtomicLong();
+        try (RedisIdempotencyStore timed = RedisIdempotencyStore.builder(client).waitForReplicas(1, REPLICA_TIMEOUT)
+                .ticker(now::get).build()) {
+            assertThat(timed.tryClaim(request(key()))).as("connected to the master").isInstanceOf(Claimed.class);
+            int promoted = redis.switchOver();
 
-        IdempotencyKey key = key();
-        Throwable refused = catchThrowable(() -> store.tryClaim(request(key)));
-        assertThat(refused).isInstanceOf(StoreUnavailableException.class).hasMessageContaining("READONLY");
-        await("a claim on the new master").atMost(RECONNECTED).pollInterval(Duration.ofMillis(100))
-                .until(() -> claimed(() -> store.tryClaim(request(key))));
-        assertThat(on(promoted, store.redisKey(key))).containsEntry("status", "IN_PROGRESS");
+            IdempotencyKey key = key();
+            assertThat(catchThrowable(() -> timed.tryClaim(request(key)))).isInstanceOf(StoreUnavailableException.class)
+                    .hasMessageContaining("READONLY");
+            // Replaced, and not connected again within the second: a replica under every address costs one
+            // reconnect a second, not one a call.
+            assertThat(catchThrowable(() -> timed.tryClaim(request(key)))).isInstanceOf(StoreUnavailableException.class)
+                    .hasMessageContaining("the last connection, less than 1000 ms ago, reached a replica");
+            now.addAndGet(Duration.ofSeconds(1).toNanos());
+            await("a claim on the new master").atMost(RECONNECTED).pollInterval(Duration.ofMillis(100))
+                    .until(() -> claimed(() -> timed.tryClaim(request(key))));
+            assertThat(on(promoted, timed.redisKey(key))).containsEntry("status", "IN_PROGRESS");
+        }
 
         // The non-blocking calls share the connection: demoted again, they find the master too.
+        assertThat(store.tryClaim(request(key()))).as("connected to the master").isInstanceOf(Claimed.class);
         int back = redis.switchOver();
         IdempotencyKey asyncKey = key();
         await("a claim on the new master, without blocking").atMost(RECONNECTED)
