@@ -218,12 +218,7 @@ class RedisReplicasIT {
 
     /** The record's fields as the replica holds them: read on the replica itself. */
     private Map<String, String> onReplica(IdempotencyKey key) {
-        RedisClient direct = RedisClient.create(RedisURI.create("127.0.0.1", redis.replicaPorts().get(0)));
-        try (StatefulRedisConnection<String, String> c = direct.connect()) {
-            return c.sync().hgetall(store.redisKey(key));
-        } finally {
-            direct.shutdown();
-        }
+        return on(redis.replicaPorts().get(0), store.redisKey(key));
     }
 
     private static IdempotencyKey key() {
