@@ -24,10 +24,15 @@
 #
 # Settings (environment):
 #   WARMUP, DURATION    per run (default 3s, 10s)
-#   JVM_WARMUP          before round 1, each gateway gets this much closed-loop load, not measured (default
-#                       20s): a fresh JVM runs its first requests interpreted, loading classes and opening its
-#                       store connections, and without it the first round measured that (0 to 8 requests in a
+#   JVM_WARMUP          before round 1, each gateway gets at least this much closed-loop load, not measured
+#                       (default 20s): a fresh JVM runs its first requests interpreted, loading classes and opening
+#                       its store connections, and without it the first round measured that (0 to 8 requests in a
 #                       6 s run on a loaded machine) and pulled the median down
+#   SETTLE_ROUND, SETTLE_SHARE, SETTLE_MAX
+#                       then more of it, in rounds of SETTLE_ROUND (default 10s), until the gateway's JIT
+#                       compilers ran less than SETTLE_SHARE (default 0.05) of a round (read with jstat), or
+#                       SETTLE_MAX (default 180s) in all: on a gateway on Redis they took a third of its CPU for
+#                       the first minute at 600 requests a second, and a run measured then measured them
 #   ROUNDS              rounds (default 3)
 #   THREADS             closed-loop clients (default 8)
 #   RATE                open-loop requests per second, the same for every variant (default 50); keep it
@@ -235,16 +240,14 @@ cpu_ticks() {
     done
     echo "$total"
 }
-# seconds TIME: 3s, 500ms or 2m in seconds
-seconds() { awk -v t="$1" 'BEGIN { n = t + 0; if (t ~ /ms$/) n /= 1000; else if (t ~ /m$/) n *= 60; print n }'; }
 RUN_SECONDS=$(awk -v a="$(seconds "$WARMUP")" -v b="$(seconds "$DURATION")" 'BEGIN { print a + b }')
 mode_of() { case $1 in gw-pg|gw-redis|base-pg|base-redis) echo new-key ;; *) echo no-key ;; esac; }
 # The service reads its caller from the header the gateway sets once it has checked the credentials; without a
 # gateway in front (the service alone, nginx), the load sends that header itself. The gateways drop it and set it.
 CALLER=(--caller "$USER_NAME")
 for v in "${GATEWAYS[@]}"; do
-    DURATION=${JVM_WARMUP:-20s} http_load "$v-jvm-warmup" "${PORT[$v]}" --mode "$(mode_of "$v")" \
-        --threads "$THREADS" --accounts acc-1,acc-2 "${CALLER[@]}"
+    warm_until_settled "$v" "${PID[$v]}" "${PORT[$v]}" --mode "$(mode_of "$v")" --threads "$THREADS" \
+        --accounts acc-1,acc-2 "${CALLER[@]}"
 done
 : >"$OUT/rows.txt"
 say "results in $OUT; warmup $WARMUP + duration $DURATION; $ROUNDS rounds; $THREADS clients closed, $RATE rps open; $(machine)"
@@ -291,7 +294,9 @@ declare -A LABEL=([upstream]="Python upstream alone" [nginx]="nginx, plain rever
     echo "Loopback HTTP/1.1, one Python upstream behind every path; per variant and round a closed-loop run"
     echo "($THREADS clients) and an open-loop run ($RATE rps from $LOAD_THREADS clients, latency from each request's due"
     echo "time); warmup $WARMUP, then $DURATION measured; median of $ROUNDS rounds, the order rotated per round."
-    echo "Without a key: upstream, nginx, gateway off; a new Idempotency-Key per request: the gateway on a store."
+    echo "Before round 1 each gateway under load until its JIT compilers settled (at least ${JVM_WARMUP:-20s}, at most"
+    echo "${SETTLE_MAX:-180s}). Without a key: upstream, nginx, gateway off; a new Idempotency-Key per request: the gateway"
+    echo "on a store."
     echo "Source: $SOURCE. Machine: $(machine) at the end; $(java -version 2>&1 | head -n 1); $("$NGINX" -v 2>&1)."
 } | tee "$OUT/table.md"
 say "table: $OUT/table.md"

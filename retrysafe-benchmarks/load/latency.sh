@@ -27,7 +27,7 @@
 #   LOAD_THREADS        open-loop threads, each with one connection; enough that the rate fits (default 32)
 #   VARIANTS            which of them (default "off tx"; off is always run, as the baseline)
 #   POOL, REDIS_URI, PG_HOST, PG_PORT, PG_USER, PGPASSWORD, SERVICE_JAVA_OPTS, LOAD_JAVA_OPTS,
-#   SERVICE_ARGS, OUT, READY_TIMEOUT   as in payments.sh
+#   SERVICE_ARGS, OUT, READY_TIMEOUT, JVM_WARMUP, SETTLE_ROUND, SETTLE_SHARE, SETTLE_MAX   as in payments.sh
 set -euo pipefail
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
@@ -53,6 +53,7 @@ take_snapshot
 cleanup_on_exit
 
 start_variants "${VARIANTS[@]}"
+settle_variants "${VARIANTS[@]}"
 
 : >"$OUT/rows.txt"
 say "results in $OUT; warmup $WARMUP + duration $DURATION; shares $SHARES; $(machine)"

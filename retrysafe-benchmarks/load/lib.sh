@@ -264,6 +264,52 @@ http_load() {
     say "$name: $RESULT"
 }
 
+# seconds TIME: 3s, 500ms or 2m in seconds
+seconds() { awk -v t="$1" 'BEGIN { n = t + 0; if (t ~ /ms$/) n /= 1000; else if (t ~ /m$/) n *= 60; print n }'; }
+
+# --- warming a JVM up until its compilers settle ---------------------------------------------------
+# A fresh JVM under load compiles its hot code for a minute or more; on a machine with two CPUs the compiler
+# threads then take a third of the process's CPU from the requests. A run measured before they settle
+# measures the compiler, not the steady state.
+# compile_seconds PID: the seconds the JVM's JIT compilers have spent so far (jstat), or nothing
+compile_seconds() { jstat -compiler "$1" 2>/dev/null | awk 'NR == 2 { print $4 }'; }
+# warm_until_settled NAME PID PORT [HttpLoad options...]: closed-loop load, not measured, for at least
+# JVM_WARMUP (default 20s), then in rounds of SETTLE_ROUND (default 10s) until a round in which the JVM's
+# compilers ran less than SETTLE_SHARE (default 0.05) of it, or SETTLE_MAX (default 180s) in all; says how
+# long it took and what the last round compiled. Without jstat, JVM_WARMUP alone.
+warm_until_settled() {
+    local name=$1 pid=$2 port=$3; shift 3
+    local round=${SETTLE_ROUND:-10s} share=${SETTLE_SHARE:-0.05} max before after spent=none elapsed settled=no
+    max=$(seconds "${SETTLE_MAX:-180s}")
+    WARMUP=0s DURATION=${JVM_WARMUP:-20s} http_load "$name-jvm-warmup" "$port" "$@"
+    elapsed=$(seconds "${JVM_WARMUP:-20s}")
+    if [[ -z "$(compile_seconds "$pid")" ]]; then
+        say "$name: jstat does not answer; warmed up for ${JVM_WARMUP:-20s} only"
+        return 0
+    fi
+    while awk -v e="$elapsed" -v m="$max" 'BEGIN { exit !(e < m) }'; do
+        before=$(compile_seconds "$pid")
+        WARMUP=0s DURATION=$round http_load "$name-jvm-settle" "$port" "$@"
+        after=$(compile_seconds "$pid")
+        elapsed=$(awk -v e="$elapsed" -v r="$(seconds "$round")" 'BEGIN { print e + r }')
+        spent=$(awk -v a="$after" -v b="$before" 'BEGIN { printf "%.2fs", a - b }')
+        if awk -v s="${spent%s}" -v r="$(seconds "$round")" -v f="$share" 'BEGIN { exit !(s < r * f) }'; then
+            settled=yes
+            break
+        fi
+    done
+    say "$name: warmed up for ${elapsed}s; its compilers' time in the last $round: $spent (settled: $settled)"
+}
+
+# settle_variants VARIANT...: warm_until_settled each payments service started by start_variants, at 8 clients
+settle_variants() {
+    local v
+    for v in "$@"; do
+        warm_until_settled "$v" "${PID[$v]}" "${PORT[$v]}" --mode "$(variant_mode "$v")" --threads 8 \
+            --accounts acc-1,acc-2
+    done
+}
+
 # --- the table ------------------------------------------------------------------------------------
 # field NAME LINE: the value of NAME= in a result line
 field() { sed -n "s/.*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" <<<" $2"; }

@@ -20,6 +20,11 @@
 #   THREADS             thread counts (default "1 8")
 #   VARIANTS            which of them (default "off tx tl sa ff"; off is always run, as the baseline)
 #   POOL                each service's connection pool (default 10: the services share the server)
+#   JVM_WARMUP, SETTLE_ROUND, SETTLE_SHARE, SETTLE_MAX
+#                       before the first run, each service gets at least JVM_WARMUP (default 20s) of load
+#                       at 8 clients, not measured, then more in rounds of SETTLE_ROUND (default 10s) until
+#                       its JIT compilers ran less than SETTLE_SHARE (default 0.05) of a round, or
+#                       SETTLE_MAX (default 180s) in all (warm_until_settled in lib.sh)
 #   REDIS_URI           the fast filter's Redis (default redis://127.0.0.1:6379); the run's keys are
 #                       under rs-load-<pid>:ff: and deleted at the end (with redis-cli, if installed)
 #   PG_HOST, PG_PORT, PG_USER, PGPASSWORD
@@ -50,6 +55,7 @@ cleanup_on_exit
 
 # --- the services, all running throughout ---------------------------------------------------------
 start_variants "${VARIANTS[@]}"
+settle_variants "${VARIANTS[@]}"
 
 # run VARIANT THREADS ROUND: one HttpLoad run, one line in rows.txt
 run() {
@@ -95,8 +101,10 @@ for v in "${VARIANTS[@]}"; do PAYMENTS[$v]=$(psql_db "$(variant_db "$v")" -c "SE
         done
     done
     echo
-    echo "Closed loop over loopback HTTP/1.1, HttpLoad --mode new-key (bare: no-key); per round warmup $WARMUP,"
-    echo "then $DURATION measured; all the services ran throughout, the order rotated per round; medians of the rounds."
+    echo "Closed loop over loopback HTTP/1.1, HttpLoad --mode new-key (bare: no-key); before round 1 each service"
+    echo "under load until its JIT compilers settled (at least ${JVM_WARMUP:-20s}, at most ${SETTLE_MAX:-180s}); per round"
+    echo "warmup $WARMUP, then $DURATION measured; all the services ran throughout, the order rotated per round;"
+    echo "medians of the rounds."
     made=""
     for v in "${VARIANTS[@]}"; do made+="${made:+, }$v ${PAYMENTS[$v]}"; done
     echo "Payments made: $made. Pool: $POOL per service."
