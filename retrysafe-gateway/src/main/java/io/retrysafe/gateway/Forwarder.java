@@ -18,9 +18,8 @@ import java.time.Duration;
 import java.util.Collections;
 import java.util.Locale;
 import java.util.Set;
-import java.util.concurrent.ExecutionException;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.eclipse.jetty.client.BytesRequestContent;
 import org.eclipse.jetty.client.HttpClient;
@@ -88,6 +87,7 @@ final class Forwarder extends HttpServlet {
         Routes.Target target = Routes.target(request);
         if (request.getDispatcherType() == DispatcherType.ASYNC
                 && request.getAttribute(AsyncAnswer.ATTRIBUTE) instanceof AsyncAnswer pending) {
+            request.removeAttribute(AsyncAnswer.ATTRIBUTE);
             answered(request, response, target, pending);
             return;
         }
@@ -119,33 +119,34 @@ final class Forwarder extends HttpServlet {
             AsyncAnswer.send(request.startAsync(request, response), response, upstream, target, sent, deadlines);
             return;
         }
-        InputStreamResponseListener listener = new InputStreamResponseListener();
-        upstream.send(listener);
-        Response answer;
+        AwaitedAnswer awaited = new AwaitedAnswer(upstream, sent);
+        awaited.send(deadlines, target.responseTimeout());
         try {
-            answer = listener.get(target.responseTimeout().toMillis(), TimeUnit.MILLISECONDS);
-        } catch (TimeoutException e) {
-            upstream.abort(e);
-            answer = null;
-            failed(request, response, target, sent.get(), "no answer within " + target.responseTimeout(), e);
-        } catch (ExecutionException e) {
-            answer = null;
-            failed(request, response, target, sent.get(), String.valueOf(e.getCause()), e.getCause());
+            awaited.await();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             upstream.abort(e);
-            answer = null;
             failed(request, response, target, sent.get(), "interrupted while waiting for the answer", e);
+            return;
         }
-        if (answer != null) {
-            copy(upstream, answer, listener, response, target);
+        CollectedBody body = awaited.collected();
+        if (body == null) {
+            answered(request, response, target, awaited);
+            return;
+        }
+        copyHeaders(awaited.answer(), response);
+        try {
+            response.getOutputStream().write(body.bytes().array(), 0, body.length());
+        } catch (IOException e) {
+            // As when a streamed answer's client leaves (copy): the upstream answered, and its outcome is recorded.
+            LOG.log(Level.INFO, () -> "the client left before the answer of " + target.upstream() + " was written: "
+                    + e);
         }
     }
 
-    /** Back on a request thread after {@link AsyncAnswer} handed the answer over: streamed, or a failure. */
+    /** An answer that was not collected, on a request thread: streamed, or a failure. */
     private void answered(HttpServletRequest request, HttpServletResponse response, Routes.Target target,
-            AsyncAnswer pending) throws IOException {
-        request.removeAttribute(AsyncAnswer.ATTRIBUTE);
+            UpstreamAnswer pending) throws IOException {
         Response answer = pending.answer();
         if (pending.stream() != null) {
             copy(pending.exchange(), answer, pending.stream(), response, target);
@@ -318,6 +319,28 @@ final class Forwarder extends HttpServlet {
                     return;
                 }
             }
+        }
+    }
+
+    /**
+     * The answer a request thread waits for: woken once, when the answer has all come (or its headers, when it streams),
+     * or the exchange failed. The exchange always ends: the wait for the headers is bounded by the route's response
+     * time-out, the body's by the request's idle time-out, and stopping the client aborts what is left.
+     */
+    private static final class AwaitedAnswer extends UpstreamAnswer {
+        private final CountDownLatch arrived = new CountDownLatch(1);
+
+        AwaitedAnswer(Request upstream, AtomicBoolean sent) {
+            super(upstream, sent);
+        }
+
+        @Override
+        void arrived() {
+            arrived.countDown();
+        }
+
+        void await() throws InterruptedException {
+            arrived.await();
         }
     }
 }

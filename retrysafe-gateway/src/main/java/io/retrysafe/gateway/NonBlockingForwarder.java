@@ -222,7 +222,7 @@ final class NonBlockingForwarder extends Handler.Wrapper {
     }
 
     /**
-     * The upstream's answer, as {@link AsyncAnswer} takes it on the servlets' path: of known length up to
+     * The upstream's answer, as {@link UpstreamAnswer} takes it on the servlets' path: of known length up to
      * {@link CollectedBody#MAX_BYTES}, collected and written whole, so that one cut short is answered as such rather
      * than passed on in part; larger or of unknown length, written chunk by chunk as it arrives, each chunk asked for
      * once the one before has been written.
