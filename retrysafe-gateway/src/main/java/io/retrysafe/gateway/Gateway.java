@@ -2,6 +2,7 @@ package io.retrysafe.gateway;
 
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import io.retrysafe.AsyncRetrySafe;
 import io.retrysafe.OperationPolicy;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.gateway.GatewayConfig.BasicScope;
@@ -111,6 +112,8 @@ public final class Gateway implements AutoCloseable {
             // decoders it finds.
             client.getContentDecoderFactories().clear();
 
+            // On a store that answers without blocking, protected requests take no request thread either.
+            AsyncRetrySafe nonBlocking = store.async() == null ? null : engine.withAsyncStore(store.async());
             List<Routes.Protected> protectedRoutes = new ArrayList<>();
             for (Route r : config.routes()) {
                 IdempotentRoute.Builder route = IdempotentRoute.of(r.method(), r.path()).keyRequired(r.keyRequired())
@@ -131,7 +134,9 @@ public final class Gateway implements AutoCloseable {
                         .build();
                 protectedRoutes.add(new Routes.Protected(built,
                         new RetrySafeFilter(http, IdempotentExecutor.standalone(engine), engine.listener()),
-                        new Routes.Target(r.upstream(), r.responseTimeout(), r.lease()), scopes.get(r.scope())));
+                        new Routes.Target(r.upstream(), r.responseTimeout(), r.lease()), scopes.get(r.scope()),
+                        nonBlocking == null ? null : new NonBlockingRoute(built, http,
+                                nonBlocking.with(built.policy().orElseThrow()))));
             }
             List<HttpRoute> publicRoutes = config.paths().publicRoutes().stream()
                     .map(p -> HttpRoute.of(p.method(), p.path()).build()).toList();

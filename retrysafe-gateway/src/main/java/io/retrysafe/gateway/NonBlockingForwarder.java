@@ -1,6 +1,8 @@
 package io.retrysafe.gateway;
 
+import io.retrysafe.IdempotencyKey;
 import io.retrysafe.http.HttpAnswer;
+import io.retrysafe.http.HttpSemantics;
 import io.retrysafe.http.ProblemType;
 import io.retrysafe.servlet.HttpIdempotency;
 import java.lang.System.Logger.Level;
@@ -11,6 +13,7 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 import org.eclipse.jetty.client.BytesRequestContent;
 import org.eclipse.jetty.client.HttpClient;
 import org.eclipse.jetty.client.Result;
@@ -31,10 +34,12 @@ import org.eclipse.jetty.util.thread.Invocable;
  * The gateway's first handler, run by the thread that read the request, a selector's: a request no route protects,
  * with no body or one of declared length up to {@link #MAX_BODY_BYTES} bytes, is decided, read and sent from
  * here, and its answer is written by the client's thread that received it. No request thread, servlet or hand-off
- * between threads takes part: the hand-offs were most of what the gateway cost over a plain reverse proxy.
+ * between threads takes part: the hand-offs were most of what the gateway cost over a plain reverse proxy. On a
+ * store that answers without blocking (Redis), a protected request is taken the same way ({@link NonBlockingRoute}).
  *
- * <p>Everything else goes on, on a request thread, to the servlets and their blocking path: a protected route, a
- * refusal (with the edge's decision, made once), a body that is chunked or larger, the admin port. A caller whose check
+ * <p>Everything else goes on, on a request thread, to the servlets and their blocking path: a protected route on a
+ * store whose calls block, a refusal (with the edge's decision, made once), a body that is chunked or larger, the
+ * admin port. A caller whose check
  * may wait (a password not checked yet, a token) is decided on a request thread too, and forwarded from there when no
  * route protects it: a selector never waits.
  */
@@ -91,16 +96,23 @@ final class NonBlockingForwarder extends Handler.Wrapper {
             boolean onRequestThread) {
         Routes.Decision decision = routes.decide(request.getMethod(), request.getHttpURI().getPath(),
                 request.getHeaders()::get);
-        if (decision instanceof Routes.Forward forward && forward.route() == null) {
+        if (decision instanceof Routes.Forward forward) {
             Callback logged = Callback.from(callback, () -> accessLog.log(Request.getRemoteAddr(request),
                     request.getMethod(), request.getHttpURI().getPath(), response.getStatus(), start,
-                    request.getHeaders().get(HttpIdempotency.HEADER), false));
-            if (length <= 0) {
-                send(request, response, logged, forward, null);
-            } else {
-                read(request, response, logged, forward, length);
+                    request.getHeaders().get(HttpIdempotency.HEADER),
+                    "true".equals(response.getHeaders().get(HttpSemantics.REPLAYED_HEADER))));
+            if (forward.route() == null) {
+                if (length <= 0) {
+                    send(request, response, logged, forward, null);
+                } else {
+                    read(request, response, logged, length, body -> send(request, response, logged, forward, body),
+                            logged::failed); // the client's body broke off: nobody is left to answer
+                }
+                return;
             }
-            return;
+            if (protect(request, response, logged, forward, length)) {
+                return;
+            }
         }
         request.setAttribute(Routes.DECISION, decision);
         if (onRequestThread) {
@@ -108,6 +120,36 @@ final class NonBlockingForwarder extends Handler.Wrapper {
         } else {
             toServlets(request, response, callback);
         }
+    }
+
+    /**
+     * A protected request, on the non-blocking path when its store answers without blocking and the request is one it
+     * takes ({@link NonBlockingRoute#key}); false when it goes on to the servlet filter instead.
+     */
+    private boolean protect(Request request, Response response, Callback callback, Routes.Forward forward,
+            long length) {
+        NonBlockingRoute route = forward.route().nonBlocking();
+        IdempotencyKey key = route == null ? null : route.key(request.getHeaders(), forward, length);
+        if (key == null) {
+            return false;
+        }
+        Consumer<byte[]> run = body -> route.run(request, response, callback, forward, key,
+                body == null ? new byte[0] : body, attempt -> new HeldAnswer(response,
+                        upstream(request, forward, body, attempt.number()), forward.target(),
+                        route.maxResponseBytes(), route.replayedHeaders(), retryAfter), deadlines);
+        if (length <= 0) {
+            // A declared length of 0 is sent as such; none is sent with none.
+            run.accept(length == 0 ? new byte[0] : null);
+            return true;
+        }
+        read(request, response, callback, length, run, x -> {
+            // As the servlet filter answers it: a request that cannot be fingerprinted does not run.
+            response.getHeaders().put(HttpHeader.CONNECTION, "close");
+            write(response, callback, ProblemType.INCOMPLETE_BODY.answer("the request body could not be read to its "
+                    + "end (Content-Length: " + length + "): " + (x.getMessage() == null
+                            ? x.getClass().getSimpleName() : x.getMessage()), null, null));
+        });
+        return true;
     }
 
     /** On a request thread: the servlets may block. */
@@ -130,7 +172,8 @@ final class NonBlockingForwarder extends Handler.Wrapper {
      * Reads the body without a thread, then sends it. A body that has not arrived when the minimum rate says it should
      * have (past the grace period) is answered {@code 408}, and the connection closed, as on the blocking path.
      */
-    private void read(Request request, Response response, Callback callback, Routes.Forward forward, long length) {
+    private void read(Request request, Response response, Callback callback, long length, Consumer<byte[]> then,
+            Consumer<Throwable> broke) {
         AtomicBoolean answered = new AtomicBoolean();
         long rate = routes.minRequestDataRate();
         Deadlines.Pending deadline = rate <= 0 ? null : deadlines.start(Duration.ofMillis(
@@ -147,7 +190,7 @@ final class NonBlockingForwarder extends Handler.Wrapper {
                     if (deadline != null) {
                         deadline.cancel();
                     }
-                    send(request, response, callback, forward, body);
+                    then.accept(body);
                 }
             }
 
@@ -157,7 +200,7 @@ final class NonBlockingForwarder extends Handler.Wrapper {
                     if (deadline != null) {
                         deadline.cancel();
                     }
-                    callback.failed(x); // the client's body broke off: nobody is left to answer
+                    broke.accept(x);
                 }
             }
 
@@ -176,6 +219,18 @@ final class NonBlockingForwarder extends Handler.Wrapper {
 
     private void send(Request request, Response response, Callback callback, Routes.Forward forward, byte[] body) {
         Routes.Target target = forward.target();
+        org.eclipse.jetty.client.Request upstream = upstream(request, forward, body, null);
+        Answer answer = new Answer(response, callback, upstream, target);
+        upstream.onRequestBegin(r -> answer.sent.set(true));
+        Duration bound = target.responseTimeout();
+        answer.timeout = deadlines.start(bound, () -> upstream.abort(new TimeoutException("no answer within " + bound)));
+        upstream.send(answer);
+    }
+
+    /** The request to the upstream, not sent yet; {@code attempt} is null when no route protects it. */
+    private org.eclipse.jetty.client.Request upstream(Request request, Routes.Forward forward, byte[] body,
+            Integer attempt) {
+        Routes.Target target = forward.target();
         HttpFields headers = request.getHeaders();
         org.eclipse.jetty.client.Request upstream = client.newRequest(Forwarder.uri(target.upstream(),
                 forward.path(), request.getHttpURI().getQuery())).method(forward.method())
@@ -187,20 +242,16 @@ final class NonBlockingForwarder extends Handler.Wrapper {
                 }
             }
             Forwarder.addProxyHeaders(h, Request.getRemoteAddr(request), headers.get("X-Forwarded-For"),
-                    request.getHttpURI().getScheme(), headers.get(HttpHeader.HOST), null, forward.caller(),
+                    request.getHttpURI().getScheme(), headers.get(HttpHeader.HOST), attempt, forward.caller(),
                     callerHeader);
         });
         if (body != null) {
             upstream.body(new BytesRequestContent(headers.get(HttpHeader.CONTENT_TYPE), body));
         }
-        Answer answer = new Answer(response, callback, upstream, target);
-        upstream.onRequestBegin(r -> answer.sent.set(true));
-        Duration bound = target.responseTimeout();
-        answer.timeout = deadlines.start(bound, () -> upstream.abort(new TimeoutException("no answer within " + bound)));
-        upstream.send(answer);
+        return upstream;
     }
 
-    private static void write(Response response, Callback callback, HttpAnswer answer) {
+    static void write(Response response, Callback callback, HttpAnswer answer) {
         response.setStatus(answer.status());
         for (Map.Entry<String, List<String>> header : answer.headers().entrySet()) {
             for (String value : header.getValue()) {
@@ -212,7 +263,7 @@ final class NonBlockingForwarder extends Handler.Wrapper {
     }
 
     /** The status and headers of the upstream's answer, less the connection's and the upstream server's own. */
-    private static void copyHeaders(org.eclipse.jetty.client.Response answer, Response response) {
+    static void copyHeaders(org.eclipse.jetty.client.Response answer, Response response) {
         response.setStatus(answer.getStatus());
         for (HttpField field : answer.getHeaders()) {
             if (Forwarder.passesBack(field.getLowerCaseName())) {

@@ -43,8 +43,11 @@ final class Routes implements Filter {
     record Target(URI upstream, Duration responseTimeout, Duration lease) {
     }
 
-    /** One configured route: what it matches, the filter that protects it, where it goes, and its callers. */
-    record Protected(IdempotentRoute route, Filter filter, Target target, Callers callers) {
+    /**
+     * One configured route: what it matches, the filter that protects it, where it goes, and its callers;
+     * {@code nonBlocking} protects it without a request thread, null when the store cannot answer without blocking.
+     */
+    record Protected(IdempotentRoute route, Filter filter, Target target, Callers callers, NonBlockingRoute nonBlocking) {
     }
 
     private final List<Protected> routes;

@@ -11,6 +11,7 @@ import io.retrysafe.gateway.GatewayConfig.Store;
 import io.retrysafe.gateway.GatewayConfig.StoreType;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.redis.RedisIdempotencyStore;
+import io.retrysafe.spi.AsyncIdempotencyStore;
 import io.retrysafe.spi.IdempotencyStore;
 import java.lang.System.Logger.Level;
 import java.net.URI;
@@ -36,6 +37,11 @@ final class Stores {
     }
 
     record Opened(IdempotencyStore store, AutoCloseable resources) {
+        /** The store's non-blocking view, or null when its calls block (a JDBC or DynamoDB store). */
+        AsyncIdempotencyStore async() {
+            return store instanceof RedisIdempotencyStore redis ? redis.async() : null;
+        }
+
         /** Whether the store answers; a read of one record, never a write. */
         boolean isReachable() {
             try {

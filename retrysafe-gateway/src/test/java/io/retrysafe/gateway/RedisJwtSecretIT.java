@@ -5,7 +5,6 @@ import com.nimbusds.jose.JWSHeader;
 import com.nimbusds.jose.crypto.MACSigner;
 import com.nimbusds.jwt.JWTClaimsSet;
 import com.nimbusds.jwt.SignedJWT;
-import io.retrysafe.testservices.TestRedis;
 import java.net.http.HttpRequest;
 import java.nio.charset.StandardCharsets;
 import java.util.Date;
@@ -19,11 +18,7 @@ class RedisJwtSecretIT extends GatewayContract {
 
     @Override
     String store() {
-        return """
-                type: redis
-                url: %s
-                key-prefix: "gw-it-%s:"
-                """.formatted(TestRedis.standaloneUri().toURI(), UUID.randomUUID());
+        return TestStores.redis("gw-it-" + UUID.randomUUID() + ":");
     }
 
     @Override

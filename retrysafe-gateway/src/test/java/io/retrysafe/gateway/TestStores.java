@@ -1,6 +1,7 @@
 package io.retrysafe.gateway;
 
 import io.retrysafe.testservices.TestDatabases;
+import io.retrysafe.testservices.TestRedis;
 import java.util.Map;
 import java.util.UUID;
 
@@ -30,6 +31,15 @@ final class TestStores {
     static String mariadb(String table) {
         return jdbc("mariadb", TestDatabases.mariadbJdbcUrl(), TestDatabases.mariadbUser(), "TEST_MARIADB_PASSWORD",
                 table);
+    }
+
+    /** The shared standalone Redis, under a key prefix of the caller's own. */
+    static String redis(String keyPrefix) {
+        return """
+                type: redis
+                url: %s
+                key-prefix: "%s"
+                """.formatted(TestRedis.standaloneUri().toURI(), keyPrefix);
     }
 
     private static String jdbc(String type, String url, String user, String passwordEnv, String table) {

@@ -1,0 +1,330 @@
+package io.retrysafe.gateway;
+
+import static io.retrysafe.gateway.GatewayHttp.assertProblem;
+import static io.retrysafe.gateway.GatewayHttp.basic;
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.zip.GZIPInputStream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.springframework.security.crypto.bcrypt.BCrypt;
+
+/**
+ * The gateway on the public edge, tried as an attacker would: every request it forwards has a checked caller (or is
+ * declared public), the upstream learns the caller only from the gateway, what is matched is what is forwarded,
+ * bodies and answers pass unchanged, and the gateway's own endpoints shadow nothing of the upstream's. Each subclass
+ * runs it on one store: on Redis, protected requests take the non-blocking path.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+abstract class EdgeContract {
+    private static final String ALICE = basic("alice", "alice-secret");
+    private static final String CALLER = "X-RetrySafe-Caller";
+
+    private Path dir;
+    private TestUpstream upstream;
+    private Gateway gateway;
+    private GatewayHttp client;
+    private GatewayHttp admin;
+    /** A key of each test's own (one instance runs every test). */
+    private String key;
+
+    /** The {@code store:} section. */
+    abstract String store();
+
+    /** The environment the {@code store:} section names. */
+    abstract Map<String, String> env();
+
+    @BeforeAll
+    void start() throws Exception {
+        dir = Files.createTempDirectory("retrysafe-gateway-it");
+        upstream = TestUpstream.start();
+        Files.writeString(dir.resolve("users.txt"), "alice:" + BCrypt.hashpw("alice-secret", BCrypt.gensalt(4)) + "\n");
+        String yaml = """
+                listen:
+                  port: 0
+                admin:
+                  port: 0
+                upstream:
+                  url: %s
+                  response-timeout: 60s
+                  connect-timeout: 10s
+                  chunked-requests: false
+                scope:
+                  basic:
+                    users-file: users.txt
+                paths:
+                  public:
+                    - method: GET
+                      path: /status
+                store:
+                  %s
+                idempotency:
+                  max-request-bytes: 1024
+                routes:
+                  - method: POST
+                    path: /payments
+                  - method: POST
+                    path: /payments/{id}/refunds
+                """.formatted(upstream.url(), store().indent(2).strip());
+        gateway = Gateway.start(ConfigLoader.parse("gateway.yaml", yaml, env(), dir), env());
+        client = new GatewayHttp(gateway.port());
+        admin = new GatewayHttp(gateway.adminPort());
+    }
+
+    @BeforeEach
+    void newKey() {
+        key = UUID.randomUUID().toString();
+    }
+
+    @AfterAll
+    void stop() {
+        if (gateway != null) {
+            gateway.close();
+        }
+        if (upstream != null) {
+            upstream.close();
+        }
+    }
+
+    // ------------------------------------------------------------------ callers
+
+    @Test
+    void aWrongPasswordIsRefusedOnPathsNoRouteProtectsToo() throws Exception {
+        HttpResponse<String> wrong = client.send(get("/payments/p-1").header("Authorization",
+                basic("alice", "not-her-password")));
+        HttpResponse<String> none = client.send(get("/payments/p-1"));
+
+        assertProblem(wrong, 401, "/problems/unauthenticated");
+        assertThat(wrong.headers().firstValue("WWW-Authenticate")).hasValueSatisfying(c -> assertThat(c)
+                .startsWith("Basic realm="));
+        assertProblem(none, 401, "/problems/unauthenticated");
+        assertThat(upstream.callsOn("/payments/p-1")).isZero();
+    }
+
+    @Test
+    void theUpstreamLearnsTheCallerTheGatewayCheckedNeverOneTheClientNamed() throws Exception {
+        HttpResponse<String> read = client.send(get("/payments/p-2").header("Authorization", ALICE)
+                .header(CALLER, "bob"));
+        assertThat(read.statusCode()).isEqualTo(201);
+        assertThat(upstream.lastHeaders).containsEntry(CALLER.toLowerCase(), "alice");
+
+        HttpResponse<String> pay = client.send(client.post("/payments", ALICE, key, "{\"amount\":1}").header(CALLER,
+                "bob"));
+        assertThat(pay.statusCode()).isEqualTo(201);
+        assertThat(upstream.lastHeaders).containsEntry(CALLER.toLowerCase(), "alice");
+    }
+
+    @Test
+    void aPublicPathIsForwardedWithoutACallerEvenOneTheClientNamed() throws Exception {
+        HttpResponse<String> status = client.send(get("/status").header(CALLER, "alice"));
+
+        assertThat(status.statusCode()).isEqualTo(201);
+        assertThat(upstream.lastPath).isEqualTo("/status");
+        assertThat(upstream.lastHeaders).doesNotContainKey(CALLER.toLowerCase());
+    }
+
+    // ------------------------------------------------------------------ paths and methods
+
+    @Test
+    void aRouteSpelledInAnotherCaseOrWithATrailingSlashIsProtectedAndForwardedAsTheRouteSpellsIt()
+            throws Exception {
+        HttpResponse<String> anonymous = client.send(client.post("/PAYMENTS", null, null, "{\"amount\":1}"));
+        HttpResponse<String> noKey = client.send(client.post("/PAYMENTS", ALICE, null, "{\"amount\":1}"));
+        assertProblem(anonymous, 401, "/problems/unauthenticated");
+        assertProblem(noKey, 400, "/problems/missing-key");
+        assertThat(upstream.callsOn("/PAYMENTS")).isZero();
+
+        HttpResponse<String> paid = client.send(client.post("/Payments/", ALICE, key, "{\"amount\":1}"));
+        HttpResponse<String> again = client.send(client.post("/payments", ALICE, key, "{\"amount\":1}"));
+        assertThat(paid.statusCode()).isEqualTo(201);
+        assertThat(again.headers().firstValue("Idempotent-Replayed")).hasValue("true");
+        assertThat(upstream.lastPath).isEqualTo("/payments");
+        assertThat(upstream.calls(key)).isEqualTo(1);
+
+        HttpResponse<String> refund = client.send(client.post("/PAYMENTS/P-9/Refunds", ALICE, null, "{}"));
+        assertProblem(refund, 400, "/problems/missing-key");
+    }
+
+    @Test
+    void aPathSpelledSoThatTheUpstreamMayReadItAnotherWayIsRefused() throws Exception {
+        for (String path : new String[] {"/payments;x", "/./payments", "//payments", "/p%61yments", "/x/../payments",
+                "/payments%2Fx/refunds", "/payments/%2e%2e/payments", "/payments\\x"}) {
+            String k = UUID.randomUUID().toString();
+            String answer = GatewayHttp.raw(gateway.port(), "POST " + path + " HTTP/1.1\r\nHost: gw\r\nAuthorization: "
+                    + ALICE + "\r\nIdempotency-Key: " + k + "\r\nContent-Type: application/json\r\nContent-Length: 2"
+                    + "\r\nConnection: close\r\n\r\n{}");
+
+            assertThat(answer).as(path).startsWith("HTTP/1.1 400 ").containsIgnoringCase(
+                    "Content-Type: application/problem+json");
+            assertThat(upstream.calls(k)).as(path).isZero();
+        }
+    }
+
+    @Test
+    void aMethodOverrideIsRefusedNotForwarded() throws Exception {
+        for (String header : new String[] {"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"}) {
+            HttpResponse<String> r = client.send(client.post("/payments/p-3/cancel", ALICE, null, "{}")
+                    .header(header, "DELETE"));
+
+            assertProblem(r, 400, "/problems/request-rejected");
+        }
+        assertThat(upstream.callsOn("/payments/p-3/cancel")).isZero();
+    }
+
+    @Test
+    void aControlCharacterInTheKeyIsAProblemNotTheServersHtmlPage() throws Exception {
+        String answer = GatewayHttp.raw(gateway.port(), "POST /payments HTTP/1.1\r\nHost: gw\r\nAuthorization: " + ALICE
+                + "\r\nIdempotency-Key: ab\u0001cd\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+                + "Connection: close\r\n\r\n{}");
+
+        assertThat(answer).startsWith("HTTP/1.1 400 ").containsIgnoringCase("Content-Type: application/problem+json")
+                .contains("\"type\":\"/problems/request-rejected\"").doesNotContain("<html");
+    }
+
+    // ------------------------------------------------------------------ bodies
+
+    @Test
+    void aFormBodyReachesTheUpstreamAsTheClientSentIt() throws Exception {
+        String form = "account=acc-1&amount=7";
+        HttpResponse<String> paid = client.send(form("/payments", key, form));
+        HttpResponse<String> replay = client.send(form("/payments", key, form));
+        HttpResponse<String> other = client.send(form("/payments", key, "account=acc-1&amount=8"));
+
+        assertThat(paid.statusCode()).isEqualTo(201);
+        assertThat(paid.body()).contains("\"received\":" + form.length());
+        assertThat(new String(upstream.lastBody, UTF_8)).isEqualTo(form);
+        assertThat(replay.headers().firstValue("Idempotent-Replayed")).hasValue("true");
+        assertProblem(other, 422, "/problems/key-reused");
+        assertThat(upstream.calls(key)).isEqualTo(1);
+    }
+
+    @Test
+    void aBodyOfKnownLengthIsForwardedWithThatLength() throws Exception {
+        byte[] body = new byte[3_000_000];
+        Arrays.fill(body, (byte) 'x');
+        HttpResponse<String> r = client.send(HttpRequest.newBuilder(client.uri("/uploads/known"))
+                .header("Authorization", ALICE).POST(HttpRequest.BodyPublishers.ofByteArray(body)));
+
+        assertThat(r.statusCode()).isEqualTo(201);
+        assertThat(upstream.lastHeaders).containsEntry("content-length", "3000000")
+                .doesNotContainKey("transfer-encoding");
+        assertThat(upstream.lastBody).hasSize(body.length);
+    }
+
+    @Test
+    void aChunkedBodyIsForwardedWithItsLengthWhenTheUpstreamTakesNoChunkedRequests() throws Exception {
+        byte[] body = new byte[5_000];
+        Arrays.fill(body, (byte) 'y');
+        HttpResponse<String> r = client.send(HttpRequest.newBuilder(client.uri("/uploads/chunked"))
+                .header("Authorization", ALICE)
+                .POST(HttpRequest.BodyPublishers.ofInputStream(() -> new ByteArrayInputStream(body))));
+
+        assertThat(r.statusCode()).isEqualTo(201);
+        assertThat(upstream.lastHeaders).containsEntry("content-length", "5000").doesNotContainKey("transfer-encoding");
+        assertThat(upstream.lastBody).isEqualTo(body);
+    }
+
+    /** A small body is read without a thread, a large one by a request thread: both are bounded alike. */
+    @ParameterizedTest
+    @ValueSource(ints = {2_000, 100_000})
+    void aBodyTricklingInSlowerThanTheMinimumRateIsCutOff(int length) throws Exception {
+        try (Socket slow = new Socket("127.0.0.1", gateway.port())) {
+            slow.setSoTimeout(100);
+            OutputStream out = slow.getOutputStream();
+            out.write(("POST /uploads/slow HTTP/1.1\r\nHost: gw\r\nAuthorization: " + ALICE + "\r\nContent-Length: "
+                    + length + "\r\n\r\n").getBytes(UTF_8));
+            // The attack itself: a byte every 200 ms, far below the gateway's 1024 bytes a second, until it answers
+            // (once the body's first 10 s have passed).
+            byte[] answer = new byte[0];
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(40);
+            while (answer.length == 0 && System.nanoTime() < deadline) {
+                try {
+                    out.write('x');
+                    out.flush();
+                } catch (IOException e) {
+                    break; // the gateway closed the connection
+                }
+                try {
+                    answer = slow.getInputStream().readNBytes(12);
+                } catch (SocketTimeoutException e) {
+                    TimeUnit.MILLISECONDS.sleep(100);
+                }
+            }
+            slow.setSoTimeout(10_000);
+            String status = new String(answer, UTF_8) + new String(slow.getInputStream().readAllBytes(), UTF_8);
+
+            assertThat(status).startsWith("HTTP/1.1 408 ").containsIgnoringCase("application/problem+json");
+        }
+        assertThat(upstream.callsOn("/uploads/slow")).isZero();
+    }
+
+    // ------------------------------------------------------------------ answers
+
+    @Test
+    void aGzipAnswerIsReplayedAsTheSameGzipLabelledSo() throws Exception {
+        HttpResponse<byte[]> first = client.sendForBytes(client.post("/payments?gzip", ALICE, key, "{\"amount\":2}"));
+        HttpResponse<byte[]> replay = client.sendForBytes(client.post("/payments?gzip", ALICE, key, "{\"amount\":2}"));
+
+        assertThat(first.statusCode()).isEqualTo(201);
+        assertThat(first.headers().firstValue("Content-Encoding")).hasValue("gzip");
+        assertThat(replay.headers().firstValue("Idempotent-Replayed")).hasValue("true");
+        assertThat(replay.headers().firstValue("Content-Encoding")).hasValue("gzip");
+        assertThat(replay.headers().firstValue("Vary")).hasValue("Accept-Encoding");
+        assertThat(replay.body()).isEqualTo(first.body());
+        assertThat(new String(new GZIPInputStream(new ByteArrayInputStream(replay.body())).readAllBytes(), UTF_8))
+                .contains("\"payment\":");
+    }
+
+    // ------------------------------------------------------------------ the gateway's own endpoints
+
+    @Test
+    void healthAndMetricsAreOnTheAdminPortAndTheUpstreamsOwnPathsAreForwarded() throws Exception {
+        HttpResponse<String> health = admin.send(get("/health", admin));
+        HttpResponse<String> metrics = admin.send(get("/metrics", admin));
+        HttpResponse<String> upstreamHealth = client.send(get("/health").header("Authorization", ALICE));
+        HttpResponse<String> upstreamMetrics = client.send(get("/metrics").header("Authorization", ALICE));
+
+        assertThat(health.statusCode()).isEqualTo(200);
+        assertThat(health.body()).contains("\"status\":\"UP\"");
+        assertThat(metrics.body()).contains("retrysafe_requests_total{");
+        assertThat(upstreamHealth.statusCode()).isEqualTo(201);
+        assertThat(upstreamMetrics.statusCode()).isEqualTo(201);
+        assertThat(upstream.callsOn("/health")).isEqualTo(1);
+        assertThat(upstream.callsOn("/metrics")).isEqualTo(1);
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private HttpRequest.Builder get(String path) {
+        return get(path, client);
+    }
+
+    private HttpRequest.Builder get(String path, GatewayHttp on) {
+        return HttpRequest.newBuilder(on.uri(path)).GET();
+    }
+
+    private HttpRequest.Builder form(String path, String key, String form) {
+        return HttpRequest.newBuilder(client.uri(path)).header("Authorization", ALICE).header("Idempotency-Key", key)
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .POST(HttpRequest.BodyPublishers.ofString(form));
+    }
+}
