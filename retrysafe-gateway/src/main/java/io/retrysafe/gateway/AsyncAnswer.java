@@ -2,9 +2,6 @@ package io.retrysafe.gateway;
 
 import jakarta.servlet.AsyncContext;
 import jakarta.servlet.http.HttpServletResponse;
-import java.io.IOException;
-import java.lang.System.Logger.Level;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.eclipse.jetty.client.Request;
 
 /**
@@ -19,15 +16,13 @@ import org.eclipse.jetty.client.Request;
 final class AsyncAnswer extends UpstreamAnswer {
     /** The request attribute an asynchronous dispatch finds this under. */
     static final String ATTRIBUTE = AsyncAnswer.class.getName();
-    private static final System.Logger LOG = System.getLogger(AsyncAnswer.class.getName());
 
     private final AsyncContext async;
     private final HttpServletResponse response;
     private final Routes.Target target;
 
-    private AsyncAnswer(AsyncContext async, HttpServletResponse response, Request upstream, Routes.Target target,
-            AtomicBoolean sent) {
-        super(upstream, sent);
+    private AsyncAnswer(AsyncContext async, HttpServletResponse response, Request upstream, Routes.Target target) {
+        super(upstream);
         this.async = async;
         this.response = response;
         this.target = target;
@@ -35,8 +30,8 @@ final class AsyncAnswer extends UpstreamAnswer {
 
     /** Sends the request; the answer is written, or handed back to a request thread, once it has come. */
     static void send(AsyncContext async, HttpServletResponse response, Request upstream, Routes.Target target,
-            AtomicBoolean sent, Deadlines deadlines) {
-        AsyncAnswer listener = new AsyncAnswer(async, response, upstream, target, sent);
+            Deadlines deadlines) {
+        AsyncAnswer listener = new AsyncAnswer(async, response, upstream, target);
         async.getRequest().setAttribute(ATTRIBUTE, listener);
         // The gateway's own bound on the wait for the answer's headers; the container's would answer 500 on its own.
         async.setTimeout(0);
@@ -54,12 +49,7 @@ final class AsyncAnswer extends UpstreamAnswer {
         // threads, which read every upstream's answers, must never wait.
         async.start(() -> {
             try {
-                Forwarder.copyHeaders(answer(), response);
-                response.getOutputStream().write(body.bytes().array(), 0, body.length());
-            } catch (IOException | RuntimeException e) {
-                // The client left before its answer was written; the upstream's part is done, nothing is held.
-                LOG.log(Level.INFO, () -> "the client left before the answer of " + target.upstream()
-                        + " was written: " + e);
+                Forwarder.writeCollected(this, body, response, target);
             } finally {
                 async.complete();
             }

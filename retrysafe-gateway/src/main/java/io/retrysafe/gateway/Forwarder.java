@@ -20,7 +20,6 @@ import java.util.Locale;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.eclipse.jetty.client.BytesRequestContent;
 import org.eclipse.jetty.client.HttpClient;
 import org.eclipse.jetty.client.InputStreamRequestContent;
@@ -110,23 +109,19 @@ final class Forwarder extends HttpServlet {
         if (!body(request, response, upstream, attempt != null)) {
             return;
         }
-        // "Sent" from the moment a connection takes the request, before its first byte is written: a failure
-        // after that may have reached the upstream. Connection refused and connect timeouts come before it.
-        AtomicBoolean sent = new AtomicBoolean();
-        upstream.onRequestBegin(r -> sent.set(true));
         if (attempt == null && request.isAsyncSupported()) {
             // Nothing to record: the answer is awaited without holding this thread.
-            AsyncAnswer.send(request.startAsync(request, response), response, upstream, target, sent, deadlines);
+            AsyncAnswer.send(request.startAsync(request, response), response, upstream, target, deadlines);
             return;
         }
-        AwaitedAnswer awaited = new AwaitedAnswer(upstream, sent);
+        AwaitedAnswer awaited = new AwaitedAnswer(upstream);
         awaited.send(deadlines, target.responseTimeout());
         try {
             awaited.await();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             upstream.abort(e);
-            failed(request, response, target, sent.get(), "interrupted while waiting for the answer", e);
+            failed(request, response, target, awaited.sent(), "interrupted while waiting for the answer", e);
             return;
         }
         CollectedBody body = awaited.collected();
@@ -134,11 +129,19 @@ final class Forwarder extends HttpServlet {
             answered(request, response, target, awaited);
             return;
         }
-        copyHeaders(awaited.answer(), response);
+        writeCollected(awaited, body, response, target);
+    }
+
+    /**
+     * Writes an answer collected whole. A client that left meanwhile is logged, not thrown: the upstream answered, so
+     * its outcome is recorded (on a protected route) as when a streamed answer's client leaves ({@link #copy}).
+     */
+    static void writeCollected(UpstreamAnswer answer, CollectedBody body, HttpServletResponse response,
+            Routes.Target target) {
         try {
+            copyHeaders(answer.answer(), response);
             response.getOutputStream().write(body.bytes().array(), 0, body.length());
-        } catch (IOException e) {
-            // As when a streamed answer's client leaves (copy): the upstream answered, and its outcome is recorded.
+        } catch (IOException | RuntimeException e) {
             LOG.log(Level.INFO, () -> "the client left before the answer of " + target.upstream() + " was written: "
                     + e);
         }
@@ -330,8 +333,8 @@ final class Forwarder extends HttpServlet {
     private static final class AwaitedAnswer extends UpstreamAnswer {
         private final CountDownLatch arrived = new CountDownLatch(1);
 
-        AwaitedAnswer(Request upstream, AtomicBoolean sent) {
-            super(upstream, sent);
+        AwaitedAnswer(Request upstream) {
+            super(upstream);
         }
 
         @Override

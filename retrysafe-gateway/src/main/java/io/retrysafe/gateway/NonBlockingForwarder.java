@@ -11,16 +11,13 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import org.eclipse.jetty.client.BytesRequestContent;
 import org.eclipse.jetty.client.HttpClient;
-import org.eclipse.jetty.client.Result;
 import org.eclipse.jetty.http.HttpField;
 import org.eclipse.jetty.http.HttpFields;
 import org.eclipse.jetty.http.HttpHeader;
-import org.eclipse.jetty.http.HttpMethod;
 import org.eclipse.jetty.http.HttpStatus;
 import org.eclipse.jetty.io.Content;
 import org.eclipse.jetty.server.Handler;
@@ -28,7 +25,6 @@ import org.eclipse.jetty.server.Request;
 import org.eclipse.jetty.server.Response;
 import org.eclipse.jetty.util.Callback;
 import org.eclipse.jetty.util.Promise;
-import org.eclipse.jetty.util.thread.Invocable;
 
 /**
  * The gateway's first handler, run by the thread that read the request, a selector's: a request no route protects,
@@ -218,13 +214,7 @@ final class NonBlockingForwarder extends Handler.Wrapper {
     }
 
     private void send(Request request, Response response, Callback callback, Routes.Forward forward, byte[] body) {
-        Routes.Target target = forward.target();
-        org.eclipse.jetty.client.Request upstream = upstream(request, forward, body, null);
-        Answer answer = new Answer(response, callback, upstream, target);
-        upstream.onRequestBegin(r -> answer.sent.set(true));
-        Duration bound = target.responseTimeout();
-        answer.timeout = deadlines.start(bound, () -> upstream.abort(new TimeoutException("no answer within " + bound)));
-        upstream.send(answer);
+        new Answer(response, callback, upstream(request, forward, body, null), forward.target()).send(deadlines);
     }
 
     /** The request to the upstream, not sent yet; {@code attempt} is null when no route protects it. */
@@ -273,96 +263,41 @@ final class NonBlockingForwarder extends Handler.Wrapper {
     }
 
     /**
-     * The upstream's answer, as {@link UpstreamAnswer} takes it on the servlets' path: of known length up to
-     * {@link CollectedBody#MAX_BYTES}, collected and written whole, so that one cut short is answered as such rather
-     * than passed on in part; larger or of unknown length, written chunk by chunk as it arrives, each chunk asked for
-     * once the one before has been written.
+     * The upstream's answer to a request no route protects, as {@link UpstreamAnswer} takes it on the servlets' path:
+     * of known length up to {@link CollectedBody#MAX_BYTES}, collected and written whole; larger or of unknown length,
+     * written chunk by chunk as it arrives. Written as soon as it ends: there is nothing to record.
      */
-    private final class Answer implements org.eclipse.jetty.client.Response.Listener {
-        private final Response response;
+    private final class Answer extends NonBlockingAnswer {
         private final Callback callback;
-        private final org.eclipse.jetty.client.Request upstream;
-        private final Routes.Target target;
-        /** Whether a connection took the request: a failure after that may have reached the upstream. */
-        final AtomicBoolean sent = new AtomicBoolean();
-        Deadlines.Pending timeout;
-        /** Null until the headers are in, and for an answer that streams. */
-        private CollectedBody body;
-        private boolean streamed;
 
-        Answer(Response response, Callback callback, org.eclipse.jetty.client.Request upstream,
-                Routes.Target target) {
-            this.response = response;
+        Answer(Response response, Callback callback, org.eclipse.jetty.client.Request upstream, Routes.Target target) {
+            super(response, upstream, target, CollectedBody.MAX_BYTES, false);
             this.callback = callback;
-            this.upstream = upstream;
-            this.target = target;
         }
 
         @Override
-        public void onHeaders(org.eclipse.jetty.client.Response answer) {
-            timeout.cancel();
-            body = CollectedBody.of(upstream, answer);
-            if (body == null) {
-                streamed = true;
-                copyHeaders(answer, response);
-                long declared = answer.getHeaders().getLongField(HttpHeader.CONTENT_LENGTH);
-                if (declared >= 0) {
-                    response.getHeaders().put(HttpHeader.CONTENT_LENGTH, declared);
-                }
-            }
+        void ended() {
+            write(callback);
         }
 
         @Override
-        public void onContent(org.eclipse.jetty.client.Response answer, Content.Chunk chunk, Runnable demander) {
-            if (!streamed) {
-                if (body.add(chunk.getByteBuffer(), upstream)) {
-                    demander.run();
-                }
-                return;
-            }
-            chunk.retain();
-            response.write(false, chunk.getByteBuffer(), Callback.from(Invocable.InvocationType.NON_BLOCKING, () -> {
-                chunk.release();
-                demander.run();
-            }, x -> {
-                chunk.release();
-                upstream.abort(x);
-            }));
-        }
-
-        @Override
-        public void onComplete(Result result) {
-            timeout.cancel();
-            org.eclipse.jetty.client.Response answer = result.getResponse();
-            if (!result.isFailed() && (streamed || (body != null && body.whole()))) {
-                if (streamed) {
-                    response.write(true, null, callback);
-                } else {
-                    copyHeaders(answer, response);
-                    if (!HttpMethod.HEAD.is(upstream.getMethod())) {
-                        response.getHeaders().put(HttpHeader.CONTENT_LENGTH, body.length());
-                    }
-                    response.write(true, body.bytes(), callback);
-                }
-                return;
-            }
-            Throwable cause = result.getFailure() != null ? result.getFailure() : body.cutShort();
-            if (response.isCommitted()) {
+        void failed(Throwable cause, boolean reached) {
+            if (isCommitted()) {
                 // Part of a streamed answer is out: the client's connection is cut, so that it sees it cut short.
                 callback.failed(cause);
                 return;
             }
+            Response response = response();
             response.reset();
-            // Headers came (a body to collect), or a connection took the request: it may have reached the upstream.
-            if (!sent.get() && body == null) {
-                LOG.log(Level.WARNING, () -> "upstream " + target.upstream() + " not reached: " + cause);
-                write(response, callback, ProblemType.UPSTREAM_UNAVAILABLE.answer(Forwarder.NOT_REACHED, null,
+            if (!reached) {
+                LOG.log(Level.WARNING, () -> "upstream " + target().upstream() + " not reached: " + cause);
+                NonBlockingForwarder.write(response, callback, ProblemType.UPSTREAM_UNAVAILABLE.answer(Forwarder.NOT_REACHED, null,
                         retryAfter));
                 return;
             }
-            LOG.log(Level.WARNING, () -> "upstream " + target.upstream() + " got the request and did not answer: "
+            LOG.log(Level.WARNING, () -> "upstream " + target().upstream() + " got the request and did not answer: "
                     + cause);
-            write(response, callback, ProblemType.OUTCOME_UNKNOWN.answer(Forwarder.NO_ANSWER, null, null));
+            NonBlockingForwarder.write(response, callback, ProblemType.OUTCOME_UNKNOWN.answer(Forwarder.NO_ANSWER, null, null));
         }
     }
 }

@@ -113,7 +113,8 @@ final class NonBlockingRoute {
                 () -> engine.execute(key, fingerprint, ResponseCodec.identity(), attempt -> {
                     HeldAnswer answer = forwarder.apply(attempt);
                     held.set(answer);
-                    return answer.send(deadlines);
+                    answer.send(deadlines);
+                    return answer.recorded();
                 }))
                 .whenComplete((outcome, failure) -> answer(request, response, callback, key, held.get(), outcome,
                         failure));

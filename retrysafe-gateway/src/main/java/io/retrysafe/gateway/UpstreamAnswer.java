@@ -18,8 +18,11 @@ import org.eclipse.jetty.io.Content;
  */
 abstract class UpstreamAnswer implements Response.Listener {
     private final Request upstream;
-    /** Whether a connection took the request: a failure after that may have reached the upstream. */
-    private final AtomicBoolean sent;
+    /**
+     * Whether a connection took the request, before its first byte was written: a failure after that may have reached
+     * the upstream. Connection refused and connect time-outs come before it.
+     */
+    private final AtomicBoolean sent = new AtomicBoolean();
     private Deadlines.Pending timeout;
     /** Set once the headers are in: what the answer is. */
     private volatile Response answer;
@@ -28,9 +31,8 @@ abstract class UpstreamAnswer implements Response.Listener {
     private CollectedBody body;
     private volatile Throwable failure;
 
-    UpstreamAnswer(Request upstream, AtomicBoolean sent) {
+    UpstreamAnswer(Request upstream) {
         this.upstream = upstream;
-        this.sent = sent;
     }
 
     /**
@@ -38,6 +40,7 @@ abstract class UpstreamAnswer implements Response.Listener {
      * and answered as a failure.
      */
     final void send(Deadlines deadlines, Duration bound) {
+        upstream.onRequestBegin(r -> sent.set(true));
         timeout = deadlines.start(bound, () -> upstream.abort(new TimeoutException("no answer within " + bound)));
         upstream.send(this);
     }
