@@ -16,6 +16,8 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -64,9 +66,12 @@ class GatewayCrashIT {
         }
     }
 
-    @Test
-    void theGatewayKilledUnderLoadBooksNoIntentTwiceAndEveryAnswerOfAnIntentIsTheSame() throws Exception {
-        try (Upstream upstream = Upstream.start(dir); Gateway gateway = Gateway.start(dir, upstream, Gateway.Store.POSTGRESQL)) {
+    /** On PostgreSQL a protected request takes a request thread; on Redis the non-blocking path. */
+    @ParameterizedTest
+    @EnumSource(value = Gateway.Store.class, names = {"POSTGRESQL", "REDIS"})
+    void theGatewayKilledUnderLoadBooksNoIntentTwiceAndEveryAnswerOfAnIntentIsTheSame(Gateway.Store store)
+            throws Exception {
+        try (Upstream upstream = Upstream.start(dir); Gateway gateway = Gateway.start(dir, upstream, store)) {
             GatewayTarget target = new GatewayTarget(gateway, upstream);
             PaymentsClient client = new PaymentsClient(target);
             CrashUnderLoad load = CrashUnderLoad.run(target, GatewayTarget.ALICE, 8, 12, () -> {
