@@ -93,12 +93,10 @@ final class NonBlockingRoute {
         String query = request.getHttpURI().getQuery();
         Fingerprint fingerprint;
         try {
-            // The handler reads the form's bytes (forwarded as sent): its fields are parsed from them for the
-            // fingerprint, as the servlet filter parses them.
-            byte[] content = HttpForms.isUrlEncoded(contentType)
-                    ? HttpForms.canonical(HttpForms.parse(query, body, contentType)) : body;
+            // The body is forwarded as sent: a form's fields are parsed from its bytes for the fingerprint.
             fingerprint = HttpSemantics.fingerprint(route.route(), forward.method(),
-                    HttpPaths.normalise(forward.path()), query, headers::getValuesList, contentType, content);
+                    HttpPaths.normalise(forward.path()), query, headers::getValuesList, contentType,
+                    HttpForms.fingerprinted(query, body, contentType));
         } catch (HttpForms.MalformedFormException e) {
             NonBlockingForwarder.write(response, callback, ProblemType.MALFORMED_FORM.answer(e.getMessage(), null,
                     null));

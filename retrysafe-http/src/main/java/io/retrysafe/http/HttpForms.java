@@ -23,8 +23,9 @@ import java.util.TreeMap;
  * percent-encoding, a new boundary) are then the same request.
  *
  * <p>The servlet filter gets the fields and parts from its container, which parses them; a stack that
- * hands the body over raw (WebFlux) parses the fields with {@link #parse}, as a servlet container does:
- * the query's fields first (UTF-8), then the body's, in the body's charset.
+ * hands the body over raw (WebFlux, Jakarta REST, the gateway) parses the fields with {@link #parse}, as a
+ * servlet container does: the query's fields first (UTF-8), then the body's, in the body's charset
+ * ({@link #fingerprinted} does both steps).
  */
 public final class HttpForms {
     public static final String URL_ENCODED = "application/x-www-form-urlencoded";
@@ -53,6 +54,17 @@ public final class HttpForms {
             }
         });
         return out.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    /**
+     * The bytes a body read as sent is fingerprinted with: an URL-encoded form's fields (the query's and the
+     * body's, {@linkplain #parse parsed} as a servlet container parses them) in the {@linkplain #canonical
+     * canonical} form, so that it fingerprints as a container's parameters would; any other body as it is.
+     *
+     * @throws MalformedFormException for a form {@link #parse} refuses
+     */
+    public static byte[] fingerprinted(String rawQuery, byte[] body, String contentType) {
+        return isUrlEncoded(contentType) ? canonical(parse(rawQuery, body, contentType)) : body;
     }
 
     /**

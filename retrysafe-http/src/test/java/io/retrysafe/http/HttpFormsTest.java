@@ -51,6 +51,19 @@ class HttpFormsTest {
     }
 
     @Test
+    void aFormReadAsSentIsFingerprintedAsItsFieldsAndAnyOtherBodyAsItIs() {
+        byte[] form = "note=a+b&amount=100".getBytes(UTF_8);
+        assertThat(HttpForms.fingerprinted("a=0", form, HttpForms.URL_ENCODED + "; charset=UTF-8"))
+                .isEqualTo(HttpForms.canonical(parse("a=0", "amount=100&note=a%20b", HttpForms.URL_ENCODED)));
+
+        byte[] json = "{\"amount\":100}".getBytes(UTF_8);
+        assertThat(HttpForms.fingerprinted("a=0", json, "application/json")).isSameAs(json);
+        assertThat(HttpForms.fingerprinted(null, form, null)).as("no content type: the bytes").isSameAs(form);
+        assertThatThrownBy(() -> HttpForms.fingerprinted(null, "a=%zz".getBytes(UTF_8), HttpForms.URL_ENCODED))
+                .isInstanceOf(MalformedFormException.class);
+    }
+
+    @Test
     void aMalformedFormIsRefusedWithoutQuotingIt() {
         assertThatThrownBy(() -> parse(null, "a=%zz", HttpForms.URL_ENCODED)).isInstanceOf(MalformedFormException.class)
                 .hasMessageNotContaining("%zz");

@@ -114,15 +114,13 @@ final class IdempotencyFilter implements ContainerRequestFilter, ContainerRespon
         request.setEntityStream(new ByteArrayInputStream(body));
         String contentType = request.getHeaderString(HttpHeaders.CONTENT_TYPE);
         String query = request.getUriInfo().getRequestUri().getRawQuery();
-        byte[] content = body;
-        if (HttpForms.isUrlEncoded(contentType)) {
+        byte[] content;
+        try {
             // A form is its fields, sorted (the query's too), as the servlet filter fingerprints a container's.
-            try {
-                content = HttpForms.canonical(HttpForms.parse(query, body, contentType));
-            } catch (MalformedFormException e) {
-                request.abortWith(Answers.response(ProblemType.MALFORMED_FORM.answer(e.getMessage(), null, null)));
-                return;
-            }
+            content = HttpForms.fingerprinted(query, body, contentType);
+        } catch (MalformedFormException e) {
+            request.abortWith(Answers.response(ProblemType.MALFORMED_FORM.answer(e.getMessage(), null, null)));
+            return;
         }
         Admission admission = admissions.get(route).admit(keyLines, settings.scope().resolve(request),
                 request.getMethod(), path, query, values(request), contentType, content);

@@ -338,15 +338,13 @@ public final class RetrySafeFilter implements Filter {
         if (body.length > max) {
             return FingerprintedRequest.refused(Problem.PAYLOAD_TOO_LARGE, "the body must have at most " + max + " bytes");
         }
-        byte[] content = body;
-        if (HttpForms.isUrlEncoded(contentType)) {
-            // The handler reads the form's bytes (rawFormBodies): its fields are parsed from them, as a container
+        byte[] content;
+        try {
+            // The handler reads a form's bytes (rawFormBodies): its fields are parsed from them, as a container
             // parses them, so that the fingerprint is the one the parameters would give.
-            try {
-                content = HttpForms.canonical(HttpForms.parse(request.getQueryString(), body, contentType));
-            } catch (MalformedFormException e) {
-                return FingerprintedRequest.refused(Problem.MALFORMED_FORM, e.getMessage());
-            }
+            content = HttpForms.fingerprinted(request.getQueryString(), body, contentType);
+        } catch (MalformedFormException e) {
+            return FingerprintedRequest.refused(Problem.MALFORMED_FORM, e.getMessage());
         }
         try {
             return new FingerprintedRequest(new BufferedRequest(request, body),

@@ -34,7 +34,7 @@ record FingerprintedBody(String contentType, byte[] body) {
         String contentType = request.getHeaders().getFirst(HttpHeaders.CONTENT_TYPE);
         if (HttpForms.isUrlEncoded(contentType)) {
             return Mono.fromCallable(() -> new FingerprintedBody(contentType,
-                    HttpForms.canonical(HttpForms.parse(request.getURI().getRawQuery(), body, contentType))));
+                    HttpForms.fingerprinted(request.getURI().getRawQuery(), body, contentType)));
         }
         if (HttpForms.isMultipart(contentType)) {
             return parts(request, maxBytes).map(parts -> new FingerprintedBody(HttpForms.MULTIPART, parts));
