@@ -101,13 +101,14 @@ final class BasicAuthScope implements Callers {
 
     /** At once when the credentials need no check: none, not Basic, or checked before (right or wrong). */
     @Override
-    public boolean answersAtOnce(Headers headers) {
+    public AtOnce callerAtOnce(Headers headers) {
         String decoded = decoded(headers.get("Authorization"));
         if (decoded == null) {
-            return true;
+            return AtOnce.NOBODY;
         }
-        String seen = Hex.encode(Hex.sha256(decoded));
-        return verified.containsKey(seen) || refused.contains(seen);
+        String user = decoded.substring(0, decoded.indexOf(':'));
+        Boolean known = remembered(Hex.encode(Hex.sha256(decoded)), hashes.get(user));
+        return known == null ? null : known ? new AtOnce(user) : AtOnce.NOBODY;
     }
 
     @Override

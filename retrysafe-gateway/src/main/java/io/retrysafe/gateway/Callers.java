@@ -19,12 +19,17 @@ interface Callers {
     /** The caller's name, or null when the request names none that checks out. */
     String caller(Headers headers);
 
+    /** What {@link #caller} answers, given without waiting: the caller's name, or null for none that checks out. */
+    record AtOnce(String caller) {
+        static final AtOnce NOBODY = new AtOnce(null);
+    }
+
     /**
-     * Whether {@link #caller} answers for these headers without waiting (no password to check, no key to fetch), so
-     * that it may run on a thread that serves other connections too.
+     * {@link #caller}'s answer when it takes no waiting (no password to check, no key to fetch), so that a thread that
+     * serves other connections too may ask; null when it would wait.
      */
-    default boolean answersAtOnce(Headers headers) {
-        return false;
+    default AtOnce callerAtOnce(Headers headers) {
+        return null;
     }
 
     /** The scope a caller's keys are stored under, so that one caller's key never replays another's answer. */
@@ -43,8 +48,8 @@ interface Callers {
             }
 
             @Override
-            public boolean answersAtOnce(Headers headers) {
-                return true;
+            public AtOnce callerAtOnce(Headers headers) {
+                return new AtOnce(caller(headers));
             }
 
             @Override

@@ -79,19 +79,21 @@ final class NonBlockingForwarder extends Handler.Wrapper {
         if (headers.contains(HttpHeader.TRANSFER_ENCODING) || length > MAX_BODY_BYTES) {
             return toServlets(request, response, callback);
         }
-        if (!routes.decidesAtOnce(request.getMethod(), request.getHttpURI().getPath(), headers::get)) {
-            request.getContext().execute(() -> decided(request, response, callback, start, length, true));
+        Routes.Decision decision = routes.decide(request.getMethod(), request.getHttpURI().getPath(), headers::get,
+                false);
+        if (decision instanceof Routes.Waits) {
+            // A password to check or a key to fetch: decided on a thread that may wait for it.
+            request.getContext().execute(() -> decided(request, response, callback, start, length,
+                    routes.decide(request.getMethod(), request.getHttpURI().getPath(), headers::get, true), true));
             return true;
         }
-        decided(request, response, callback, start, length, false);
+        decided(request, response, callback, start, length, decision, false);
         return true;
     }
 
     /** @param onRequestThread whether this thread may block, and so run the servlets itself */
     private void decided(Request request, Response response, Callback callback, long start, long length,
-            boolean onRequestThread) {
-        Routes.Decision decision = routes.decide(request.getMethod(), request.getHttpURI().getPath(),
-                request.getHeaders()::get);
+            Routes.Decision decision, boolean onRequestThread) {
         if (decision instanceof Routes.Forward forward) {
             Callback logged = Callback.from(callback, () -> accessLog.log(Request.getRemoteAddr(request),
                     request.getMethod(), request.getHttpURI().getPath(), response.getStatus(), start,

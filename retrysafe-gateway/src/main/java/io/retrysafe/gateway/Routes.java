@@ -75,6 +75,10 @@ final class Routes implements Filter {
     sealed interface Decision {
     }
 
+    /** Not decided yet: naming the caller would wait (a password to check, a key to fetch). */
+    record Waits() implements Decision {
+    }
+
     /** Answered by the gateway itself; nothing is forwarded. */
     record Refused(Refusal refusal, String detail, String challenge) implements Decision {
     }
@@ -100,8 +104,10 @@ final class Routes implements Filter {
     /**
      * Decides a request from its method, its path as sent (still encoded) and its headers. The same decision, whichever
      * server holds the request: the servlet filter's and the non-blocking path's.
+     *
+     * @param mayWait whether this thread may wait to name the caller; if not, such a request is {@link Waits}
      */
-    Decision decide(String method, String raw, Callers.Headers headers) {
+    Decision decide(String method, String raw, Callers.Headers headers, boolean mayWait) {
         if (!HttpPaths.isCanonical(raw)) {
             return new Refused(Refusal.REJECTED, "the path has dot or empty segments, path parameters (';'), a "
                     + "backslash, or an escaped '/' or plain character: servers may read such a path as another one. "
@@ -120,7 +126,15 @@ final class Routes implements Filter {
         String caller = null;
         String scope = null;
         if (source != null) {
-            caller = source.caller(headers);
+            if (mayWait) {
+                caller = source.caller(headers);
+            } else {
+                Callers.AtOnce named = source.callerAtOnce(headers);
+                if (named == null) {
+                    return new Waits();
+                }
+                caller = named.caller();
+            }
             if (caller == null) {
                 return new Refused(Refusal.UNAUTHENTICATED, "the request names no caller, or credentials that do not "
                         + "check out", source.challenge());
@@ -133,12 +147,6 @@ final class Routes implements Filter {
         }
         return new Forward(matched, target, matched != null ? matched.route().method() : method, match.path(), caller,
                 scope);
-    }
-
-    /** Whether {@link #decide} answers without waiting for a password check or a key fetch. */
-    boolean decidesAtOnce(String method, String raw, Callers.Headers headers) {
-        Callers source = callers(match(method, raw).route(), method, raw);
-        return source == null || source.answersAtOnce(headers);
     }
 
     /** The first route that takes the request, and the path to forward (its spelling); no route: null, as sent. */
@@ -170,7 +178,7 @@ final class Routes implements Filter {
         HttpServletResponse response = (HttpServletResponse) res;
         // Decided already when the request came through the non-blocking path first.
         Decision decision = request.getAttribute(DECISION) instanceof Decision d ? d
-                : decide(request.getMethod(), request.getRequestURI(), request::getHeader);
+                : decide(request.getMethod(), request.getRequestURI(), request::getHeader, true);
         if (decision instanceof Refused refused) {
             switch (refused.refusal()) {
                 case REJECTED -> Problem.REQUEST_REJECTED.send(response, refused.detail(), null, null);

@@ -45,6 +45,26 @@ class BasicAuthScopeTest {
     }
 
     @Test
+    void theCallerIsNamedAtOnceOnlyForCredentialsCheckedBefore() {
+        BasicAuthScope scope = new BasicAuthScope(Map.of("alice", ALICE_HASH), counting, 1);
+        Callers.Headers right = name -> "Authorization".equals(name) ? basic("alice", "alice-secret") : null;
+        Callers.Headers wrong = name -> "Authorization".equals(name) ? basic("alice", "wrong") : null;
+
+        assertThat(scope.callerAtOnce(name -> null)).as("no credentials: nobody, without a check")
+                .isEqualTo(Callers.AtOnce.NOBODY);
+        assertThat(scope.callerAtOnce(right)).as("not checked yet: it would wait").isNull();
+        assertThat(scope.callerAtOnce(wrong)).isNull();
+        assertThat(checked).isEmpty();
+
+        assertThat(scope.caller(right)).isEqualTo("alice");
+        assertThat(scope.caller(wrong)).isNull();
+
+        assertThat(scope.callerAtOnce(right)).isEqualTo(new Callers.AtOnce("alice"));
+        assertThat(scope.callerAtOnce(wrong)).isEqualTo(Callers.AtOnce.NOBODY);
+        assertThat(checked).hasSize(2);
+    }
+
+    @Test
     void credentialsAreCheckedOnceRightOrWrong() {
         BasicAuthScope scope = new BasicAuthScope(Map.of("alice", ALICE_HASH), counting, 1);
 
