@@ -107,9 +107,12 @@ abstract class NonBlockingAnswer implements Response.Listener {
         return answer;
     }
 
-    /** The collected body, or null when the answer streamed. */
+    /**
+     * The collected body, or null when the answer streamed. The array itself when the answer filled it (a declared
+     * length sizes it, and nothing writes to it once the answer ended): whoever keeps it copies it.
+     */
     final byte[] collected() {
-        return streamed ? null : Arrays.copyOf(body, length);
+        return streamed ? null : body.length == length ? body : Arrays.copyOf(body, length);
     }
 
     /** The body's length: declared, or as far as it streamed. */
