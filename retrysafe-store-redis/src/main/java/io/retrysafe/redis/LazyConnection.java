@@ -1,6 +1,7 @@
 package io.retrysafe.redis;
 
 import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.RedisReadOnlyException;
@@ -11,14 +12,18 @@ import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
 import io.lettuce.core.codec.ByteArrayCodec;
+import io.netty.util.Timeout;
+import io.netty.util.Timer;
 import io.retrysafe.redis.internal.Script;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
+import java.util.function.Function;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
@@ -50,20 +55,25 @@ final class LazyConnection {
      * caller: their futures complete on Lettuce's event loop); one of either topology.
      */
     record Link(StatefulConnection<byte[], byte[]> connection, RedisClusterCommands<byte[], byte[]> commands,
-            RedisClusterAsyncCommands<byte[], byte[]> async) {
+            RedisClusterAsyncCommands<byte[], byte[]> async, Timer expiry) {
         /** Connects to a standalone Redis, or a Sentinel-managed one: the client's URI says which. */
         static Supplier<Link> to(RedisClient client) {
             return () -> {
                 StatefulRedisConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
-                return new Link(c, c.sync(), c.async());
+                return new Link(c, c.sync(), c.async(), null);
             };
         }
 
-        /** Connects to a Redis Cluster, whose topology Lettuce learns from the client's seed URIs. */
+        /**
+         * Connects to a Redis Cluster, whose topology Lettuce learns from the client's seed URIs. Lettuce routes each
+         * command to a node's connection, whose command expiry keeps the client's timeout (60 s by default) whatever
+         * the cluster connection's is: {@link #callAsync} bounds the asynchronous commands itself, on the client's
+         * timer ({@code expiry}).
+         */
         static Supplier<Link> to(RedisClusterClient client) {
             return () -> {
                 StatefulRedisClusterConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
-                return new Link(c, c.sync(), c.async());
+                return new Link(c, c.sync(), c.async(), client.getResources().timer());
             };
         }
 
@@ -208,6 +218,32 @@ final class LazyConnection {
                     ? new NotConnected(NotConnected.Reason.STILL_CONNECTING, cause)
                     : failed(cause));
         });
+    }
+
+    /**
+     * A command without blocking, on the connection {@link #getAsync()} gives; a failure of it is reported to
+     * {@link #failed(Link, Throwable)}. Each command fails with a {@link RedisCommandTimeoutException} once it has
+     * waited {@code wait}: on a standalone connection Lettuce's own command expiry sees to it (the attempt made
+     * {@code wait} the connection's timeout), on a cluster the link's timer does.
+     */
+    <T> CompletableFuture<T> callAsync(Function<Link, ? extends CompletionStage<T>> command) {
+        return getAsync().thenCompose(l -> bounded(l, command.apply(l).toCompletableFuture())
+                .whenComplete((done, e) -> {
+                    if (e != null) {
+                        failed(l, e);
+                    }
+                }));
+    }
+
+    private <T> CompletableFuture<T> bounded(Link link, CompletableFuture<T> call) {
+        if (link.expiry() == null || call.isDone()) {
+            return call;
+        }
+        // Netty's wheel timer: a timeout is queued and cancelled without a lock (unlike a JDK timer's).
+        Timeout expiry = link.expiry().newTimeout(t -> call.completeExceptionally(new RedisCommandTimeoutException(
+                "Command timed out after " + wait.toMillis() + " ms")), wait.toNanos(), TimeUnit.NANOSECONDS);
+        call.whenComplete((done, e) -> expiry.cancel());
+        return call;
     }
 
     /**

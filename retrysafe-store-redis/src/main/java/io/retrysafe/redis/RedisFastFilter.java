@@ -453,11 +453,7 @@ public final class RedisFastFilter implements FastPath, AutoCloseable {
         }
         CompletableFuture<T> answer;
         try {
-            answer = connection.getAsync().thenCompose(l -> command.apply(l).whenComplete((done, e) -> {
-                if (e != null) {
-                    connection.failed(l, e);
-                }
-            }));
+            answer = connection.callAsync(command);
         } catch (RuntimeException e) {
             answer = CompletableFuture.failedFuture(e);
         }

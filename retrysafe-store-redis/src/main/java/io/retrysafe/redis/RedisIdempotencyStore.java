@@ -515,11 +515,7 @@ public final class RedisIdempotencyStore implements IdempotencyStore, AutoClosea
     /** {@code command} on {@code recordKey}; its failure as the blocking store would throw it. */
     private <T> CompletableFuture<T> onConnection(String operation, byte[] recordKey,
             Function<Link, CompletableFuture<T>> command) {
-        return connection.getAsync().thenCompose(l -> command.apply(l).whenComplete((done, e) -> {
-            if (e != null) {
-                connection.failed(l, e);
-            }
-        })).exceptionallyCompose(e -> {
+        return connection.callAsync(command).exceptionallyCompose(e -> {
             Throwable cause = LazyConnection.unwrap(e);
             if (cause instanceof NotConnected nc) {
                 return CompletableFuture.failedFuture(notConnected(operation, nc));

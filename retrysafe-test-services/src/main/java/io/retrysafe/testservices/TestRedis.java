@@ -31,6 +31,8 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.function.IntFunction;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * Redis for RetrySafe's own tests.
@@ -146,15 +148,25 @@ public final class TestRedis {
      * it to stop every node.
      */
     public static Cluster startCluster(Path dir) {
+        return startCluster(dir, 0, null);
+    }
+
+    /**
+     * Starts a Redis Cluster of three masters, each with {@code replicas} replicas (no persistence), on loopback
+     * ports, with its files in {@code dir}, and returns once every node reports {@code cluster_state:ok} and every
+     * replica streams from its master. A master that has not answered for {@code nodeTimeout} (the server's default
+     * when null) is failed over to one of its replicas ({@link Cluster#failMaster()}). Close it to stop every node.
+     */
+    public static Cluster startCluster(Path dir, int replicas, Duration nodeTimeout) {
         requireBinaries();
         List<Node> nodes = new ArrayList<>();
         try {
-            for (int i = 0; i < 3; i++) {
-                nodes.add(startNode(dir, true));
+            for (int i = 0; i < 3 * (1 + replicas); i++) {
+                nodes.add(startOnFreePort(port -> startNodeOn(dir, port, true, nodeTimeout), true));
             }
             List<String> command = new ArrayList<>(List.of("redis-cli", "--cluster", "create"));
             nodes.forEach(n -> command.add(LOOPBACK + ":" + n.port));
-            command.addAll(List.of("--cluster-replicas", "0", "--cluster-yes"));
+            command.addAll(List.of("--cluster-replicas", Integer.toString(replicas), "--cluster-yes"));
             Path output = dir.resolve("cluster-create.log");
             Process create = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true)
                     .redirectOutput(output.toFile()).start();
@@ -176,7 +188,13 @@ public final class TestRedis {
                         });
             }
             Cluster cluster = new Cluster(nodes);
-            log("Redis: started a cluster of three masters on ports " + cluster.ports());
+            if (replicas > 0) {
+                await("every replica of the cluster streaming from its master").atMost(CLUSTER_OK_TIMEOUT)
+                        .pollDelay(Duration.ZERO).pollInterval(POLL)
+                        .until(() -> cluster.replicasStreaming() == 3 * replicas);
+            }
+            log("Redis: started a cluster of three masters on ports " + cluster.ports()
+                    + (replicas == 0 ? "" : ", " + replicas + " replica(s) each"));
             return cluster;
         } catch (IOException e) {
             nodes.forEach(Node::stop);
@@ -390,21 +408,6 @@ public final class TestRedis {
             }
         }
 
-        private static void signal(Node node, String signal) {
-            try {
-                Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(node.process.pid())).start();
-                if (!kill.waitFor(STOP_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS) || kill.exitValue() != 0) {
-                    throw new IllegalStateException("kill -" + signal + " of redis-server on port " + node.port
-                            + " failed");
-                }
-            } catch (IOException e) {
-                throw new IllegalStateException("cannot run kill -" + signal + ": " + e, e);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IllegalStateException("interrupted while signalling redis-server on port " + node.port, e);
-            }
-        }
-
         /** SIGKILL of every replica: the master goes on alone, with no replica to acknowledge its writes. */
         public synchronized void killReplicas() {
             int master = masterPort();
@@ -532,7 +535,7 @@ public final class TestRedis {
             if (old.process.isAlive()) {
                 throw new IllegalStateException("redis-server on port " + old.port + " is still running");
             }
-            node = startNodeOn(dir, old.port, false);
+            node = startNodeOn(dir, old.port, false, null);
             log("Redis: restarted the private server on port " + old.port);
         }
 
@@ -544,24 +547,153 @@ public final class TestRedis {
 
     /** A running Redis Cluster of three masters; {@link #close()} stops every node. */
     public static final class Cluster implements AutoCloseable {
+        private static final Duration FAILOVER_TIMEOUT = Duration.ofSeconds(60);
         private final List<Node> nodes;
 
         private Cluster(List<Node> nodes) {
             this.nodes = List.copyOf(nodes);
         }
 
-        /** One URI per master; any of them is enough for a client to learn the topology. */
+        /** One URI per node started; any of them is enough for a client to learn the topology. */
         public List<RedisURI> seedUris() {
             return nodes.stream().map(n -> RedisURI.create(LOOPBACK, n.port)).toList();
         }
 
+        /** Every node started, masters and replicas, dead or alive. */
         public List<Integer> ports() {
             return nodes.stream().map(n -> n.port).toList();
+        }
+
+        /** The ports of the nodes alive that serve slots as masters, as the first of them that answers sees it. */
+        public List<Integer> masterPorts() {
+            for (Node node : nodes) {
+                String view = node.process.isAlive() ? command(node.port, "CLUSTER NODES") : null;
+                if (view != null && view.contains("master")) {
+                    List<Integer> masters = new ArrayList<>();
+                    for (String line : view.split("\n")) {
+                        String[] f = line.trim().split(" ");
+                        // id address flags master-id ping pong epoch link-state slot...
+                        if (f.length > 8 && f[2].contains("master") && !f[2].contains("fail")
+                                && f[7].equals("connected")) {
+                            masters.add(Integer.parseInt(f[1].substring(f[1].lastIndexOf(':') + 1).split("@")[0]));
+                        }
+                    }
+                    return masters;
+                }
+            }
+            throw new IllegalStateException("no node of the cluster answers CLUSTER NODES");
+        }
+
+        /** The node on {@code port} crashes (SIGKILL); returns at once. */
+        public void kill(int port) {
+            node(port).kill();
+        }
+
+        /**
+         * The node on {@code port} stops answering (SIGSTOP) with its connections open, as a server does in a long
+         * pause; {@link #thaw} lets it go on.
+         */
+        public void freeze(int port) {
+            signal(node(port), "STOP");
+        }
+
+        public void thaw(int port) {
+            signal(node(port), "CONT");
+        }
+
+        private Node node(int port) {
+            return nodes.stream().filter(n -> n.port == port).findFirst().orElseThrow();
+        }
+
+        /**
+         * A master crashes (SIGKILL): returns the port of the replica the cluster promoted in its place, once every
+         * node alive reports {@code cluster_state:ok} with three masters serving slots.
+         */
+        public int failMaster() {
+            List<Integer> before = masterPorts();
+            int old = before.get(0);
+            kill(old);
+            List<Integer> promoted = new ArrayList<>();
+            await("a replica of the master on port " + old + " promoted").atMost(FAILOVER_TIMEOUT)
+                    .pollDelay(Duration.ZERO).pollInterval(POLL).until(() -> {
+                        List<Integer> now = masterPorts();
+                        if (now.size() != before.size() || now.contains(old)) {
+                            return false;
+                        }
+                        for (Node node : nodes) {
+                            if (node.process.isAlive()) {
+                                String info = command(node.port, "CLUSTER INFO");
+                                if (info == null || !info.contains("cluster_state:ok")) {
+                                    return false;
+                                }
+                            }
+                        }
+                        promoted.clear();
+                        now.stream().filter(p -> !before.contains(p)).forEach(promoted::add);
+                        return promoted.size() == 1;
+                    });
+            log("Redis: killed the cluster's master on port " + old + "; the replica on port " + promoted.get(0)
+                    + " took its slots");
+            return promoted.get(0);
+        }
+
+        /**
+         * Whether every master alive has a replica and each of its replicas has acknowledged every write the master
+         * made (the offset a replica last acknowledged, once a second, is the master's).
+         */
+        public boolean replicasCaughtUp() {
+            for (int port : masterPorts()) {
+                String info = command(port, "INFO replication");
+                Matcher master = Pattern.compile("master_repl_offset:(\\d+)").matcher(info == null ? "" : info);
+                if (!master.find()) {
+                    return false;
+                }
+                Matcher replica = Pattern.compile("slave\\d+:[^\\r\\n]*offset=(\\d+)").matcher(info);
+                boolean any = false;
+                while (replica.find()) {
+                    any = true;
+                    if (!replica.group(1).equals(master.group(1))) {
+                        return false;
+                    }
+                }
+                if (!any) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        /** How many replicas stream from their master. */
+        private int replicasStreaming() {
+            int streaming = 0;
+            for (Node node : nodes) {
+                String info = command(node.port, "INFO replication");
+                if (info != null && info.contains("role:slave") && info.contains("master_link_status:up")) {
+                    streaming++;
+                }
+            }
+            return streaming;
         }
 
         @Override
         public void close() {
             nodes.forEach(Node::stop);
+        }
+    }
+
+    /** Sends {@code signal} ({@code STOP}, {@code CONT}) to the node's process. */
+    private static void signal(Node node, String signal) {
+        try {
+            Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(node.process.pid())).start();
+            if (!kill.waitFor(STOP_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS) || kill.exitValue() != 0) {
+                throw new IllegalStateException("kill -" + signal + " of redis-server on port " + node.port
+                        + " failed");
+            }
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot run kill -" + signal + ": " + e, e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while signalling redis-server on port " + node.port, e);
         }
     }
 
@@ -630,7 +762,7 @@ public final class TestRedis {
      * in between, the server exits, and this tries again on another port.
      */
     private static Node startNode(Path dir, boolean clustered) {
-        return startOnFreePort(port -> startNodeOn(dir, port, clustered), clustered);
+        return startOnFreePort(port -> startNodeOn(dir, port, clustered, null), clustered);
     }
 
     /** {@code start} on a free port, and on another one if it exits ({@link ServerExited}: the port was taken). */
@@ -647,11 +779,17 @@ public final class TestRedis {
     }
 
     /** Starts {@code redis-server} on {@code port}; {@link ServerExited} if it exited instead (the port was taken). */
-    private static Node startNodeOn(Path dir, int port, boolean clustered) {
+    private static Node startNodeOn(Path dir, int port, boolean clustered, Duration nodeTimeout) {
         List<String> command = new ArrayList<>(List.of("redis-server", "--port", Integer.toString(port)));
         if (clustered) {
             command.addAll(List.of("--cluster-enabled", "yes",
                     "--cluster-config-file", dir.resolve("nodes-" + port + ".conf").toString()));
+        }
+        if (nodeTimeout != null) {
+            // A replica fails over however long ago it last heard from its master: an idle test cluster's replica
+            // otherwise refuses, its data judged too old.
+            command.addAll(List.of("--cluster-node-timeout", Long.toString(nodeTimeout.toMillis()),
+                    "--cluster-replica-validity-factor", "0"));
         }
         command.addAll(List.of("--dir", dir.toString(), "--save", "", "--appendonly", "no",
                 "--bind", LOOPBACK, "--daemonize", "no"));
