@@ -112,8 +112,12 @@ public final class Gateway implements AutoCloseable {
             // decoders it finds.
             client.getContentDecoderFactories().clear();
 
-            // On a store that answers without blocking, protected requests take no request thread either.
-            AsyncRetrySafe nonBlocking = store.async() == null ? null : engine.withAsyncStore(store.async());
+            QueuedThreadPool threads = new QueuedThreadPool(256, 8);
+            threads.setName("gateway");
+            // Protected requests take the non-blocking path on every store: on one whose calls block, each call runs
+            // on a thread of the pool, which the request holds only while the call runs.
+            AsyncRetrySafe nonBlocking = engine.withAsyncStore(store.async() != null ? store.async()
+                    : new StoreOnThreads(store.store(), threads));
             List<Routes.Protected> protectedRoutes = new ArrayList<>();
             for (Route r : config.routes()) {
                 IdempotentRoute.Builder route = IdempotentRoute.of(r.method(), r.path()).keyRequired(r.keyRequired())
@@ -135,8 +139,7 @@ public final class Gateway implements AutoCloseable {
                 protectedRoutes.add(new Routes.Protected(built,
                         new RetrySafeFilter(http, IdempotentExecutor.standalone(engine), engine.listener()),
                         new Routes.Target(r.upstream(), r.responseTimeout(), r.lease()), scopes.get(r.scope()),
-                        nonBlocking == null ? null : new NonBlockingRoute(built, http,
-                                nonBlocking.with(built.policy().orElseThrow()))));
+                        new NonBlockingRoute(built, http, nonBlocking.with(built.policy().orElseThrow()))));
             }
             List<HttpRoute> publicRoutes = config.paths().publicRoutes().stream()
                     .map(p -> HttpRoute.of(p.method(), p.path()).build()).toList();
@@ -144,8 +147,6 @@ public final class Gateway implements AutoCloseable {
                     config.upstream().responseTimeout(), config.idempotency().lease())), defaultCallers, publicRoutes,
                     !config.paths().caseSensitive(), config.listen().minRequestDataRate());
 
-            QueuedThreadPool threads = new QueuedThreadPool(256, 8);
-            threads.setName("gateway");
             server = new Server(threads);
             HttpConfiguration httpConfig = new HttpConfiguration();
             httpConfig.setSendServerVersion(false);

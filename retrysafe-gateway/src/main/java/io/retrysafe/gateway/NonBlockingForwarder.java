@@ -30,12 +30,13 @@ import org.eclipse.jetty.util.Promise;
  * The gateway's first handler, run by the thread that read the request, a selector's: a request no route protects,
  * with no body or one of declared length up to {@link #MAX_BODY_BYTES} bytes, is decided, read and sent from
  * here, and its answer is written by the client's thread that received it. No request thread, servlet or hand-off
- * between threads takes part: the hand-offs were most of what the gateway cost over a plain reverse proxy. On a
- * store that answers without blocking (Redis), a protected request is taken the same way ({@link NonBlockingRoute}).
+ * between threads takes part: the hand-offs were most of what the gateway cost over a plain reverse proxy. A
+ * protected request is taken the same way ({@link NonBlockingRoute}): on Redis no thread waits for the store, on a
+ * store whose calls block a pool thread runs each call ({@link StoreOnThreads}).
  *
- * <p>Everything else goes on, on a request thread, to the servlets and their blocking path: a protected route on a
- * store whose calls block, a refusal (with the edge's decision, made once), a body that is chunked or larger, the
- * admin port. A caller whose check
+ * <p>Everything else goes on, on a request thread, to the servlets and their blocking path: a protected request
+ * the non-blocking path does not take, a refusal (with the edge's decision, made once), a body that is chunked or
+ * larger, the admin port. A caller whose check
  * may wait (a password not checked yet, a token) is decided on a request thread too, and forwarded from there when no
  * route protects it: a selector never waits.
  */
@@ -121,13 +122,13 @@ final class NonBlockingForwarder extends Handler.Wrapper {
     }
 
     /**
-     * A protected request, on the non-blocking path when its store answers without blocking and the request is one it
-     * takes ({@link NonBlockingRoute#key}); false when it goes on to the servlet filter instead.
+     * A protected request, on the non-blocking path when the request is one it takes ({@link NonBlockingRoute#key});
+     * false when it goes on to the servlet filter instead.
      */
     private boolean protect(Request request, Response response, Callback callback, Routes.Forward forward,
             long length) {
         NonBlockingRoute route = forward.route().nonBlocking();
-        IdempotencyKey key = route == null ? null : route.key(request.getHeaders(), forward, length);
+        IdempotencyKey key = route.key(request.getHeaders(), forward, length);
         if (key == null) {
             return false;
         }

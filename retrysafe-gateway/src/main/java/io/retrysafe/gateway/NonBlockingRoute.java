@@ -29,11 +29,11 @@ import org.eclipse.jetty.server.Response;
 import org.eclipse.jetty.util.Callback;
 
 /**
- * A protected route on the non-blocking path, for a store that answers without blocking (Redis): the request is
- * fingerprinted, claimed, forwarded and recorded, and its answer written, with no request thread, each step run by the
- * thread the one before it ended on (the server's selector, the store client's, the HTTP client's). The decisions are
- * the servlet filter's, made by the same {@link HttpSemantics}: a client gets the same answers whichever path its
- * request takes, and a retry may take the other one.
+ * A protected route on the non-blocking path: the request is fingerprinted, claimed, forwarded and recorded, and its
+ * answer written, with no request thread waiting for it, each step run by the thread the one before it ended on (the
+ * server's selector, the store client's or the pool thread that made a blocking store's call, the HTTP client's).
+ * The decisions are the servlet filter's, made by the same {@link HttpSemantics}: a client gets the same answers
+ * whichever path its request takes, and a retry may take the other one.
  *
  * <p>Only a request this path answers the usual way comes here: with a key that keeps the rules, a caller, and a body
  * within the bound that is not multipart. Every other one (a refusal, a request without a key) goes on to the servlet

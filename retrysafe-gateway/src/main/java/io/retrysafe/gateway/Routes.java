@@ -45,7 +45,7 @@ final class Routes implements Filter {
 
     /**
      * One configured route: what it matches, the filter that protects it, where it goes, and its callers;
-     * {@code nonBlocking} protects it without a request thread, null when the store cannot answer without blocking.
+     * {@code nonBlocking} protects it on the non-blocking path, the servlet filter takes what that path does not.
      */
     record Protected(IdempotentRoute route, Filter filter, Target target, Callers callers, NonBlockingRoute nonBlocking) {
     }

@@ -37,7 +37,7 @@ final class Stores {
     }
 
     record Opened(IdempotencyStore store, AutoCloseable resources) {
-        /** The store's non-blocking view, or null when its calls block (a JDBC or DynamoDB store). */
+        /** The store's non-blocking view; null when its calls block (JDBC, DynamoDB), which StoreOnThreads runs. */
         AsyncIdempotencyStore async() {
             return store instanceof RedisIdempotencyStore redis ? redis.async() : null;
         }

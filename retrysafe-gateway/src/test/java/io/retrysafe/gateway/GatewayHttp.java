@@ -9,7 +9,14 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Base64;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BiFunction;
+import org.awaitility.Awaitility;
 
 /** A client of a gateway on a port: requests as the tests send them, and what they assert of problems. */
 final class GatewayHttp {
@@ -56,6 +63,34 @@ final class GatewayHttp {
 
     java.util.concurrent.CompletableFuture<HttpResponse<String>> sendAsync(HttpRequest.Builder request) {
         return HTTP.sendAsync(request.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    /**
+     * The answer to {@code other}, sent while {@code held} requests wait at {@code upstream}: each made by
+     * {@code request} from {@code path} with the query that holds it and its index, sent at once, and held until 64
+     * have reached the upstream (the gateway's connections to it; the rest queue in the gateway). Then they are let
+     * go, and each must be answered {@code 201}. More requests than the gateway has threads (256) leave it none for
+     * {@code other} if each holds one while it waits.
+     */
+    HttpResponse<String> whileHeld(TestUpstream upstream, String path, int held,
+            BiFunction<String, Integer, HttpRequest.Builder> request, HttpRequest.Builder other) throws Exception {
+        String block = UUID.randomUUID().toString();
+        int before = upstream.callsOn(path);
+        List<CompletableFuture<HttpResponse<String>>> answers = new ArrayList<>();
+        HttpResponse<String> answer;
+        try {
+            for (int i = 0; i < held; i++) {
+                answers.add(sendAsync(request.apply(path + "?block=" + block, i)));
+            }
+            Awaitility.await().atMost(Duration.ofSeconds(30)).until(() -> upstream.callsOn(path) >= before + 64);
+            answer = send(other.timeout(Duration.ofSeconds(10)));
+        } finally {
+            upstream.release(block);
+        }
+        for (CompletableFuture<HttpResponse<String>> waited : answers) {
+            assertThat(waited.get(60, TimeUnit.SECONDS).statusCode()).isEqualTo(201);
+        }
+        return answer;
     }
 
     HttpResponse<byte[]> sendForBytes(HttpRequest.Builder request) throws IOException, InterruptedException {

@@ -17,6 +17,7 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -235,6 +236,21 @@ abstract class ProtectedRouteContract {
         assertThat(r.statusCode()).isEqualTo(201);
         assertThat(r.body()).contains("\"attempt\":\"null\"");
         assertProblem(anonymous, 401, "/problems/unauthenticated");
+    }
+
+    @Test
+    void protectedRequestsWaitingOnASlowUpstreamHoldNoThreadSoOthersAreStillAnswered() throws Exception {
+        // Each holds a thread only while a store call runs, so another is still claimed and sent.
+        List<String> keys = new ArrayList<>();
+        for (int i = 0; i < 300; i++) {
+            keys.add(UUID.randomUUID().toString());
+        }
+        HttpResponse<String> other = client.whileHeld(upstream, "/payments", keys.size(),
+                (path, i) -> client.post(path, ALICE, keys.get(i), "{\"amount\":1}"),
+                client.post("/refused", ALICE, key, "{}"));
+
+        assertProblem(other, 503, "/problems/upstream-unavailable");
+        assertThat(keys).allSatisfy(k -> assertThat(upstream.calls(k)).as(k).isEqualTo(1));
     }
 
     // ------------------------------------------------------------------ upstream faults
