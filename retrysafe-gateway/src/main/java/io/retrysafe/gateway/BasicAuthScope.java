@@ -102,13 +102,12 @@ final class BasicAuthScope implements Callers {
     /** At once when the credentials need no check: none, not Basic, or checked before (right or wrong). */
     @Override
     public AtOnce callerAtOnce(Headers headers) {
-        String decoded = decoded(headers.get("Authorization"));
-        if (decoded == null) {
+        Presented presented = presented(headers.get("Authorization"));
+        if (presented == null) {
             return AtOnce.NOBODY;
         }
-        String user = decoded.substring(0, decoded.indexOf(':'));
-        Boolean known = remembered(Hex.encode(Hex.sha256(decoded)), hashes.get(user));
-        return known == null ? null : known ? new AtOnce(user) : AtOnce.NOBODY;
+        Boolean known = remembered(presented.seen(), presented.hash());
+        return known == null ? null : known ? new AtOnce(presented.user()) : AtOnce.NOBODY;
     }
 
     @Override
@@ -119,6 +118,24 @@ final class BasicAuthScope implements Callers {
     @Override
     public String challenge() {
         return "Basic realm=\"" + REALM + "\", charset=\"UTF-8\"";
+    }
+
+    /**
+     * Basic credentials as presented: the user, the password, the hash on file for the user (null: unknown), and what
+     * the check's answer is remembered by (a digest of both, never the password itself).
+     */
+    private record Presented(String user, String password, String hash, String seen) {
+    }
+
+    /** The header's credentials, or null when it holds none. */
+    private Presented presented(String authorization) {
+        String decoded = decoded(authorization);
+        if (decoded == null) {
+            return null;
+        }
+        int colon = decoded.indexOf(':');
+        String user = decoded.substring(0, colon);
+        return new Presented(user, decoded.substring(colon + 1), hashes.get(user), Hex.encode(Hex.sha256(decoded)));
     }
 
     /** The header's {@code user:password}, or null when it holds none. */
@@ -137,14 +154,13 @@ final class BasicAuthScope implements Callers {
 
     /** The user the header's credentials belong to, or null. */
     String authenticate(String authorization) {
-        String decoded = decoded(authorization);
-        if (decoded == null) {
+        Presented presented = presented(authorization);
+        if (presented == null) {
             return null;
         }
-        int colon = decoded.indexOf(':');
-        String user = decoded.substring(0, colon);
-        String hash = hashes.get(user);
-        String seen = Hex.encode(Hex.sha256(decoded));
+        String user = presented.user();
+        String hash = presented.hash();
+        String seen = presented.seen();
         Boolean known = remembered(seen, hash);
         if (known != null) {
             return known ? user : null;
@@ -161,7 +177,7 @@ final class BasicAuthScope implements Callers {
         try {
             // A check that ended between the look-up above and the one just made is remembered: none again.
             known = remembered(seen, hash);
-            boolean matches = known != null ? known : check(decoded.substring(colon + 1), hash, seen);
+            boolean matches = known != null ? known : check(presented.password(), hash, seen);
             mine.complete(matches);
             return matches ? user : null;
         } catch (CancellationException e) {

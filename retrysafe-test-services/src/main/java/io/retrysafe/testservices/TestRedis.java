@@ -585,7 +585,7 @@ public final class TestRedis {
         }
 
         /** The node on {@code port} crashes (SIGKILL); returns at once. */
-        public void kill(int port) {
+        private void kill(int port) {
             node(port).kill();
         }
 
