@@ -116,8 +116,7 @@ public final class Gateway implements AutoCloseable {
             threads.setName("gateway");
             // Protected requests take the non-blocking path on every store: on one whose calls block, each call runs
             // on a thread of the pool, which the request holds only while the call runs.
-            AsyncRetrySafe nonBlocking = engine.withAsyncStore(store.async() != null ? store.async()
-                    : new StoreOnThreads(store.store(), threads));
+            AsyncRetrySafe nonBlocking = engine.withAsyncStore(store.async(threads));
             List<Routes.Protected> protectedRoutes = new ArrayList<>();
             for (Route r : config.routes()) {
                 IdempotentRoute.Builder route = IdempotentRoute.of(r.method(), r.path()).keyRequired(r.keyRequired())

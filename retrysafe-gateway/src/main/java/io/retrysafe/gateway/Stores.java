@@ -19,6 +19,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Executor;
 import software.amazon.awssdk.http.urlconnection.UrlConnectionHttpClient;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 import software.amazon.awssdk.services.dynamodb.DynamoDbClientBuilder;
@@ -37,9 +38,9 @@ final class Stores {
     }
 
     record Opened(IdempotencyStore store, AutoCloseable resources) {
-        /** The store's non-blocking view; null when its calls block (JDBC, DynamoDB), which StoreOnThreads runs. */
-        AsyncIdempotencyStore async() {
-            return store instanceof RedisIdempotencyStore redis ? redis.async() : null;
+        /** The store's non-blocking view: Redis's own, or a blocking store's calls run on {@code threads}. */
+        AsyncIdempotencyStore async(Executor threads) {
+            return store instanceof RedisIdempotencyStore redis ? redis.async() : new StoreOnThreads(store, threads);
         }
 
         /** Whether the store answers; a read of one record, never a write. */
