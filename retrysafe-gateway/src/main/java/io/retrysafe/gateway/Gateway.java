@@ -112,8 +112,7 @@ public final class Gateway implements AutoCloseable {
             // decoders it finds.
             client.getContentDecoderFactories().clear();
 
-            QueuedThreadPool threads = new QueuedThreadPool(256, 8);
-            threads.setName("gateway");
+            QueuedThreadPool threads = new GatewayThreads();
             // Protected requests take the non-blocking path on every store: on one whose calls block, each call runs
             // on a thread of the pool, which the request holds only while the call runs.
             AsyncRetrySafe nonBlocking = engine.withAsyncStore(store.async(threads));

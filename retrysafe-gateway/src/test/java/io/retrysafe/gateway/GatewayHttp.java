@@ -13,6 +13,8 @@ import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import java.util.UUID;
+import java.util.regex.MatchResult;
+import java.util.regex.Pattern;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiFunction;
@@ -20,6 +22,7 @@ import org.awaitility.Awaitility;
 
 /** A client of a gateway on a port: requests as the tests send them, and what they assert of problems. */
 final class GatewayHttp {
+    private static final Pattern STATUS_LINE = Pattern.compile("HTTP/1\\.1 \\d{3}[^\\r\\n]*");
     private static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(Duration.ofSeconds(10)).build();
 
@@ -113,6 +116,11 @@ final class GatewayHttp {
             socket.getOutputStream().flush();
             return new String(socket.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.ISO_8859_1);
         }
+    }
+
+    /** The status lines of the answers {@link #raw} returned, in order. */
+    static List<String> statusLines(String answers) {
+        return STATUS_LINE.matcher(answers).results().map(MatchResult::group).toList();
     }
 
     static String basic(String user, String password) {

@@ -12,6 +12,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -105,6 +106,19 @@ class GatewayUnprotectedIT {
             assertThat(r.statusCode()).as(query).isEqualTo(201);
             assertThat(r.body()).as(query).hasSize(size).containsOnly((byte) 'x');
         }
+    }
+
+    @Test
+    void requestsPipelinedOnOneConnectionAreEachAnsweredInOrder() throws Exception {
+        // Each one after the first is read by the thread that wrote the answer ahead of it.
+        String path = "/orders/pipelined-" + UUID.randomUUID();
+        String request = "GET " + path + "?status=%d HTTP/1.1\r\nHost: gw\r\nAuthorization: " + ALICE + "\r\n%s\r\n";
+        String answers = GatewayHttp.raw(gateway.port(), request.formatted(200, "").repeat(3)
+                + request.formatted(204, "Connection: close\r\n"));
+
+        assertThat(GatewayHttp.statusLines(answers)).as(answers)
+                .containsExactly("HTTP/1.1 200 OK", "HTTP/1.1 200 OK", "HTTP/1.1 200 OK", "HTTP/1.1 204 No Content");
+        assertThat(upstream.callsOn(path)).isEqualTo(4);
     }
 
     @Test

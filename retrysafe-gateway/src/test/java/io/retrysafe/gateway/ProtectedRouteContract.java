@@ -159,6 +159,33 @@ abstract class ProtectedRouteContract {
         assertThat(upstream.lastHeaders).containsEntry("idempotency-key", key);
     }
 
+    /**
+     * Requests sent back to back on one connection, each before the one ahead is answered: once an answer is written,
+     * the next request is read by the thread that wrote it (not a pool thread), and each one is still claimed,
+     * forwarded and answered once, in order, the retry among them replayed.
+     */
+    @Test
+    void requestsPipelinedOnOneConnectionAreEachAnsweredInOrder() throws Exception {
+        List<String> keys = List.of(key, UUID.randomUUID().toString(), key, UUID.randomUUID().toString());
+        StringBuilder sent = new StringBuilder();
+        for (int i = 0; i < keys.size(); i++) {
+            String body = "{\"amount\":100}";
+            sent.append("POST /payments HTTP/1.1\r\nHost: gw\r\nAuthorization: ").append(ALICE)
+                    .append("\r\nIdempotency-Key: ").append(keys.get(i))
+                    .append("\r\nContent-Type: application/json\r\nContent-Length: ").append(body.length())
+                    .append(i == keys.size() - 1 ? "\r\nConnection: close" : "").append("\r\n\r\n").append(body);
+        }
+
+        String answers = GatewayHttp.raw(gateway.port(), sent.toString());
+
+        assertThat(GatewayHttp.statusLines(answers)).as(answers).containsExactly("HTTP/1.1 201 Created", "HTTP/1.1 201 Created",
+                "HTTP/1.1 201 Created", "HTTP/1.1 201 Created");
+        assertThat(answers.split("Idempotent-Replayed: true", -1)).as("the third is the first's retry").hasSize(2);
+        for (String k : keys) {
+            assertThat(upstream.calls(k)).as(k).isEqualTo(1);
+        }
+    }
+
     @Test
     void keysAreScopedToTheCaller() throws Exception {
         HttpResponse<String> alice = client.send(client.post("/payments", ALICE, key, "{\"amount\":100}"));
