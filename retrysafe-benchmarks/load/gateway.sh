@@ -229,18 +229,6 @@ for v in "${GATEWAYS[@]}"; do
 done
 
 # --- the runs -------------------------------------------------------------------------------------
-HZ=$(getconf CLK_TCK)
-# cpu_ticks PID: user + system CPU time, in clock ticks, of the process and its children
-cpu_ticks() {
-    local pid stat total=0 fields
-    for pid in "$1" $(cat /proc/"$1"/task/*/children 2>/dev/null); do
-        stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
-        read -ra fields <<<"${stat##*) }" # after the command's name, which may hold spaces
-        total=$((total + fields[11] + fields[12]))
-    done
-    echo "$total"
-}
-RUN_SECONDS=$(awk -v a="$(seconds "$WARMUP")" -v b="$(seconds "$DURATION")" 'BEGIN { print a + b }')
 mode_of() { case $1 in gw-pg|gw-redis|base-pg|base-redis) echo new-key ;; *) echo no-key ;; esac; }
 # The service reads its caller from the header the gateway sets once it has checked the credentials; without a
 # gateway in front (the service alone, nginx), the load sends that header itself. The gateways drop it and set it.
@@ -258,9 +246,7 @@ for r in $(seq 1 "$ROUNDS"); do
         ticks=$(cpu_ticks "${PID[$v]}")
         http_load "$v-closed-r$r" "${PORT[$v]}" --mode "$(mode_of "$v")" --threads "$THREADS" --accounts acc-1,acc-2 \
             "${CALLER[@]}"
-        # Over warmup and measurement, at the measured rate: microseconds of CPU per request.
-        cpu=$(awk -v t="$(( $(cpu_ticks "${PID[$v]}") - ticks ))" -v hz="$HZ" -v rps="$(field rps "$RESULT")" \
-            -v s="$RUN_SECONDS" 'BEGIN { if (rps > 0) printf "%.0f", t / hz * 1e6 / (rps * s); else print "nan" }')
+        cpu=$(cpu_us_per_request "$(( $(cpu_ticks "${PID[$v]}") - ticks ))" "$(field rps "$RESULT")")
         printf '%s|%s|%s cpu_us=%s\n' "$v-closed" "$r" "$RESULT" "$cpu" >>"$OUT/rows.txt"
         http_load "$v-open-r$r" "${PORT[$v]}" --mode "$(mode_of "$v")" --threads "$LOAD_THREADS" --rate "$RATE" \
             --accounts acc-1,acc-2 "${CALLER[@]}"

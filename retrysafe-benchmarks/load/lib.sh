@@ -267,6 +267,36 @@ http_load() {
 # seconds TIME: 3s, 500ms or 2m in seconds
 seconds() { awk -v t="$1" 'BEGIN { n = t + 0; if (t ~ /ms$/) n /= 1000; else if (t ~ /m$/) n *= 60; print n }'; }
 
+# --- CPU time per request -------------------------------------------------------------------------
+HZ=$(getconf CLK_TCK)
+# cpu_ticks PID...: user + system CPU time, in clock ticks, of the processes and their children; a process
+# that has gone counts nothing
+cpu_ticks() {
+    local pid stat total=0 fields all=()
+    for pid in "$@"; do all+=("$pid" $(cat /proc/"$pid"/task/*/children 2>/dev/null)); done
+    for pid in "${all[@]}"; do
+        stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+        read -ra fields <<<"${stat##*) }" # after the command's name, which may hold spaces
+        total=$((total + fields[11] + fields[12]))
+    done
+    echo "$total"
+}
+
+# cpu_us_per_request TICKS RPS: TICKS of CPU spent over one http_load run (its warmup and its measurement,
+# both at the measured rate RPS) in microseconds per request
+cpu_us_per_request() {
+    awk -v t="$1" -v hz="$HZ" -v rps="$2" -v s="$(seconds "$WARMUP")" -v d="$(seconds "$DURATION")" \
+        'BEGIN { if (rps > 0) printf "%.0f", t / hz * 1e6 / (rps * (s + d)); else print "nan" }'
+}
+
+# db_backends DB: the pids of the server processes serving database DB's connections (a pool keeps them
+# for the run), when the server runs on this machine; none otherwise
+db_backends() {
+    case $PG_HOST in 127.0.0.1 | localhost | ::1) ;; *) return 0 ;; esac
+    psql_admin -c "SELECT pid FROM pg_stat_activity WHERE datname = '$1' AND backend_type = 'client backend'" \
+        | tr '\n' ' '
+}
+
 # --- warming a JVM up until its compilers settle ---------------------------------------------------
 # A fresh JVM under load compiles its hot code for a minute or more; on a machine with two CPUs the compiler
 # threads then take a third of the process's CPU from the requests. A run measured before they settle

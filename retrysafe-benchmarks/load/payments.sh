@@ -65,8 +65,15 @@ run() {
     # Plans as autovacuum would keep them: a statement the service server-prepared while its tables
     # were empty keeps a sequential scan until the next ANALYZE (with autovacuum off, never).
     psql_db "$(variant_db "$v")" -c "ANALYZE" >/dev/null
+    local backends service_ticks db_ticks rps
+    read -ra backends <<<"$(db_backends "$(variant_db "$v")")"
+    service_ticks=$(cpu_ticks "${PID[$v]}")
+    db_ticks=$(cpu_ticks "${backends[@]}")
     http_load "$name" "${PORT[$v]}" --mode "$mode" --threads "$threads" --accounts acc-1,acc-2
-    printf '%s|%s|%s|%s\n' "$v" "$threads" "$round" "$RESULT" >>"$OUT/rows.txt"
+    rps=$(field rps "$RESULT")
+    printf '%s|%s|%s|%s service_us=%s db_us=%s\n' "$v" "$threads" "$round" "$RESULT" \
+        "$(cpu_us_per_request "$(( $(cpu_ticks "${PID[$v]}") - service_ticks ))" "$rps")" \
+        "$(cpu_us_per_request "$(( $(cpu_ticks "${backends[@]}") - db_ticks ))" "$rps")" >>"$OUT/rows.txt"
 }
 
 : >"$OUT/rows.txt"
@@ -85,8 +92,8 @@ for v in "${VARIANTS[@]}"; do PAYMENTS[$v]=$(psql_db "$(variant_db "$v")" -c "SE
 
 # --- the table ------------------------------------------------------------------------------------
 {
-    echo "| variant | threads | rounds | rps (median) | rps / bare | p50 ms | p99 ms | statuses (all rounds) |"
-    echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+    echo "| variant | threads | rounds | rps (median) | rps / bare | p50 ms | p99 ms | service CPU µs / request | database CPU µs / request | statuses (all rounds) |"
+    echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
     for t in $THREADS; do
         off_rps=$(values "off|$t" rps | median %.1f)
         for v in "${VARIANTS[@]}"; do
@@ -96,15 +103,17 @@ for v in "${VARIANTS[@]}"; do PAYMENTS[$v]=$(psql_db "$(variant_db "$v")" -c "SE
             st=$(statuses "$v|$t")
             errs=$(errors "$v|$t")
             [[ "$errs" != 0 ]] && st="$st, errors:$errs"
-            printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "${VARIANT_LABEL[$v]}" "$t" "$ROUNDS" \
-                "$rps" "$(ratio "$rps" "$off_rps")" "$p50" "$p99" "$st"
+            printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "${VARIANT_LABEL[$v]}" "$t" "$ROUNDS" \
+                "$rps" "$(ratio "$rps" "$off_rps")" "$p50" "$p99" "$(values "$v|$t" service_us | range %.0f)" \
+                "$(values "$v|$t" db_us | range %.0f)" "$st"
         done
     done
     echo
     echo "Closed loop over loopback HTTP/1.1, HttpLoad --mode new-key (bare: no-key); before round 1 each service"
     echo "under load until its JIT compilers settled (at least ${JVM_WARMUP:-20s}, at most ${SETTLE_MAX:-180s}); per round"
     echo "warmup $WARMUP, then $DURATION measured; all the services ran throughout, the order rotated per round;"
-    echo "medians of the rounds."
+    echo "medians of the rounds. CPU per request: the service's process and its database's server processes (its"
+    echo "pool's connections; not the server's shared writers), over each round's warmup and measurement, median (range)."
     made=""
     for v in "${VARIANTS[@]}"; do made+="${made:+, }$v ${PAYMENTS[$v]}"; done
     echo "Payments made: $made. Pool: $POOL per service."
