@@ -8,7 +8,9 @@
 # All the services run at the same time, each on a database of its own; for each thread count and
 # each of ROUNDS rounds HttpLoad runs against each in turn (the order rotates per round, so drift in
 # the machine's load hits all alike). The table shows per variant the median of the rounds (rps, p50,
-# p99) and the ratio to off. It builds nothing; build and install first:
+# p99), the ratio to off, and the CPU time per request of the variant's service and of the database
+# server's processes serving its pool (when the server runs on this machine). It builds nothing; build
+# and install first:
 #
 #   ./mvnw -q install -DskipTests -DskipITs -pl examples/payments-service,retrysafe-benchmarks -am
 #   retrysafe-benchmarks/load/payments.sh                       # a first check: 3 rounds of 3s + 10s
