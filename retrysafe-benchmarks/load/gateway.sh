@@ -16,7 +16,8 @@
 # second with LOAD_THREADS clients (latency from each request's due time). The table gives the median
 # over the rounds, and each variant against the upstream alone and against nginx, and the CPU time each
 # path's own process (and its children: nginx's workers) spends per request in the closed loop, a cost
-# that the other processes on the machine do not change as much as they change throughput. It builds nothing:
+# that the other processes on the machine do not change as much as they change throughput, and, on
+# PostgreSQL, what the database server's processes serving the gateway's connections spend. It builds nothing:
 #
 #   ./mvnw -q -pl retrysafe-gateway,retrysafe-benchmarks -am package -DskipTests -DskipITs
 #   retrysafe-benchmarks/load/gateway.sh                    # 3 rounds of 3s + 10s, 8 clients, 50 rps
@@ -243,11 +244,17 @@ for r in $(seq 1 "$ROUNDS"); do
     n=${#VARIANTS[@]}
     for ((i = 0; i < n; i++)); do
         v=${VARIANTS[$(( (i + r - 1) % n ))]}
+        backends=()
+        [[ "$v" == *-pg ]] && read -ra backends <<<"$(process_backends "${PID[$v]}")"
         ticks=$(cpu_ticks "${PID[$v]}")
+        db_ticks=$(cpu_ticks "${backends[@]}")
         http_load "$v-closed-r$r" "${PORT[$v]}" --mode "$(mode_of "$v")" --threads "$THREADS" --accounts acc-1,acc-2 \
             "${CALLER[@]}"
         cpu=$(cpu_us_per_request "$(( $(cpu_ticks "${PID[$v]}") - ticks ))" "$(field rps "$RESULT")")
-        printf '%s|%s|%s cpu_us=%s\n' "$v-closed" "$r" "$RESULT" "$cpu" >>"$OUT/rows.txt"
+        db=n/a
+        [[ ${#backends[@]} -gt 0 ]] \
+            && db=$(cpu_us_per_request "$(( $(cpu_ticks "${backends[@]}") - db_ticks ))" "$(field rps "$RESULT")")
+        printf '%s|%s|%s cpu_us=%s db_us=%s\n' "$v-closed" "$r" "$RESULT" "$cpu" "$db" >>"$OUT/rows.txt"
         http_load "$v-open-r$r" "${PORT[$v]}" --mode "$(mode_of "$v")" --threads "$LOAD_THREADS" --rate "$RATE" \
             --accounts acc-1,acc-2 "${CALLER[@]}"
         printf '%s|%s|%s\n' "$v-open" "$r" "$RESULT" >>"$OUT/rows.txt"
@@ -263,8 +270,8 @@ declare -A LABEL=([upstream]="Python upstream alone" [nginx]="nginx, plain rever
     [base-off]="baseline gateway, idempotency off" [base-pg]="baseline gateway on PostgreSQL"
     [base-redis]="baseline gateway on Redis")
 {
-    echo "| path | rps, $THREADS clients | vs upstream | vs nginx, per round | p50 ms at $RATE rps | p99 ms at $RATE rps | p50 over upstream | p99 over upstream | own CPU µs per request | statuses (all runs) |"
-    echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+    echo "| path | rps, $THREADS clients | vs upstream | vs nginx, per round | p50 ms at $RATE rps | p99 ms at $RATE rps | p50 over upstream | p99 over upstream | own CPU µs per request | its database's CPU µs per request | statuses (all runs) |"
+    echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
     up_rps=$(med upstream-closed rps)
     up_p50=$(med upstream-open p50); up_p99=$(med upstream-open p99)
     for v in "${VARIANTS[@]}"; do
@@ -272,9 +279,12 @@ declare -A LABEL=([upstream]="Python upstream alone" [nginx]="nginx, plain rever
         st="$(statuses "$v-closed"); $(statuses "$v-open")"
         errs=$(( $(errors "$v-closed") + $(errors "$v-open") ))
         [[ "$errs" != 0 ]] && st="$st, errors:$errs"
-        printf '| %s | %s | %s | %s | %s | %s | %+.2f | %+.2f | %s | %s |\n' "${LABEL[$v]}" "$rps" "$(ratio "$rps" "$up_rps")" \
-            "$(per_round "$v")" "$p50" "$p99" "$(awk -v a="$p50" -v b="$up_p50" 'BEGIN { print a - b }')" \
-            "$(awk -v a="$p99" -v b="$up_p99" 'BEGIN { print a - b }')" "$(values "$v-closed" cpu_us | range %.0f)" "$st"
+        db=""
+        [[ "$v" == *-pg ]] && db=$(values "$v-closed" db_us | { grep -v n/a || true; } | range %.0f)
+        printf '| %s | %s | %s | %s | %s | %s | %+.2f | %+.2f | %s | %s | %s |\n' "${LABEL[$v]}" "$rps" \
+            "$(ratio "$rps" "$up_rps")" "$(per_round "$v")" "$p50" "$p99" \
+            "$(awk -v a="$p50" -v b="$up_p50" 'BEGIN { print a - b }')" "$(awk -v a="$p99" -v b="$up_p99" 'BEGIN { print a - b }')" \
+            "$(values "$v-closed" cpu_us | range %.0f)" "$db" "$st"
     done
     echo
     echo "Loopback HTTP/1.1, one Python upstream behind every path; per variant and round a closed-loop run"
@@ -282,7 +292,8 @@ declare -A LABEL=([upstream]="Python upstream alone" [nginx]="nginx, plain rever
     echo "time); warmup $WARMUP, then $DURATION measured; median of $ROUNDS rounds, the order rotated per round."
     echo "Before round 1 each gateway under load until its JIT compilers settled (at least ${JVM_WARMUP:-20s}, at most"
     echo "${SETTLE_MAX:-180s}). Without a key: upstream, nginx, gateway off; a new Idempotency-Key per request: the gateway"
-    echo "on a store."
+    echo "on a store. Its database's CPU: the server's processes serving the gateway's connections to PostgreSQL"
+    echo "(when the server runs on this machine), over each closed-loop run, per request."
     echo "Source: $SOURCE. Machine: $(machine) at the end; $(java -version 2>&1 | head -n 1); $("$NGINX" -v 2>&1)."
 } | tee "$OUT/table.md"
 say "table: $OUT/table.md"

@@ -297,6 +297,17 @@ db_backends() {
         | tr '\n' ' '
 }
 
+# process_backends PID: the pids of the server processes serving the connections process PID holds to the
+# server, when the server runs on this machine (matched by the connections' ports); none otherwise
+process_backends() {
+    case $PG_HOST in 127.0.0.1 | localhost | ::1) ;; *) return 0 ;; esac
+    local ports
+    ports=$(ss -Htnp state established "( dport = :$PG_PORT )" 2>/dev/null | grep "pid=$1," \
+        | awk '{ n = split($3, a, ":"); print a[n] }' | paste -sd, -)
+    [[ -n "$ports" ]] || return 0
+    psql_admin -c "SELECT pid FROM pg_stat_activity WHERE client_port IN ($ports)" | tr '\n' ' '
+}
+
 # --- warming a JVM up until its compilers settle ---------------------------------------------------
 # A fresh JVM under load compiles its hot code for a minute or more; on a machine with two CPUs the compiler
 # threads then take a third of the process's CPU from the requests. A run measured before they settle
