@@ -289,16 +289,9 @@ cpu_us_per_request() {
         'BEGIN { if (rps > 0) printf "%.0f", t / hz * 1e6 / (rps * (s + d)); else print "nan" }'
 }
 
-# db_backends DB: the pids of the server processes serving database DB's connections (a pool keeps them
-# for the run), when the server runs on this machine; none otherwise
-db_backends() {
-    case $PG_HOST in 127.0.0.1 | localhost | ::1) ;; *) return 0 ;; esac
-    psql_admin -c "SELECT pid FROM pg_stat_activity WHERE datname = '$1' AND backend_type = 'client backend'" \
-        | tr '\n' ' '
-}
-
 # process_backends PID: the pids of the server processes serving the connections process PID holds to the
-# server, when the server runs on this machine (matched by the connections' ports); none otherwise
+# server (a pool keeps them for the run), when the server runs on this machine (matched by the connections'
+# ports); none otherwise
 process_backends() {
     case $PG_HOST in 127.0.0.1 | localhost | ::1) ;; *) return 0 ;; esac
     local ports

@@ -68,7 +68,7 @@ run() {
     # were empty keeps a sequential scan until the next ANALYZE (with autovacuum off, never).
     psql_db "$(variant_db "$v")" -c "ANALYZE" >/dev/null
     local backends service_ticks db_ticks rps
-    read -ra backends <<<"$(db_backends "$(variant_db "$v")")"
+    read -ra backends <<<"$(process_backends "${PID[$v]}")"
     service_ticks=$(cpu_ticks "${PID[$v]}")
     db_ticks=$(cpu_ticks "${backends[@]}")
     http_load "$name" "${PORT[$v]}" --mode "$mode" --threads "$threads" --accounts acc-1,acc-2
