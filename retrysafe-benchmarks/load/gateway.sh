@@ -251,7 +251,7 @@ for r in $(seq 1 "$ROUNDS"); do
         http_load "$v-closed-r$r" "${PORT[$v]}" --mode "$(mode_of "$v")" --threads "$THREADS" --accounts acc-1,acc-2 \
             "${CALLER[@]}"
         cpu=$(cpu_us_per_request "$(( $(cpu_ticks "${PID[$v]}") - ticks ))" "$(field rps "$RESULT")")
-        db=n/a
+        db=nan # not on PostgreSQL, or a server on another machine: not measured
         [[ ${#backends[@]} -gt 0 ]] \
             && db=$(cpu_us_per_request "$(( $(cpu_ticks "${backends[@]}") - db_ticks ))" "$(field rps "$RESULT")")
         printf '%s|%s|%s cpu_us=%s db_us=%s\n' "$v-closed" "$r" "$RESULT" "$cpu" "$db" >>"$OUT/rows.txt"
@@ -280,7 +280,7 @@ declare -A LABEL=([upstream]="Python upstream alone" [nginx]="nginx, plain rever
         errs=$(( $(errors "$v-closed") + $(errors "$v-open") ))
         [[ "$errs" != 0 ]] && st="$st, errors:$errs"
         db=""
-        [[ "$v" == *-pg ]] && db=$(values "$v-closed" db_us | { grep -v n/a || true; } | range %.0f)
+        [[ "$v" == *-pg ]] && db=$(values "$v-closed" db_us | range %.0f)
         printf '| %s | %s | %s | %s | %s | %s | %+.2f | %+.2f | %s | %s | %s |\n' "${LABEL[$v]}" "$rps" \
             "$(ratio "$rps" "$up_rps")" "$(per_round "$v")" "$p50" "$p99" \
             "$(awk -v a="$p50" -v b="$up_p50" 'BEGIN { print a - b }')" "$(awk -v a="$p99" -v b="$up_p99" 'BEGIN { print a - b }')" \

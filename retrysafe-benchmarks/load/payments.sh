@@ -67,15 +67,16 @@ run() {
     # Plans as autovacuum would keep them: a statement the service server-prepared while its tables
     # were empty keeps a sequential scan until the next ANALYZE (with autovacuum off, never).
     psql_db "$(variant_db "$v")" -c "ANALYZE" >/dev/null
-    local backends service_ticks db_ticks rps
+    local backends service_ticks db_ticks rps db
     read -ra backends <<<"$(process_backends "${PID[$v]}")"
     service_ticks=$(cpu_ticks "${PID[$v]}")
     db_ticks=$(cpu_ticks "${backends[@]}")
     http_load "$name" "${PORT[$v]}" --mode "$mode" --threads "$threads" --accounts acc-1,acc-2
     rps=$(field rps "$RESULT")
+    db=nan # a server on another machine: not measured
+    [[ ${#backends[@]} -gt 0 ]] && db=$(cpu_us_per_request "$(( $(cpu_ticks "${backends[@]}") - db_ticks ))" "$rps")
     printf '%s|%s|%s|%s service_us=%s db_us=%s\n' "$v" "$threads" "$round" "$RESULT" \
-        "$(cpu_us_per_request "$(( $(cpu_ticks "${PID[$v]}") - service_ticks ))" "$rps")" \
-        "$(cpu_us_per_request "$(( $(cpu_ticks "${backends[@]}") - db_ticks ))" "$rps")" >>"$OUT/rows.txt"
+        "$(cpu_us_per_request "$(( $(cpu_ticks "${PID[$v]}") - service_ticks ))" "$rps")" "$db" >>"$OUT/rows.txt"
 }
 
 : >"$OUT/rows.txt"
