@@ -223,16 +223,7 @@ final class EngineCore {
     <T> Outcome<T> recorded(IdempotencyKey key, Attempt attempt, ResponseCodec<T> codec, T value, Recording recording,
             FencedWrite write) {
         if (write instanceof FencedWrite.Superseded superseded) {
-            // This attempt's writes were rolled back: the caller gets what the key holds, as a duplicate would.
-            LOG.log(Level.DEBUG, () -> "[" + name + "] attempt of key " + key.digest() + " was superseded by another's"
-                    + " commit; its writes were rolled back");
-            ClaimResult decided = superseded.decided();
-            if (decided instanceof ClaimResult.Replay replay) {
-                return new Outcome.Replayed<>(codec.decode(open(key, replay.response())));
-            } else if (decided instanceof ClaimResult.FingerprintMismatch) {
-                return new Outcome.FingerprintMismatch<>();
-            }
-            return inProgress();
+            return superseded(key, codec, superseded);
         }
         if (write instanceof FencedWrite.LeaseLost) {
             listener.onLeaseLost(key);
@@ -241,6 +232,22 @@ final class EngineCore {
             return new Outcome.Executed<>(value, attempt, Completion.LEASE_LOST);
         }
         return new Outcome.Executed<>(value, attempt, recording.store() ? Completion.STORED : Completion.RELEASED);
+    }
+
+    /**
+     * A write that found the key decided by another attempt's record (key last): this attempt's writes were
+     * rolled back, and the caller gets what the key holds, as a duplicate would.
+     */
+    <T> Outcome<T> superseded(IdempotencyKey key, ResponseCodec<T> codec, FencedWrite.Superseded superseded) {
+        LOG.log(Level.DEBUG, () -> "[" + name + "] attempt of key " + key.digest() + " was superseded by another's"
+                + " commit; its writes were rolled back");
+        ClaimResult decided = superseded.decided();
+        if (decided instanceof ClaimResult.Replay replay) {
+            return new Outcome.Replayed<>(codec.decode(open(key, replay.response())));
+        } else if (decided instanceof ClaimResult.FingerprintMismatch) {
+            return new Outcome.FingerprintMismatch<>();
+        }
+        return inProgress();
     }
 
     /**

@@ -196,7 +196,9 @@ public final class RetrySafe {
                     try {
                         value = operation.run(attempt, claimed.token());
                     } catch (Throwable t) {
-                        releaseUnlessUnknown(key, claimed, t);
+                        if (releaseUnlessUnknown(key, claimed, t) instanceof FencedWrite.Superseded superseded) {
+                            return core.superseded(key, codec, superseded);
+                        }
                         throw EngineCore.propagate(t);
                     }
                     return record(key, claimed, attempt, codec, value);
@@ -245,14 +247,19 @@ public final class RetrySafe {
                     stage = Require.notNull(operation.run(attempt), "the operation's stage");
                 } catch (Throwable t) {
                     renewal.close();
-                    releaseUnlessUnknown(key, claimed, t);
+                    if (releaseUnlessUnknown(key, claimed, t) instanceof FencedWrite.Superseded superseded) {
+                        return CompletableFuture.completedFuture(core.superseded(key, codec, superseded));
+                    }
                     return CompletableFuture.failedFuture(EngineCore.propagate(t));
                 }
                 return stage.handle((value, failure) -> {
                     try (renewal) {
                         if (failure != null) {
-                            releaseUnlessUnknown(key, claimed, EngineCore.unwrap(failure));
-                            throw EngineCore.propagate(EngineCore.unwrap(failure));
+                            Throwable cause = EngineCore.unwrap(failure);
+                            if (releaseUnlessUnknown(key, claimed, cause) instanceof FencedWrite.Superseded superseded) {
+                                return core.superseded(key, codec, superseded);
+                            }
+                            throw EngineCore.propagate(cause);
                         }
                         return record(key, claimed, attempt, codec, value);
                     }
@@ -364,18 +371,21 @@ public final class RetrySafe {
         }
     }
 
-    /** After the operation threw: releases the key, unless {@link EngineCore#keepsKeyAfter} says the failure keeps it in progress. */
-    private void releaseUnlessUnknown(IdempotencyKey key, ClaimResult.Claimed claimed, Throwable failure) {
-        if (!core.keepsKeyAfter(key, failure)) {
-            releaseQuietly(key, claimed);
-        }
+    /**
+     * After the operation threw: releases the key, unless {@link EngineCore#keepsKeyAfter} says the failure keeps
+     * it in progress. Returns the release's answer (null if none was made or it failed): a
+     * {@link FencedWrite.Superseded} says the key was decided by another attempt, whose answer is the caller's.
+     */
+    private FencedWrite releaseUnlessUnknown(IdempotencyKey key, ClaimResult.Claimed claimed, Throwable failure) {
+        return core.keepsKeyAfter(key, failure) ? null : releaseQuietly(key, claimed);
     }
 
-    private void releaseQuietly(IdempotencyKey key, ClaimResult.Claimed claimed) {
+    private FencedWrite releaseQuietly(IdempotencyKey key, ClaimResult.Claimed claimed) {
         try {
-            timed("release", () -> store.release(key, claimed.token()));
+            return timed("release", () -> store.release(key, claimed.token()));
         } catch (StoreFailure failure) {
             core.releaseFailed(key, failure.getCause());
+            return null;
         }
     }
 

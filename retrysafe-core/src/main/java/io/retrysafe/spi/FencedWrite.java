@@ -16,6 +16,8 @@ public sealed interface FencedWrite {
      * attempt's transaction was rolled back, its writes with it, and {@code decided} is what the
      * key holds now: a {@link ClaimResult.Replay}, a {@link ClaimResult.FingerprintMismatch}, or a
      * {@link ClaimResult.InProgress} when the other attempt had not finished within the lock bound.
+     * A release may answer it too, where nothing read the key before the operation: the caller gets
+     * the replay or the mismatch, not the operation's failure or unkept answer.
      */
     record Superseded(ClaimResult decided) implements FencedWrite {
         public Superseded {
