@@ -20,7 +20,8 @@ import java.util.Optional;
  * The store as seen from inside one application transaction: the claim is the transaction's first
  * statement, the completion commits it, and a release rolls it back, taking the claim with it.
  * With {@link KeyOrder#LAST} the claim of an absent key only reads, and the completion inserts the
- * record instead of updating it. One instance per {@link TransactionalRetrySafe#execute} call; not
+ * record instead of updating it; with {@link KeyOrder#LAST_NO_LOOKUP} the claim sends nothing, and a
+ * release reads what the key holds. One instance per {@link TransactionalRetrySafe#execute} call; not
  * thread-safe.
  */
 final class TransactionBoundStore implements IdempotencyStore {
@@ -33,7 +34,7 @@ final class TransactionBoundStore implements IdempotencyStore {
     /** The claim is the transaction's first statement: nothing before it to keep behind a savepoint. */
     private final boolean claimFirst;
     private final KeyOrder keyOrder;
-    /** Key last: the request whose record the completion inserts, once the lookup found none. */
+    /** Key last: the request whose record the completion inserts, once the lookup found none (or none was made). */
     private ClaimRequest unclaimed;
     private boolean ended;
     private boolean completed;
@@ -72,6 +73,11 @@ final class TransactionBoundStore implements IdempotencyStore {
     @Override
     public ClaimResult tryClaim(ClaimRequest request) {
         try {
+            if (keyOrder == KeyOrder.LAST_NO_LOOKUP) {
+                // Nothing read: the completion inserts the record or finds what decides the key.
+                unclaimed = request;
+                return new ClaimResult.Unclaimed(request.token());
+            }
             if (keyOrder == KeyOrder.LAST) {
                 // Absent (the usual case): nothing is written now. Any other record: claimed as usual.
                 ClaimResult found = sql.lookup(connection, request);
@@ -117,7 +123,7 @@ final class TransactionBoundStore implements IdempotencyStore {
 
     @Override
     public FencedWrite complete(IdempotencyKey key, OwnerToken token, StoredResponse response, Duration retention) {
-        if (unclaimed != null && unclaimed.key().equals(key) && unclaimed.token().equals(token)) {
+        if (insertsRecordOf(key, token)) {
             return insertCompleted(response, retention);
         }
         boolean written;
@@ -143,7 +149,8 @@ final class TransactionBoundStore implements IdempotencyStore {
         ClaimRequest request = new ClaimRequest(unclaimed.key(), unclaimed.fingerprint(), unclaimed.token(),
                 unclaimed.leaseTtl(), retention);
         try {
-            if (sql.insertCompleted(connection, request, response, store.lockTimeout(), ownsTransaction)) {
+            if (sql.insertCompleted(connection, request, response, store.lockTimeout(), ownsTransaction,
+                    keyOrder == KeyOrder.LAST_NO_LOOKUP)) {
                 ended = ownsTransaction;
                 completed = true;
                 return FencedWrite.COMMITTED;
@@ -151,22 +158,39 @@ final class TransactionBoundStore implements IdempotencyStore {
         } catch (SQLException e) {
             throw store.failure(ownsTransaction ? "commit the transaction with its record" : "store the record", e);
         }
-        // Not written: the record another attempt committed first is the answer. Our transaction was
-        // rolled back; the caller's, when it is the caller's, is aborted, so the record is read on
-        // another connection. Not ended either way: the caller rolls back what is left open.
+        // Not written: the record another attempt committed first is the answer. Not ended: the caller
+        // rolls back what is left open.
         try {
-            if (ownsTransaction) {
-                return new FencedWrite.Superseded(sql.afterConflict(connection, request));
-            }
-            try (Connection other = store.dataSource().getConnection()) {
-                ClaimResult winner = sql.afterConflict(other, request);
-                if (!other.getAutoCommit()) {
-                    other.rollback(); // a read: leave the pool nothing open
-                }
-                return new FencedWrite.Superseded(winner);
-            }
+            return new FencedWrite.Superseded(readAfterAbort(other -> sql.afterConflict(other, request)));
         } catch (SQLException e) {
             throw store.failure("read the record that superseded this attempt", e);
+        }
+    }
+
+    private boolean insertsRecordOf(IdempotencyKey key, OwnerToken token) {
+        return unclaimed != null && unclaimed.key().equals(key) && unclaimed.token().equals(token);
+    }
+
+    private interface Read {
+        ClaimResult on(Connection c) throws SQLException;
+    }
+
+    /**
+     * The record as committed, once this attempt's transaction was rolled back (ours) or aborted (the caller's,
+     * so the record is read on another connection). Either connection is left with nothing open.
+     */
+    private ClaimResult readAfterAbort(Read read) throws SQLException {
+        if (ownsTransaction) {
+            ClaimResult now = read.on(connection);
+            connection.rollback();
+            return now;
+        }
+        try (Connection other = store.dataSource().getConnection()) {
+            ClaimResult now = read.on(other);
+            if (!other.getAutoCommit()) {
+                other.rollback();
+            }
+            return now;
         }
     }
 
@@ -179,6 +203,18 @@ final class TransactionBoundStore implements IdempotencyStore {
                 throw store.failure("roll back", e);
             }
             ended = true;
+        }
+        if (keyOrder == KeyOrder.LAST_NO_LOOKUP && insertsRecordOf(key, token)) {
+            // Nothing was read before the operation, so this may be a retry of a decided key whose operation
+            // failed or answered what is not kept this time: the caller gets what the key holds, as a retry would.
+            try {
+                ClaimResult now = readAfterAbort(c -> sql.lookup(c, unclaimed));
+                if (now instanceof ClaimResult.Replay || now instanceof ClaimResult.FingerprintMismatch) {
+                    return new FencedWrite.Superseded(now);
+                }
+            } catch (SQLException e) {
+                throw store.failure("read the key's record after the rollback", e);
+            }
         }
         // A caller's transaction is rolled back by its manager: the outcome says so.
         return FencedWrite.COMMITTED;

@@ -61,8 +61,8 @@ public final class TransactionalRetrySafe {
      * Transactional mode for an engine built on a {@link JdbcIdempotencyStore}, the key written as
      * {@code keyOrder} says.
      *
-     * @throws IllegalArgumentException with {@link KeyOrder#LAST}, if the store is not PostgreSQL's
-     *     standard layout
+     * @throws IllegalArgumentException with {@link KeyOrder#LAST} or {@link KeyOrder#LAST_NO_LOOKUP}, if the store
+     *     is not PostgreSQL's standard layout
      */
     public static TransactionalRetrySafe of(RetrySafe engine, KeyOrder keyOrder) {
         Require.notNull(engine, "engine");
@@ -75,7 +75,7 @@ public final class TransactionalRetrySafe {
             throw new IllegalArgumentException("transactional mode cannot fail open: the store is the transaction's "
                     + "own database, so there is nothing to run without it");
         }
-        if (keyOrder == KeyOrder.LAST && !store.sql().requests().supportsKeyLast()) {
+        if (keyOrder.writesLast() && !store.sql().requests().supportsKeyLast()) {
             throw new IllegalArgumentException("the key can be written last only on PostgreSQL's standard layout, where"
                     + " a unique index makes a second insert of a key fail; store " + store.name() + " is "
                     + store.dialect() + " with layout " + store.layout());
@@ -213,10 +213,10 @@ public final class TransactionalRetrySafe {
      *
      * <p>The claim may block up to the lock timeout on a concurrent duplicate; past it the outcome is
      * in progress and only the claim was undone (a MariaDB deadlock, which takes the whole
-     * transaction, is a store failure instead). With
-     * {@link KeyOrder#LAST}, the record is inserted into the transaction after the operation; if a
-     * concurrent attempt's record committed first, the insert aborts the transaction, the outcome is
-     * that attempt's response (or 409), and {@link Joined#commit()} is false.
+     * transaction, is a store failure instead). With {@link KeyOrder#LAST} and {@link KeyOrder#LAST_NO_LOOKUP},
+     * the record is inserted into the transaction after the operation; if a concurrent attempt's record
+     * committed first, the insert aborts the transaction, the outcome is that attempt's response (or 409),
+     * and {@link Joined#commit()} is false.
      */
     public <T> Joined<T> join(Connection connection, IdempotencyKey key, Fingerprint fingerprint,
             ResponseCodec<T> codec, Operation<T> operation) {

@@ -12,7 +12,9 @@ import io.retrysafe.ResponseCodec;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.StoreUnavailableException;
 import io.retrysafe.StoredResponse;
+import io.retrysafe.spi.ClaimRequest;
 import io.retrysafe.spi.IdempotencyRecord;
+import io.retrysafe.spi.OwnerToken;
 import io.retrysafe.spi.RecordStatus;
 import io.retrysafe.testservices.TestDatabases;
 import java.nio.charset.StandardCharsets;
@@ -25,6 +27,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -35,7 +38,10 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Transactional mode with the key written last ({@link KeyOrder#LAST}) on PostgreSQL: the record is
@@ -48,6 +54,7 @@ class PostgresKeyLastIT {
     private static DataSource ds;
     private static JdbcIdempotencyStore store;
     private static TransactionalRetrySafe keyLast;
+    private static TransactionalRetrySafe noLookup;
     private static ExecutorService pool;
 
     private String scope;
@@ -67,6 +74,7 @@ class PostgresKeyLastIT {
                     + " DEFERRABLE INITIALLY DEFERRED)");
         }
         keyLast = TransactionalRetrySafe.of(RetrySafe.builder(store).build(), KeyOrder.LAST);
+        noLookup = TransactionalRetrySafe.of(RetrySafe.builder(store).build(), KeyOrder.LAST_NO_LOOKUP);
         pool = Executors.newCachedThreadPool();
     }
 
@@ -114,13 +122,19 @@ class PostgresKeyLastIT {
 
     @Test
     void duplicatesRacingOnOneKeyMakeOnePaymentAndAllGetItsAnswer() throws Exception {
-        IdempotencyKey key = key("k-race");
+        duplicatesRaceOnOneKey(keyLast, key("k-race"));
+
+        assertThat(runs.get()).as("runs, some of them rolled back").isBetween(1, THREADS);
+    }
+
+    /** THREADS duplicates of one key at once: one payment, one answer for all. */
+    private void duplicatesRaceOnOneKey(TransactionalRetrySafe mode, IdempotencyKey key) throws Exception {
         CountDownLatch start = new CountDownLatch(1);
         List<Future<Outcome<String>>> futures = new ArrayList<>();
         for (int i = 0; i < THREADS; i++) {
             futures.add(pool.submit(() -> {
                 start.await();
-                return execute(key, fp, c -> pay(c, 100));
+                return execute(mode, key, fp, c -> pay(c, 100));
             }));
         }
         start.countDown();
@@ -136,7 +150,6 @@ class PostgresKeyLastIT {
                 .filteredOn(o -> !(o instanceof Outcome.Executed)).allSatisfy(o -> assertThat(o)
                         .isEqualTo(new Outcome.Replayed<>(answer)));
         assertThat(payments()).as("the losers' payments were rolled back").isEqualTo(1);
-        assertThat(runs.get()).as("runs, some of them rolled back").isBetween(1, THREADS);
         assertThat(store.inspect(key).orElseThrow().status()).isEqualTo(RecordStatus.COMPLETED);
     }
 
@@ -180,17 +193,8 @@ class PostgresKeyLastIT {
     void aCommitFailingOnTheOperationsOwnConstraintIsAStoreFailureNotAnAttemptInProgress() throws Exception {
         IdempotencyKey key = key("k-deferred");
 
-        assertThatThrownBy(() -> execute(key, fp, c -> {
-            for (int i = 0; i < 2; i++) { // two rows in one slot: checked at COMMIT, not here
-                try (PreparedStatement ps = c.prepareStatement(
-                        "INSERT INTO rs_pg_key_last_deferred (id, scope, slot) VALUES (?, ?, 1)")) {
-                    ps.setObject(1, UUID.randomUUID());
-                    ps.setString(2, scope);
-                    ps.executeUpdate();
-                }
-            }
-            return "looked fine";
-        })).isInstanceOf(StoreUnavailableException.class).hasMessageContaining("commit");
+        assertThatThrownBy(() -> execute(key, fp, this::twoRowsInOneSlot))
+                .isInstanceOf(StoreUnavailableException.class).hasMessageContaining("commit");
         assertThat(store.inspect(key)).isEmpty();
         try (Connection c = ds.getConnection(); PreparedStatement ps = c.prepareStatement(
                 "SELECT count(*) FROM rs_pg_key_last_deferred WHERE scope = ?")) {
@@ -253,20 +257,30 @@ class PostgresKeyLastIT {
 
     @Test
     void joinedToTheCallersTransactionALoserIsToldToRollBackAndGetsTheWinnersAnswer() throws Exception {
-        IdempotencyKey key = key("k-join");
+        aJoinedLoserIsToldToRollBackAndGetsTheWinnersAnswer(keyLast, key("k-join"),
+                Connection.TRANSACTION_READ_COMMITTED);
+
+        assertThat(runs).as("both ran; one was rolled back").hasValue(2);
+    }
+
+    /** Two attempts joined to transactions of this test; the second's insert waits until the first commits. */
+    private void aJoinedLoserIsToldToRollBackAndGetsTheWinnersAnswer(TransactionalRetrySafe mode, IdempotencyKey key,
+            int isolation) throws Exception {
         CountDownLatch commitFirst = new CountDownLatch(1);
-        Future<String> first = firstHoldingItsRecord(key, commitFirst);
+        Future<String> first = firstHoldingItsRecord(mode, key, commitFirst);
 
         Future<TransactionalRetrySafe.Joined<String>> second = pool.submit(() -> {
             try (Connection c = ds.getConnection()) {
                 c.setAutoCommit(false);
-                TransactionalRetrySafe.Joined<String> joined = keyLast.join(c, key, fp, ResponseCodec.utf8(),
-                        attempt -> pay(c, 100));
-                c.rollback(); // aborted by the insert that met the first's record: the caller rolls back
-                return joined;
+                c.setTransactionIsolation(isolation);
+                try {
+                    return mode.join(c, key, fp, ResponseCodec.utf8(), attempt -> pay(c, 100));
+                } finally {
+                    c.rollback(); // aborted by the insert that met the first's record: the caller rolls back
+                    c.setTransactionIsolation(Connection.TRANSACTION_READ_COMMITTED);
+                }
             }
         });
-        // The second's insert waits on the first's uncommitted record until the first commits.
         await().atMost(Duration.ofSeconds(30)).until(() -> insertsWaitingOnALock() == 1);
         commitFirst.countDown();
 
@@ -274,7 +288,6 @@ class PostgresKeyLastIT {
         TransactionalRetrySafe.Joined<String> loser = second.get(30, TimeUnit.SECONDS);
         assertThat(loser.commit()).isFalse();
         assertThat(loser.outcome()).isEqualTo(new Outcome.Replayed<>(answer));
-        assertThat(runs).as("both ran; one was rolled back").hasValue(2);
         assertThat(payments()).isEqualTo(1);
     }
 
@@ -290,6 +303,177 @@ class PostgresKeyLastIT {
         assertThat(TransactionalRetrySafe.of(RetrySafe.builder(partitioned).build()).keyOrder()).isEqualTo(KeyOrder.FIRST);
     }
 
+    /**
+     * {@link KeyOrder#LAST_NO_LOOKUP}: nothing is read before the payment. A retry pays again inside a
+     * transaction that is rolled back, and is answered with the stored response whatever its own run did.
+     */
+    @Nested
+    class WithoutALookup {
+        @Test
+        void aRetryIsRolledBackAndReplaysTheFirstAnswerAndAnotherPayloadIsRefused() throws Exception {
+            IdempotencyKey key = key("n-retry");
+            Outcome<String> first = execute(noLookup, key, fp, c -> pay(c, 100));
+
+            Outcome<String> retry = execute(noLookup, key, fp, c -> pay(c, 100));
+            Outcome<String> other = execute(noLookup, key, Fingerprint.sha256(new byte[] {2}), c -> pay(c, 200));
+
+            assertThat(first).isInstanceOf(Outcome.Executed.class);
+            assertThat(retry).isEqualTo(new Outcome.Replayed<>(first.orThrow()));
+            assertThat(other).isInstanceOf(Outcome.FingerprintMismatch.class);
+            assertThat(runs).as("each ran; two were rolled back").hasValue(3);
+            assertThat(payments()).isEqualTo(1);
+            IdempotencyRecord record = store.inspect(key).orElseThrow();
+            assertThat(record.attempt()).isEqualTo(1);
+            assertThat(record.response().map(r -> new String(r.body(), StandardCharsets.UTF_8)))
+                    .hasValue(first.orThrow());
+        }
+
+        @Test
+        void aRetryWhoseRunFailsGetsTheStoredAnswerNotTheFailure() throws Exception {
+            IdempotencyKey key = key("n-retry-fails");
+            String first = execute(noLookup, key, fp, c -> pay(c, 100)).orThrow();
+
+            // The account the first payment emptied: the second run refuses, but the caller paid once already.
+            Outcome<String> retry = execute(noLookup, key, fp, c -> {
+                pay(c, 100);
+                throw new IllegalStateException("insufficient funds");
+            });
+            Outcome<String> other = execute(noLookup, key, Fingerprint.sha256(new byte[] {2}), c -> {
+                throw new IllegalArgumentException("amount not allowed");
+            });
+
+            assertThat(retry).isEqualTo(new Outcome.Replayed<>(first));
+            assertThat(other).isInstanceOf(Outcome.FingerprintMismatch.class);
+            assertThat(payments()).isEqualTo(1);
+        }
+
+        @Test
+        void anAsynchronousRetryWhoseStageFailsOrThrowsGetsTheStoredAnswer() throws Exception {
+            IdempotencyKey key = key("n-async");
+            String first = execute(noLookup, key, fp, c -> pay(c, 100)).orThrow();
+            Outcome<String> failedStage;
+            Outcome<String> thrown;
+            try (Connection c = ds.getConnection()) {
+                failedStage = noLookup.executeAsync(c, key, fp, ResponseCodec.utf8(), attempt -> {
+                    pay(c, 100);
+                    return CompletableFuture.<String>failedFuture(new IllegalStateException("insufficient funds"));
+                }).toCompletableFuture().get(30, TimeUnit.SECONDS);
+                thrown = noLookup.executeAsync(c, key, fp, ResponseCodec.utf8(), attempt -> {
+                    pay(c, 100);
+                    throw new IllegalStateException("insufficient funds");
+                }).toCompletableFuture().get(30, TimeUnit.SECONDS);
+            }
+
+            assertThat(failedStage).isEqualTo(new Outcome.Replayed<>(first));
+            assertThat(thrown).isEqualTo(new Outcome.Replayed<>(first));
+            assertThat(payments()).isEqualTo(1);
+        }
+
+        @Test
+        void aRetryWhoseAnswerIsNotKeptGetsTheStoredAnswer() throws Exception {
+            IdempotencyKey key = key("n-retry-503");
+            TransactionalRetrySafe storesNothingOn5xx = noLookup.with(OperationPolicy.ofDefaults());
+            Outcome<StoredResponse> first;
+            Outcome<StoredResponse> retry;
+            try (Connection c = ds.getConnection()) {
+                first = storesNothingOn5xx.execute(c, key, fp, ResponseCodec.identity(), attempt -> {
+                    pay(c, 100);
+                    return StoredResponse.of(201, "paid".getBytes(StandardCharsets.UTF_8));
+                });
+                retry = storesNothingOn5xx.execute(c, key, fp, ResponseCodec.identity(), attempt -> {
+                    pay(c, 100);
+                    return StoredResponse.of(503, new byte[0]);
+                });
+            }
+
+            assertThat(first).isInstanceOf(Outcome.Executed.class);
+            assertThat(retry).isInstanceOf(Outcome.Replayed.class);
+            assertThat(retry.orThrow().status()).isEqualTo(201);
+            assertThat(new String(retry.orThrow().body(), StandardCharsets.UTF_8)).isEqualTo("paid");
+            assertThat(payments()).isEqualTo(1);
+        }
+
+        @Test
+        void aFirstRunThatFailsLeavesNoRecordAndItsRetryPays() throws Exception {
+            IdempotencyKey key = key("n-fail");
+
+            assertThatThrownBy(() -> execute(noLookup, key, fp, c -> {
+                pay(c, 100);
+                throw new IllegalStateException("ledger offline");
+            })).hasMessage("ledger offline");
+            assertThat(store.inspect(key)).isEmpty();
+
+            assertThat(execute(noLookup, key, fp, c -> pay(c, 100))).isInstanceOf(Outcome.Executed.class);
+            assertThat(payments()).isEqualTo(1);
+        }
+
+        @Test
+        void expiredReleasedAndAbandonedRecordsAreTakenOverAndALiveAttemptIsNot() throws Exception {
+            IdempotencyKey expired = key("n-expired");
+            execute(noLookup, expired, fp, c -> pay(c, 100));
+            update("UPDATE " + TABLE + " SET expires_at = statement_timestamp() - interval '1 second'"
+                    + " WHERE scope = ? AND idem_key = 'n-expired'");
+            IdempotencyKey released = key("n-released");
+            RetrySafe standalone = RetrySafe.builder(store).build();
+            assertThatThrownBy(() -> standalone.execute(released, fp, ResponseCodec.utf8(), attempt -> {
+                throw new IllegalStateException("provider down");
+            })).hasMessage("provider down");
+            IdempotencyKey abandoned = key("n-abandoned");
+            store.tryClaim(new ClaimRequest(abandoned, fp, OwnerToken.random(), Duration.ofSeconds(30),
+                    Duration.ofHours(1)));
+            update("UPDATE " + TABLE + " SET lease_expires_at = statement_timestamp() - interval '1 second'"
+                    + " WHERE scope = ? AND idem_key = 'n-abandoned'");
+            IdempotencyKey live = key("n-live");
+            store.tryClaim(new ClaimRequest(live, fp, OwnerToken.random(), Duration.ofMinutes(5), Duration.ofHours(1)));
+
+            assertThat(execute(noLookup, expired, fp, c -> pay(c, 100))).isInstanceOf(Outcome.Executed.class);
+            assertThat(execute(noLookup, released, fp, c -> pay(c, 100))).isInstanceOf(Outcome.Executed.class);
+            assertThat(execute(noLookup, abandoned, fp, c -> pay(c, 100))).isInstanceOf(Outcome.Executed.class);
+            assertThat(execute(noLookup, live, fp, c -> pay(c, 100))).isInstanceOf(Outcome.InProgress.class);
+
+            assertThat(payments()).as("two for the expired key, one each for the released and abandoned")
+                    .isEqualTo(4);
+            assertThat(store.inspect(expired).orElseThrow().attempt()).as("a new life").isEqualTo(1);
+            assertThat(store.inspect(released).orElseThrow().attempt()).isEqualTo(2);
+            assertThat(store.inspect(abandoned).orElseThrow().attempt()).isEqualTo(2);
+            for (IdempotencyKey taken : List.of(expired, released, abandoned)) {
+                assertThat(store.inspect(taken).orElseThrow().status()).isEqualTo(RecordStatus.COMPLETED);
+            }
+            assertThat(store.inspect(live).orElseThrow().status()).isEqualTo(RecordStatus.IN_PROGRESS);
+        }
+
+        @Test
+        void duplicatesRacingOnOneKeyMakeOnePaymentAndAllGetItsAnswer() throws Exception {
+            duplicatesRaceOnOneKey(noLookup, key("n-race"));
+
+            assertThat(runs).as("every duplicate ran; all but one were rolled back").hasValue(THREADS);
+        }
+
+        @Test
+        void aCommitFailingOnTheOperationsOwnConstraintIsAStoreFailure() throws Exception {
+            IdempotencyKey key = key("n-deferred");
+
+            assertThatThrownBy(() -> execute(noLookup, key, fp, PostgresKeyLastIT.this::twoRowsInOneSlot))
+                    .isInstanceOf(StoreUnavailableException.class).hasMessageContaining("commit");
+            assertThat(store.inspect(key)).isEmpty();
+        }
+
+        /** Under REPEATABLE READ the takeover meets a record committed after its snapshot: 40001, not 23505. */
+        @ParameterizedTest
+        @ValueSource(ints = {Connection.TRANSACTION_READ_COMMITTED, Connection.TRANSACTION_REPEATABLE_READ})
+        void joinedToTheCallersTransactionALoserIsToldToRollBackAndGetsTheWinnersAnswer(int isolation)
+                throws Exception {
+            aJoinedLoserIsToldToRollBackAndGetsTheWinnersAnswer(noLookup, key("n-join-" + isolation), isolation);
+        }
+
+        private void update(String sql) throws SQLException {
+            try (Connection c = ds.getConnection(); PreparedStatement ps = c.prepareStatement(sql)) {
+                ps.setString(1, scope);
+                assertThat(ps.executeUpdate()).isEqualTo(1);
+            }
+        }
+    }
+
     // ---- helpers
 
     /**
@@ -297,11 +481,16 @@ class PostgresKeyLastIT {
      * inserted, uncommitted, and it commits when {@code commit} opens; its future is its answer.
      */
     private Future<String> firstHoldingItsRecord(IdempotencyKey key, CountDownLatch commit) throws Exception {
+        return firstHoldingItsRecord(keyLast, key, commit);
+    }
+
+    private Future<String> firstHoldingItsRecord(TransactionalRetrySafe mode, IdempotencyKey key, CountDownLatch commit)
+            throws Exception {
         CountDownLatch inserted = new CountDownLatch(1);
         Future<String> first = pool.submit(() -> {
             try (Connection c = ds.getConnection()) {
                 c.setAutoCommit(false);
-                TransactionalRetrySafe.Joined<String> joined = keyLast.join(c, key, fp, ResponseCodec.utf8(),
+                TransactionalRetrySafe.Joined<String> joined = mode.join(c, key, fp, ResponseCodec.utf8(),
                         attempt -> pay(c, 100));
                 assertThat(joined.commit()).isTrue();
                 assertThat(joined.outcome()).isInstanceOf(Outcome.Executed.class);
@@ -325,8 +514,13 @@ class PostgresKeyLastIT {
     }
 
     private Outcome<String> execute(IdempotencyKey key, Fingerprint fingerprint, Work work) throws SQLException {
+        return execute(keyLast, key, fingerprint, work);
+    }
+
+    private Outcome<String> execute(TransactionalRetrySafe mode, IdempotencyKey key, Fingerprint fingerprint, Work work)
+            throws SQLException {
         try (Connection c = ds.getConnection()) {
-            return keyLast.execute(c, key, fingerprint, ResponseCodec.utf8(), attempt -> work.run(c));
+            return mode.execute(c, key, fingerprint, ResponseCodec.utf8(), attempt -> work.run(c));
         }
     }
 
@@ -341,6 +535,19 @@ class PostgresKeyLastIT {
             ps.executeUpdate();
         }
         return "payment " + id;
+    }
+
+    /** Two rows in one slot of the deferred table: the transaction fails at its COMMIT, not here. */
+    private String twoRowsInOneSlot(Connection c) throws SQLException {
+        for (int i = 0; i < 2; i++) {
+            try (PreparedStatement ps = c.prepareStatement(
+                    "INSERT INTO rs_pg_key_last_deferred (id, scope, slot) VALUES (?, ?, 1)")) {
+                ps.setObject(1, UUID.randomUUID());
+                ps.setString(2, scope);
+                ps.executeUpdate();
+            }
+        }
+        return "looked fine";
     }
 
     private int payments() throws SQLException {

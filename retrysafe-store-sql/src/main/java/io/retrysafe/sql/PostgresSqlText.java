@@ -116,15 +116,20 @@ public final class PostgresSqlText {
     private String claimTakeover() {
         return " ON CONFLICT (scope, idem_key) DO UPDATE SET"
                 + " fingerprint = EXCLUDED.fingerprint, status = 'IN_PROGRESS', owner_token = EXCLUDED.owner_token,"
-                + " attempt = CASE WHEN r.expires_at <= " + T + " THEN 1 ELSE r.attempt + 1 END,"
-                + " created_at = CASE WHEN r.expires_at <= " + T + " THEN " + T + " ELSE r.created_at END,"
-                + " lease_expires_at = EXCLUDED.lease_expires_at, completed_at = NULL, expires_at = EXCLUDED.expires_at,"
-                + " response_status = NULL, response_headers = NULL, response_body = NULL"
-                + " WHERE r.expires_at <= " + T
-                + " OR (r.fingerprint = EXCLUDED.fingerprint AND (r.status = 'FAILED'"
-                + " OR (r.status = 'IN_PROGRESS' AND r.lease_expires_at <= " + T + ")))"
-                + " RETURNING attempt";
+                + TAKEOVER_LIFE + ", lease_expires_at = EXCLUDED.lease_expires_at, completed_at = NULL,"
+                + " expires_at = EXCLUDED.expires_at, response_status = NULL, response_headers = NULL,"
+                + " response_body = NULL" + TAKEOVER_WHERE + " RETURNING attempt";
     }
+
+    /** A taken-over record's attempt and creation: a new life when it had expired, the next attempt otherwise. */
+    private static final String TAKEOVER_LIFE = " attempt = CASE WHEN r.expires_at <= " + T
+            + " THEN 1 ELSE r.attempt + 1 END, created_at = CASE WHEN r.expires_at <= " + T + " THEN " + T
+            + " ELSE r.created_at END";
+
+    /** Which record ({@code r}) a new attempt ({@code EXCLUDED}) may take over: expired, or its own released or abandoned one. */
+    private static final String TAKEOVER_WHERE = " WHERE r.expires_at <= " + T
+            + " OR (r.fingerprint = EXCLUDED.fingerprint AND (r.status = 'FAILED'"
+            + " OR (r.status = 'IN_PROGRESS' AND r.lease_expires_at <= " + T + ")))";
 
     // ---------------------------------------------------------------- request path
 
@@ -149,11 +154,38 @@ public final class PostgresSqlText {
      * 3 fingerprint, 4 token, 5 retention in milliseconds, 6 response status, 7 headers, 8 body.
      */
     public String insertCompleted() {
-        return "INSERT INTO " + table + " (scope, idem_key, fingerprint, status, owner_token, attempt, created_at,"
-                + " lease_expires_at, completed_at, expires_at, response_status, response_headers, response_body)"
-                + " VALUES (" + p(1, "varchar") + ", " + p(2, "varchar") + ", " + p(3, "bytea") + ", 'COMPLETED', "
+        return "INSERT INTO " + table + COMPLETED_COLUMNS + completedRow();
+    }
+
+    private static final String COMPLETED_COLUMNS = " (scope, idem_key, fingerprint, status, owner_token, attempt,"
+            + " created_at, lease_expires_at, completed_at, expires_at, response_status, response_headers, response_body)";
+
+    private String completedRow() {
+        return " VALUES (" + p(1, "varchar") + ", " + p(2, "varchar") + ", " + p(3, "bytea") + ", 'COMPLETED', "
                 + p(4, "uuid") + ", 1, " + T + ", " + T + ", " + T + ", " + T + " + " + p(5, "bigint")
                 + " * interval '1 millisecond', " + p(6, "smallint") + ", " + p(7, "text") + ", " + p(8, "bytea") + ")";
+    }
+
+    /** What {@link #insertCompletedOrTakeOver()} fails with when the key's record is not its to take: 22P02. */
+    public static final String KEY_NOT_TAKEN = "22P02";
+
+    /**
+     * Key last without a look-up: {@link #insertCompleted()}, or, where the key has a record, the takeover a
+     * claim would make ({@link #claimTakeover()}'s condition), written completed. Where it can do neither (a
+     * live completed record, another body's, an attempt in progress), the statement fails with
+     * {@link #KEY_NOT_TAKEN}, and so aborts the transaction before its {@code COMMIT}: an upsert that changed
+     * nothing would commit the loser's writes. The error is a cast of a text that says why, evaluated only
+     * once the insert wrote no row. The parameters of {@link #insertCompleted()}.
+     */
+    public String insertCompletedOrTakeOver() {
+        return "WITH w AS (INSERT INTO " + table + " AS r" + COMPLETED_COLUMNS + completedRow()
+                + " ON CONFLICT (scope, idem_key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint,"
+                + " status = 'COMPLETED', owner_token = EXCLUDED.owner_token," + TAKEOVER_LIFE + ", lease_expires_at = "
+                + T + ", completed_at = " + T + ", expires_at = EXCLUDED.expires_at, response_status ="
+                + " EXCLUDED.response_status, response_headers = EXCLUDED.response_headers, response_body ="
+                + " EXCLUDED.response_body" + TAKEOVER_WHERE + " RETURNING 1)"
+                + " SELECT CAST(CASE WHEN count(*) = 0 THEN 'retrysafe: the key has a record this attempt cannot take'"
+                + " ELSE '1' END AS integer) FROM w";
     }
 
     /**

@@ -13,6 +13,7 @@ import java.time.Instant;
 final class Postgres {
     static final String LOCK_NOT_AVAILABLE = PostgresSqlText.LOCK_NOT_AVAILABLE;
     static final String UNIQUE_VIOLATION = "23505";
+    static final String SERIALIZATION_FAILURE = "40001";
     static final String T = PostgresSqlText.CLOCK;
 
     private Postgres() {

@@ -1,6 +1,7 @@
 package io.retrysafe.jdbc.internal;
 
 import static io.retrysafe.jdbc.internal.Postgres.LOCK_NOT_AVAILABLE;
+import static io.retrysafe.jdbc.internal.Postgres.SERIALIZATION_FAILURE;
 import static io.retrysafe.jdbc.internal.Postgres.UNIQUE_VIOLATION;
 
 import io.retrysafe.IdempotencyKey;
@@ -31,6 +32,8 @@ public final class PostgresRequestSql extends RequestSql {
     private final String renewSql;
     private final String insertCompletedSql;
     private final String insertCompletedAndCommitSql;
+    private final String takeOverCompletedSql;
+    private final String takeOverCompletedAndCommitSql;
 
     public PostgresRequestSql(String table, PostgresLayout layout) {
         this.layout = layout;
@@ -42,6 +45,9 @@ public final class PostgresRequestSql extends RequestSql {
         insertCompletedSql = text.setLockTimeout() + ";" + text.insertCompleted() + ";"
                 + PostgresSqlText.RESTORE_LOCK_TIMEOUT;
         insertCompletedAndCommitSql = insertCompletedSql + ";COMMIT";
+        takeOverCompletedSql = text.setLockTimeout() + ";" + text.insertCompletedOrTakeOver() + ";"
+                + PostgresSqlText.RESTORE_LOCK_TIMEOUT;
+        takeOverCompletedAndCommitSql = takeOverCompletedSql + ";COMMIT";
     }
 
     @Override
@@ -141,11 +147,13 @@ public final class PostgresRequestSql extends RequestSql {
 
     @Override
     public boolean insertCompleted(Connection c, ClaimRequest request, StoredResponse response, Duration lockTimeout,
-            boolean commit) throws SQLException {
+            boolean commit, boolean takeOver) throws SQLException {
         if (!supportsKeyLast()) {
-            return super.insertCompleted(c, request, response, lockTimeout, commit);
+            return super.insertCompleted(c, request, response, lockTimeout, commit, takeOver);
         }
-        try (PreparedStatement ps = c.prepareStatement(commit ? insertCompletedAndCommitSql : insertCompletedSql)) {
+        String sql = takeOver ? (commit ? takeOverCompletedAndCommitSql : takeOverCompletedSql)
+                : (commit ? insertCompletedAndCommitSql : insertCompletedSql);
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
             ps.setString(1, PostgresSqlText.lockTimeout(lockTimeout));
             ps.setString(2, request.key().scope());
             ps.setString(3, request.key().value());
@@ -158,15 +166,20 @@ public final class PostgresRequestSql extends RequestSql {
             ps.execute();
             return true;
         } catch (SQLException e) {
-            // Committed by another attempt (23505), or still in its transaction past the bound (55P03).
-            if (!UNIQUE_VIOLATION.equals(e.getSQLState()) && !LOCK_NOT_AVAILABLE.equals(e.getSQLState())) {
+            // Committed by another attempt (23505; with the takeover, its own error, or 40001 where the record
+            // committed after a REPEATABLE READ snapshot), or still in its transaction past the bound (55P03).
+            if (!UNIQUE_VIOLATION.equals(e.getSQLState()) && !LOCK_NOT_AVAILABLE.equals(e.getSQLState())
+                    && !(takeOver && (PostgresSqlText.KEY_NOT_TAKEN.equals(e.getSQLState())
+                            || SERIALIZATION_FAILURE.equals(e.getSQLState())))) {
                 throw e;
             }
             if (commit) {
                 c.rollback();
-                // A deferred unique constraint of the operation's own rows also fails with 23505, at
-                // the COMMIT: if no record of the key is there, the failure was the transaction's own.
-                if (UNIQUE_VIOLATION.equals(e.getSQLState()) && lookup(c, request) instanceof ClaimResult.Unclaimed) {
+                // A deferred unique constraint of the operation's own rows also fails with 23505 at the COMMIT,
+                // and SERIALIZABLE's check with 40001: if no record of the key is there, the failure was the
+                // transaction's own.
+                if ((UNIQUE_VIOLATION.equals(e.getSQLState()) || SERIALIZATION_FAILURE.equals(e.getSQLState()))
+                        && lookup(c, request) instanceof ClaimResult.Unclaimed) {
                     throw e;
                 }
             }

@@ -93,12 +93,13 @@ public abstract class RequestSql {
     /**
      * Key last, after the operation: inserts the completed record into the connection's transaction,
      * waiting at most {@code lockTimeout} for a concurrent attempt's uncommitted insert of the key;
-     * with {@code commit}, commits in the same round trip. True if it inserted. False if another
-     * attempt's record is there, or its insert outlived the bound: nothing was written, and the
+     * with {@code commit}, commits in the same round trip; with {@code takeOver}, takes over a record
+     * that a claim would. True if it wrote. False if another attempt's record is there (and, with
+     * {@code takeOver}, is not to be taken), or its insert outlived the bound: nothing was written, and the
      * transaction was rolled back (with {@code commit}) or is aborted, for its owner to roll back.
      */
     public boolean insertCompleted(Connection c, ClaimRequest request, StoredResponse response, Duration lockTimeout,
-            boolean commit) throws SQLException {
+            boolean commit, boolean takeOver) throws SQLException {
         throw new UnsupportedOperationException(getClass().getSimpleName() + " cannot write the key last");
     }
 
