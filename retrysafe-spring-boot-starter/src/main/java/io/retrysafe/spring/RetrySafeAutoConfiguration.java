@@ -270,7 +270,10 @@ public class RetrySafeAutoConfiguration {
     @ConditionalOnBean(JdbcIdempotencyStore.class)
     @ConditionalOnProperty(prefix = "retrysafe", name = "mode", havingValue = "transactional", matchIfMissing = true)
     TransactionalRetrySafe transactionalRetrySafe(RetrySafe retrySafe, RetrySafeProperties properties) {
-        return TransactionalRetrySafe.of(retrySafe, properties.store().keyOrder() == RetrySafeProperties.StoreKeyOrder.LAST
-                ? KeyOrder.LAST : KeyOrder.FIRST);
+        return TransactionalRetrySafe.of(retrySafe, switch (properties.store().keyOrder()) {
+            case FIRST -> KeyOrder.FIRST;
+            case LAST -> KeyOrder.LAST;
+            case LAST_NO_LOOKUP -> KeyOrder.LAST_NO_LOOKUP;
+        });
     }
 }

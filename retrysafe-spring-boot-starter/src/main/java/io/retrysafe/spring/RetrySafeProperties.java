@@ -58,9 +58,12 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
         STANDARD, PARTITIONED
     }
 
-    /** When transactional mode writes the key: {@code first} (before the handler) or {@code last} (with the commit). */
+    /**
+     * When transactional mode writes the key: {@code first} (before the handler), {@code last} (with the commit,
+     * read before the handler), or {@code last-no-lookup} (with the commit, nothing read before).
+     */
     public enum StoreKeyOrder {
-        FIRST, LAST
+        FIRST, LAST, LAST_NO_LOOKUP
     }
 
     /**
@@ -82,8 +85,9 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
      *     at least the longest retention in days
      * @param keyOrder transactional mode: {@code first}, the key claimed before the handler runs (a duplicate
      *     in flight waits, then replays); or {@code last}, the record inserted with the commit (cheaper; a
-     *     duplicate in flight runs the handler too and is rolled back); {@code last} needs PostgreSQL's standard
-     *     layout and handlers whose writes are all in the transaction
+     *     duplicate in flight runs the handler too and is rolled back); or {@code last-no-lookup}, as {@code last}
+     *     with nothing read before the handler (a retry of a completed key runs the handler too, is rolled back,
+     *     and replays); both need PostgreSQL's standard layout and handlers whose writes are all in the transaction
      * @param maxWaitingClaims how many claims may wait on a key held by another transaction at once (each
      *     holding a pooled connection); the others answer 409 at once. Not set: half the pool's maximum size
      *     when the DataSource tells it (HikariCP), else unbounded

@@ -223,6 +223,6 @@ public class RetrySafeReactiveAutoConfiguration {
     }
 
     private static String lower(Enum<?> value) {
-        return value.name().toLowerCase(Locale.ROOT);
+        return value.name().toLowerCase(Locale.ROOT).replace('_', '-');
     }
 }

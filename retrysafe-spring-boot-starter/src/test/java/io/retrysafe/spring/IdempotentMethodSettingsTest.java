@@ -101,6 +101,9 @@ class IdempotentMethodSettingsTest {
                         .hasMessageContaining("retrysafe.store.key-order=last")
                         .hasMessageContaining("@Idempotent on " + Valid.class.getName() + ".run(String)")
                         .hasMessageContaining("set retrysafe.store.key-order=first"));
+        postgres.withPropertyValues("retrysafe.store.key-order=last-no-lookup").withBean(Valid.class)
+                .run(context -> assertThat(context).getFailure()
+                        .hasMessageContaining("retrysafe.store.key-order=last-no-lookup"));
         postgres.withPropertyValues("retrysafe.store.key-order=last")
                 .run(context -> assertThat(context).as("no @Idempotent method").hasNotFailed());
         postgres.withBean(Valid.class).run(context -> assertThat(context).as("key first").hasNotFailed());

@@ -128,6 +128,15 @@ class RetrySafeAutoConfigurationTest {
                 assertThat(context).hasNotFailed();
                 assertThat(context.getBean(TransactionalRetrySafe.class).keyOrder()).isEqualTo(KeyOrder.LAST);
             });
+            withPostgres(runner).withPropertyValues("retrysafe.store.key-order=last-no-lookup").run(context -> {
+                assertThat(context).hasNotFailed();
+                assertThat(context.getBean(TransactionalRetrySafe.class).keyOrder())
+                        .isEqualTo(KeyOrder.LAST_NO_LOOKUP);
+            });
+            withPostgres(runner).withPropertyValues("retrysafe.store.key-order=last-no-lookup",
+                    "retrysafe.store.layout=partitioned").run(context -> assertThat(context).getFailure().rootCause()
+                            .isInstanceOf(IllegalArgumentException.class)
+                            .hasMessageContaining("the key can be written last only on PostgreSQL's standard layout"));
             withPostgres(runner).withPropertyValues("retrysafe.store.key-order=last", "retrysafe.store.layout=partitioned")
                     .run(context -> assertThat(context).getFailure().rootCause()
                             .isInstanceOf(IllegalArgumentException.class)

@@ -68,6 +68,7 @@ import org.springframework.web.bind.annotation.RestController;
 // Its pool is closed with the context after the class: the database server's connections are shared.
 @DirtiesContext
 class SpringKeyLastFilterIT {
+    // Subclassed for the key written last without a look-up, with every test of this class.
     private static final String SUFFIX = UUID.randomUUID().toString().replace("-", "").substring(0, 12);
     static final String THINGS = "rs_key_last_things_" + SUFFIX;
     static final String RECORDS = "rs_key_last_records_" + SUFFIX;
@@ -126,9 +127,9 @@ class SpringKeyLastFilterIT {
 
     private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
             .connectTimeout(Duration.ofSeconds(10)).build();
-    private String key;
-    private String name;
-    private int runsBefore;
+    String key;
+    String name;
+    int runsBefore;
 
     @BeforeAll
     static void createThingsTable() throws Exception {
@@ -160,7 +161,16 @@ class SpringKeyLastFilterIT {
 
     @Test
     void theStarterWritesTheKeyLast() {
-        assertThat(transactional.keyOrder()).isEqualTo(KeyOrder.LAST);
+        assertThat(transactional.keyOrder()).isEqualTo(order());
+    }
+
+    KeyOrder order() {
+        return KeyOrder.LAST;
+    }
+
+    /** How often a retry after the first's commit runs the handler (rolled back when it does). */
+    int handlerRunsOfARetry() {
+        return 0;
     }
 
     @Test
@@ -175,7 +185,7 @@ class SpringKeyLastFilterIT {
         assertThat(retry.body()).isEqualTo(created.body());
         assertThat(keyStatus()).isEqualTo("COMPLETED");
         assertThat(rows()).isEqualTo(1);
-        assertThat(probe.runs.get() - runsBefore).isEqualTo(1);
+        assertThat(probe.runs.get() - runsBefore).isEqualTo(1 + handlerRunsOfARetry());
     }
 
     @Test
@@ -224,11 +234,11 @@ class SpringKeyLastFilterIT {
                 .POST(BodyPublishers.ofString("{\"name\":\"" + name + "\"}")).build();
     }
 
-    private HttpResponse<String> post(String idempotencyKey) throws Exception {
+    HttpResponse<String> post(String idempotencyKey) throws Exception {
         return http.send(request(idempotencyKey), BodyHandlers.ofString());
     }
 
-    private int rows() {
+    int rows() {
         return jdbc.queryForObject("SELECT count(*) FROM " + THINGS + " WHERE name = ?", Integer.class, name);
     }
 
