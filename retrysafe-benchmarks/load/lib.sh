@@ -218,10 +218,11 @@ cleanup_on_exit() {
 #   off  RetrySafe switched off (--retrysafe.enabled=false), no key: the bare service
 #   tx   transactional mode (the default)
 #   tl   transactional mode, the key written last (--retrysafe.store.key-order=last)
+#   tn   transactional mode, the key written last without a look-up (--retrysafe.store.key-order=last-no-lookup)
 #   sa   standalone mode (--retrysafe.mode=standalone)
 #   ff   transactional mode with the Redis fast filter in front (REDIS_URI, under KEY_PREFIX)
 declare -A VARIANT_LABEL=([off]="bare (RetrySafe off)" [tx]="transactional" [tl]="transactional, key last"
-    [sa]="standalone" [ff]="transactional + fast filter")
+    [tn]="key last, no look-up" [sa]="standalone" [ff]="transactional + fast filter")
 variant_db() { printf 'rs_load_%s_%s' "$$" "$1"; }
 # variant_mode VARIANT: the HttpLoad --mode that variant is loaded with
 variant_mode() { if [[ "$1" == off ]]; then echo no-key; else echo new-key; fi; }
@@ -236,10 +237,11 @@ start_variants() {
             tx) args=() ;;
             # Key last is refused beside @Idempotent methods: the service's order payments are switched off.
             tl) args=(--retrysafe.store.key-order=last --payments.orders.enabled=false) ;;
+            tn) args=(--retrysafe.store.key-order=last-no-lookup --payments.orders.enabled=false) ;;
             sa) args=(--retrysafe.mode=standalone) ;;
             ff) args=(--retrysafe.fast-filter.enabled=true --retrysafe.fast-filter.redis-uri="$REDIS_URI"
                 --retrysafe.fast-filter.key-prefix="$KEY_PREFIX") ;;
-            *) die "unknown variant $v (VARIANTS: off tx tl sa ff)" ;;
+            *) die "unknown variant $v (VARIANTS: off tx tl tn sa ff)" ;;
         esac
         start_service "$v" "$(variant_db "$v")" "${args[@]}" --spring.datasource.hikari.maximum-pool-size="$POOL"
     done

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# POST /payments with a new key per request, five ways side by side, under the closed-loop HttpLoad:
+# POST /payments with a new key per request, the variants below side by side, under the closed-loop HttpLoad:
 #   off  RetrySafe switched off (--retrysafe.enabled=false), no key: the bare service
 #   tx   transactional mode (the default): key, payment and stored response in one transaction
 #   tl   transactional mode, the key written last (--retrysafe.store.key-order=last)
+#   tn   the key written last without a look-up (--retrysafe.store.key-order=last-no-lookup)
 #   sa   standalone mode (--retrysafe.mode=standalone): key committed first, outcome stored after
 #   ff   transactional mode with the Redis fast filter in front (--retrysafe.fast-filter.enabled=true)
 # All the services run at the same time, each on a database of its own; for each thread count and
@@ -20,7 +21,8 @@
 #   WARMUP, DURATION    per run (default 3s, 10s)
 #   ROUNDS              runs per variant and thread count (default 3)
 #   THREADS             thread counts (default "1 8")
-#   VARIANTS            which of them (default "off tx tl sa ff"; off is always run, as the baseline)
+#   VARIANTS            which of them (default "off tx tl sa ff"; tn as well on request; off is always run,
+#                       as the baseline)
 #   POOL                each service's connection pool (default 10: the services share the server)
 #   JVM_WARMUP, SETTLE_ROUND, SETTLE_SHARE, SETTLE_MAX
 #                       before the first run, each service gets at least JVM_WARMUP (default 20s) of load

@@ -98,6 +98,7 @@ public class PaymentInterleavedBenchmark {
         public long transactional_hot;
         public long insert_last;
         public long key_last;
+        public long key_last_no_lookup;
         public long call_then_transaction;
         public long phased;
 
@@ -111,6 +112,7 @@ public class PaymentInterleavedBenchmark {
             transactional_hot = 0;
             insert_last = 0;
             key_last = 0;
+            key_last_no_lookup = 0;
             call_then_transaction = 0;
             phased = 0;
         }
@@ -126,6 +128,7 @@ public class PaymentInterleavedBenchmark {
                 case TRANSACTIONAL_HOT -> transactional_hot++;
                 case INSERT_LAST -> insert_last++;
                 case KEY_LAST -> key_last++;
+                case KEY_LAST_NO_LOOKUP -> key_last_no_lookup++;
                 case CALL_THEN_TRANSACTION -> call_then_transaction++;
                 case PHASED -> phased++;
             }

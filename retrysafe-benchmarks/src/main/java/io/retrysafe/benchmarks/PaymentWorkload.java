@@ -84,6 +84,8 @@ final class PaymentWorkload implements AutoCloseable {
          * key looked up, the work, then the record inserted completed in the round trip that commits.
          */
         KEY_LAST,
+        /** KEY_LAST with {@link KeyOrder#LAST_NO_LOOKUP}: nothing sent before the work; on KEY_LAST's table. */
+        KEY_LAST_NO_LOOKUP,
         /**
          * Investigation only: the "key inserted last" probe written by hand before the library had
          * {@link KeyOrder#LAST}: the bare transaction, then the record inserted once, already COMPLETED
@@ -117,6 +119,7 @@ final class PaymentWorkload implements AutoCloseable {
     private final TransactionalRetrySafe transactional;
     private final TransactionalRetrySafe transactionalHot;
     private final TransactionalRetrySafe keyLast;
+    private final TransactionalRetrySafe keyLastNoLookup;
     private final PhasedRetrySafe<Connection> phased;
     private final PhasedOperation<Payment, String, Connection> checkout;
 
@@ -131,6 +134,8 @@ final class PaymentWorkload implements AutoCloseable {
         this.keyLastStore = JdbcIdempotencyStore.builder(dataSource).table(KEY_LAST_RECORD_TABLE).build();
         this.keyLast = TransactionalRetrySafe.of(RetrySafe.builder(keyLastStore).name("bench-key-last").build(),
                 KeyOrder.LAST);
+        this.keyLastNoLookup = TransactionalRetrySafe.of(RetrySafe.builder(keyLastStore)
+                .name("bench-key-last-no-lookup").build(), KeyOrder.LAST_NO_LOOKUP);
         this.phased = PhasedRetrySafe.builder(standalone, JdbcPhaseJournal.of(store)).build();
         this.checkout = PhasedOperation.of("checkout", Payment.CODEC, CODEC, (p, phases) -> {
             long after = phases.local("reserve", LONG, c -> reserve(c, p));
@@ -273,6 +278,12 @@ final class PaymentWorkload implements AutoCloseable {
             case KEY_LAST -> {
                 try (Connection c = dataSource.getConnection()) {
                     yield stored(keyLast.execute(c, p.key(), p.fingerprint(), CODEC,
+                            attempt -> transfer(c, p, Extra.NONE)));
+                }
+            }
+            case KEY_LAST_NO_LOOKUP -> {
+                try (Connection c = dataSource.getConnection()) {
+                    yield stored(keyLastNoLookup.execute(c, p.key(), p.fingerprint(), CODEC,
                             attempt -> transfer(c, p, Extra.NONE)));
                 }
             }
