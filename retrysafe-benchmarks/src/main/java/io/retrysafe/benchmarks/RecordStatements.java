@@ -116,8 +116,9 @@ public final class RecordStatements {
         Map<Integer, String> select = Map.of(1, "'bench'", 2, KEY);
         String completion = numbered(text.complete(false), complete);
         // Key last's round trip, as the JDBC store sends it: the bound, the insert, the bound's restore.
-        String insert = numbered(text.insertCompleted(), Map.of(1, "'bench'", 2, KEY, 3, "'\\xabcd'", 4, TOKEN,
-                5, "86400000", 6, "201", 7, HEADERS, 8, BODY));
+        Map<Integer, String> completed = Map.of(1, "'bench'", 2, KEY, 3, "'\\xabcd'", 4, TOKEN, 5, "86400000",
+                6, "201", 7, HEADERS, 8, BODY);
+        String insert = numbered(text.insertCompleted(), completed);
         List<String> keyLastInsert = List.of(numbered(text.setLockTimeout(), claim), insert,
                 PostgresSqlText.RESTORE_LOCK_TIMEOUT);
         String plainInsertInProgress = "INSERT INTO " + TABLE + " (scope, idem_key, fingerprint, status, owner_token,"
@@ -134,6 +135,24 @@ public final class RecordStatements {
         keyLast.addAll(keyLastInsert);
         keyLast.add("COMMIT");
         bodies.put("key_last", keyLast);
+        // Key last without a look-up: the work (SELECT 1 here), then the insert or takeover in the bound.
+        bodies.put("key_last_no_lookup", List.of("BEGIN", "SELECT 1", numbered(text.setLockTimeout(), claim),
+                numbered(text.insertCompletedOrTakeOver(), completed), PostgresSqlText.RESTORE_LOCK_TIMEOUT, "COMMIT"));
+        // Investigation only: the same decision as two plain statements, a takeover in place, then an insert
+        // unless the takeover wrote the record (a key another attempt committed then fails on the primary key).
+        String t = "statement_timestamp()";
+        String takeOverInPlace = "UPDATE " + TABLE + " AS r SET status = 'COMPLETED', owner_token = " + TOKEN
+                + ", attempt = CASE WHEN r.expires_at <= " + t + " THEN 1 ELSE r.attempt + 1 END, created_at = CASE"
+                + " WHEN r.expires_at <= " + t + " THEN " + t + " ELSE r.created_at END, lease_expires_at = " + t
+                + ", completed_at = " + t + ", expires_at = " + t + " + interval '1 day', response_status = 201,"
+                + " response_headers = " + HEADERS + ", response_body = " + BODY + " WHERE r.scope = 'bench' AND"
+                + " r.idem_key = " + KEY + " AND (r.expires_at <= " + t + " OR (r.fingerprint = '\\xabcd' AND"
+                + " (r.status = 'FAILED' OR (r.status = 'IN_PROGRESS' AND r.lease_expires_at <= " + t + "))))";
+        String insertUnlessTaken = insert.replace(" VALUES (", " SELECT ").replaceFirst("\\)$", "")
+                + " WHERE NOT EXISTS (SELECT 1 FROM " + TABLE + " d WHERE d.scope = 'bench' AND d.idem_key = " + KEY
+                + " AND d.owner_token = " + TOKEN + ")";
+        bodies.put("key_last_update_insert", List.of("BEGIN", "SELECT 1", numbered(text.setLockTimeout(), claim),
+                takeOverInPlace, insertUnlessTaken, PostgresSqlText.RESTORE_LOCK_TIMEOUT, "COMMIT"));
         bodies.put("insert_last", List.of("BEGIN", "SELECT 1", insert, "COMMIT"));
         bodies.put("nothing", List.of("BEGIN", "SELECT 1", "COMMIT"));
         return bodies;
