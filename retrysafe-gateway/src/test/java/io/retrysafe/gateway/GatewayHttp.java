@@ -13,11 +13,11 @@ import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import java.util.UUID;
-import java.util.regex.MatchResult;
-import java.util.regex.Pattern;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiFunction;
+import java.util.regex.MatchResult;
+import java.util.regex.Pattern;
 import org.awaitility.Awaitility;
 
 /** A client of a gateway on a port: requests as the tests send them, and what they assert of problems. */
