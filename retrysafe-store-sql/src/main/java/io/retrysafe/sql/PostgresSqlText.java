@@ -126,7 +126,10 @@ public final class PostgresSqlText {
             + " THEN 1 ELSE r.attempt + 1 END, created_at = CASE WHEN r.expires_at <= " + T + " THEN " + T
             + " ELSE r.created_at END";
 
-    /** Which record ({@code r}) a new attempt ({@code EXCLUDED}) may take over: expired, or its own released or abandoned one. */
+    /**
+     * Which record ({@code r}) a new attempt ({@code EXCLUDED}) may take over: expired, or this body's released or
+     * abandoned one.
+     */
     private static final String TAKEOVER_WHERE = " WHERE r.expires_at <= " + T
             + " OR (r.fingerprint = EXCLUDED.fingerprint AND (r.status = 'FAILED'"
             + " OR (r.status = 'IN_PROGRESS' AND r.lease_expires_at <= " + T + ")))";
@@ -158,7 +161,8 @@ public final class PostgresSqlText {
     }
 
     private static final String COMPLETED_COLUMNS = " (scope, idem_key, fingerprint, status, owner_token, attempt,"
-            + " created_at, lease_expires_at, completed_at, expires_at, response_status, response_headers, response_body)";
+            + " created_at, lease_expires_at, completed_at, expires_at, response_status, response_headers,"
+            + " response_body)";
 
     private String completedRow() {
         return " VALUES (" + p(1, "varchar") + ", " + p(2, "varchar") + ", " + p(3, "bytea") + ", 'COMPLETED', "

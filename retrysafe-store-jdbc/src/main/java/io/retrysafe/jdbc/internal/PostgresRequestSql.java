@@ -177,8 +177,8 @@ public final class PostgresRequestSql extends RequestSql {
                 c.rollback();
                 // A deferred unique constraint of the operation's own rows also fails with 23505 at the COMMIT,
                 // and SERIALIZABLE's check with 40001: if no record of the key is there, the failure was the
-                // transaction's own.
-                if ((UNIQUE_VIOLATION.equals(e.getSQLState()) || SERIALIZATION_FAILURE.equals(e.getSQLState()))
+                // transaction's own. (Past the bound, the other attempt's record is not committed yet.)
+                if (!LOCK_NOT_AVAILABLE.equals(e.getSQLState())
                         && lookup(c, request) instanceof ClaimResult.Unclaimed) {
                     throw e;
                 }
