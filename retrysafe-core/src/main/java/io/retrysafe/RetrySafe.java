@@ -256,7 +256,8 @@ public final class RetrySafe {
                     try (renewal) {
                         if (failure != null) {
                             Throwable cause = EngineCore.unwrap(failure);
-                            if (releaseUnlessUnknown(key, claimed, cause) instanceof FencedWrite.Superseded superseded) {
+                            FencedWrite released = releaseUnlessUnknown(key, claimed, cause);
+                            if (released instanceof FencedWrite.Superseded superseded) {
                                 return core.superseded(key, codec, superseded);
                             }
                             throw EngineCore.propagate(cause);
