@@ -23,7 +23,8 @@ import org.junit.jupiter.api.Test;
 class ApiCompatibilityTest {
     static final String ACCEPT = "retrysafe.api.accept";
 
-    private static final Path BASELINES = Path.of(System.getProperty("retrysafe.reactor")).normalize().resolve("api");
+    private static final Path REACTOR = Path.of(System.getProperty("retrysafe.reactor")).normalize();
+    private static final Path BASELINES = REACTOR.resolve("api");
 
     @Test
     void everyPublishedModuleKeepsTheApiOfItsBaseline() throws IOException {
@@ -78,6 +79,8 @@ class ApiCompatibilityTest {
     /**
      * The classes a module compiled: the output directory its classpath entry belongs to, since a module's jar
      * may hold more than its own classes (retrysafe-cli's shades in its dependencies, other modules' included).
+     * A jar from the local repository (this module built alone) has none beside it: the module's own output in
+     * the reactor is read then, where there is one.
      */
     private static Path classes(String module) {
         Pattern jar = Pattern.compile(Pattern.quote(module) + "-\\d.*\\.jar");
@@ -87,6 +90,9 @@ class ApiCompatibilityTest {
             Path name = path.getFileName();
             if (name != null && jar.matcher(name.toString()).matches()) {
                 Path output = path.resolveSibling("classes");
+                if (!Files.isDirectory(output)) {
+                    output = REACTOR.resolve(module).resolve("target").resolve("classes");
+                }
                 found.add(Files.isDirectory(output) ? output : path);
             } else if (path.endsWith(Path.of(module, "target", "classes"))) {
                 found.add(path);
