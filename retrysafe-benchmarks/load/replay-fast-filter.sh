@@ -19,6 +19,9 @@
 #   THREADS             thread counts (default "1 8")
 #   KEYS                keys each run replays (default "1 64"): 1 = every replay of one key, which in
 #                       PostgreSQL queue on the key's record; 64 = replays that do not contend
+#   JVM_WARMUP, SETTLE_ROUND, SETTLE_SHARE, SETTLE_MAX
+#                       before the first run, each service replays under load at 8 clients, not measured,
+#                       until its JIT compilers settled, as in payments.sh (warm_until_settled in lib.sh)
 #   REDIS_URI           the fast filter's Redis (default redis://127.0.0.1:6379); the run's keys are
 #                       under rs-load-<pid>:ff: and deleted at the end (with redis-cli, if installed;
 #                       otherwise they expire with the replay TTL, 1 h)
@@ -54,6 +57,9 @@ start_service ff "$(db ff)" --retrysafe.fast-filter.enabled=true --retrysafe.fas
 await_ready pg acc-1
 await_ready ff acc-1
 say "pg: pid ${PID[pg]} on port ${PORT[pg]}; ff: pid ${PID[ff]} on port ${PORT[ff]}"
+for v in pg ff; do
+    warm_until_settled "$v" "${PID[$v]}" "${PORT[$v]}" --mode replay --keys 64 --threads 8 --accounts acc-1
+done
 
 # run VARIANT THREADS KEYS ROUND: one HttpLoad run, one line in rows.txt
 run() {
@@ -105,7 +111,9 @@ payments_ff=$(psql_db "$(db ff)" -c "SELECT count(*) FROM payment")
         done
     done
     echo
-    echo "Closed loop over loopback HTTP/1.1, HttpLoad --mode replay; per round warmup $WARMUP, then $DURATION measured;"
+    echo "Closed loop over loopback HTTP/1.1, HttpLoad --mode replay; before the first round each service replayed under"
+    echo "load until its JIT compilers settled (at least ${JVM_WARMUP:-20s}, at most ${SETTLE_MAX:-180s}); per round warmup"
+    echo "$WARMUP, then $DURATION measured;"
     echo "both services ran throughout, rounds alternated between them (pg first in odd rounds); medians of the rounds."
     echo "Payments made (one per stored key): pg $payments_pg, ff $payments_ff. Redis: $REDIS_URI."
     echo "Source: $SOURCE. Service arguments: ${SERVICE_ARGS:-none}."
