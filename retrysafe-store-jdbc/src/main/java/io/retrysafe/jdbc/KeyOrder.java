@@ -25,13 +25,15 @@ public enum KeyOrder {
     LAST,
     /**
      * As {@link #LAST}, without the read before the operation: nothing is sent before the operation's
-     * own statements, and the record, inserted completed with the commit, takes over a record a claim
-     * would take over (expired, or this body's released or abandoned attempt). The bare transaction's
+     * own statements, and the record is inserted completed with the commit. The bare transaction's
      * round trips, and one row write. The cost moves to retries: a retry of a completed key runs the
      * operation too, inside its own transaction, which is rolled back when its insert meets the record,
      * and is answered with the stored response ({@code 422} for another body). A retry whose operation
-     * fails, or whose answer is not to be kept, is answered from the record as well. For the work
-     * {@link #LAST} is for, when retries are rare; PostgreSQL's standard layout only.
+     * fails, or whose answer is not to be kept, is answered from the record as well. A key whose record
+     * a claim would take over (expired, or this body's released or abandoned attempt) runs the operation
+     * a second time, claimed first; joined to a caller's transaction or asynchronous, where it cannot run
+     * again, the insert takes such a record over itself, a statement that costs every request more. For
+     * the work {@link #LAST} is for, when retries are rare; PostgreSQL's standard layout only.
      */
     LAST_NO_LOOKUP;
 

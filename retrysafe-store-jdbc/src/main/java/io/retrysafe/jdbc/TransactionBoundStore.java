@@ -34,10 +34,17 @@ final class TransactionBoundStore implements IdempotencyStore {
     /** The claim is the transaction's first statement: nothing before it to keep behind a savepoint. */
     private final boolean claimFirst;
     private final KeyOrder keyOrder;
+    /**
+     * Key last without a look-up, where the caller can run the operation again: the record is a plain insert, and
+     * a key whose record a claim would take over is left to a second run, claimed first ({@link #mustClaimFirst}).
+     * Otherwise the insert takes such a record over itself, at a cost to every first request.
+     */
+    private final boolean plainInsert;
     /** Key last: the request whose record the completion inserts, once the lookup found none (or none was made). */
     private ClaimRequest unclaimed;
     private boolean ended;
     private boolean completed;
+    private boolean mustClaimFirst;
 
     /**
      * @param ownsTransaction true: the completion commits and a release rolls back; false: the
@@ -46,12 +53,31 @@ final class TransactionBoundStore implements IdempotencyStore {
      */
     TransactionBoundStore(JdbcIdempotencyStore store, Connection connection, boolean ownsTransaction,
             boolean claimFirst, KeyOrder keyOrder) {
+        this(store, connection, ownsTransaction, claimFirst, keyOrder, false);
+    }
+
+    /**
+     * @param runsAgain true: the caller runs the operation a second time, claimed first, when
+     *     {@link #mustClaimFirst()} says so after the first (only where it owns the transaction)
+     */
+    TransactionBoundStore(JdbcIdempotencyStore store, Connection connection, boolean ownsTransaction,
+            boolean claimFirst, KeyOrder keyOrder, boolean runsAgain) {
         this.store = store;
         this.sql = store.sql().requests();
         this.connection = connection;
         this.ownsTransaction = ownsTransaction;
         this.claimFirst = ownsTransaction || claimFirst;
         this.keyOrder = keyOrder;
+        this.plainInsert = keyOrder == KeyOrder.LAST_NO_LOOKUP && runsAgain && ownsTransaction;
+    }
+
+    /**
+     * True when key last without a look-up met a record that a claim takes over (expired, or released or
+     * abandoned with this body): nothing was written, the transaction was rolled back, and the operation must run
+     * again with the key claimed first.
+     */
+    boolean mustClaimFirst() {
+        return mustClaimFirst;
     }
 
     /** True once the transaction was committed with its response or rolled back by a release. */
@@ -150,7 +176,7 @@ final class TransactionBoundStore implements IdempotencyStore {
                 unclaimed.leaseTtl(), retention);
         try {
             if (sql.insertCompleted(connection, request, response, store.lockTimeout(), ownsTransaction,
-                    keyOrder == KeyOrder.LAST_NO_LOOKUP)) {
+                    keyOrder == KeyOrder.LAST_NO_LOOKUP && !plainInsert)) {
                 ended = ownsTransaction;
                 completed = true;
                 return FencedWrite.COMMITTED;
@@ -161,6 +187,14 @@ final class TransactionBoundStore implements IdempotencyStore {
         // Not written: the record another attempt committed first is the answer. Not ended: the caller
         // rolls back what is left open.
         try {
+            if (plainInsert) {
+                ClaimResult decided = readAfterAbort(c -> sql.decision(c, request));
+                if (decided instanceof ClaimResult.Unclaimed) {
+                    mustClaimFirst = true;
+                    return new FencedWrite.Superseded(new ClaimResult.InProgress(Duration.ZERO));
+                }
+                return new FencedWrite.Superseded(decided);
+            }
             return new FencedWrite.Superseded(readAfterAbort(other -> sql.afterConflict(other, request)));
         } catch (SQLException e) {
             throw store.failure("read the record that superseded this attempt", e);

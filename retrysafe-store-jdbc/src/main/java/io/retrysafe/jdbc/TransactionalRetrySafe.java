@@ -128,8 +128,20 @@ public final class TransactionalRetrySafe {
         } catch (SQLException e) {
             return beginFailed(e);
         }
-        TransactionBoundStore bound = new TransactionBoundStore(store, connection, true, true, keyOrder);
+        TransactionBoundStore bound = new TransactionBoundStore(store, connection, true, true, keyOrder, true);
         try {
+            if (keyOrder != KeyOrder.LAST_NO_LOOKUP) {
+                return engine.withStore(bound).execute(key, fingerprint, codec, operation);
+            }
+            Outcome<T> outcome = engine.withStore(bound).withListener(new HoldingOutcome(engine.listener()))
+                    .execute(key, fingerprint, codec, operation);
+            if (!bound.mustClaimFirst()) {
+                engine.listener().onOutcome(key, outcome);
+                return outcome;
+            }
+            // The plain insert met a record that a claim takes over (expired, or released): the first run was
+            // rolled back, and the operation runs again with the key claimed first, as key last claims it.
+            bound = new TransactionBoundStore(store, connection, true, true, KeyOrder.LAST);
             return engine.withStore(bound).execute(key, fingerprint, codec, operation);
         } finally {
             endTransaction(connection, key, bound, autoCommit);

@@ -409,15 +409,8 @@ class PostgresKeyLastIT {
 
         @Test
         void expiredReleasedAndAbandonedRecordsAreTakenOverAndALiveAttemptIsNot() throws Exception {
-            IdempotencyKey expired = key("n-expired");
-            execute(noLookup, expired, fp, c -> pay(c, 100));
-            update("UPDATE " + TABLE + " SET expires_at = statement_timestamp() - interval '1 second'"
-                    + " WHERE scope = ? AND idem_key = 'n-expired'");
-            IdempotencyKey released = key("n-released");
-            RetrySafe standalone = RetrySafe.builder(store).build();
-            assertThatThrownBy(() -> standalone.execute(released, fp, ResponseCodec.utf8(), attempt -> {
-                throw new IllegalStateException("provider down");
-            })).hasMessage("provider down");
+            IdempotencyKey expired = paidAndExpired("n-expired");
+            IdempotencyKey released = releasedByStandaloneMode("n-released");
             IdempotencyKey abandoned = key("n-abandoned");
             store.tryClaim(new ClaimRequest(abandoned, fp, OwnerToken.random(), Duration.ofSeconds(30),
                     Duration.ofHours(1)));
@@ -440,6 +433,36 @@ class PostgresKeyLastIT {
                 assertThat(store.inspect(taken).orElseThrow().status()).isEqualTo(RecordStatus.COMPLETED);
             }
             assertThat(store.inspect(live).orElseThrow().status()).isEqualTo(RecordStatus.IN_PROGRESS);
+            assertThat(runs).as("the first payment, two runs for each key taken over (the plain insert's rolled back,"
+                    + " then one claimed first), one for the live attempt's key").hasValue(1 + 3 * 2 + 1);
+        }
+
+        @Test
+        void joinedOrAsynchronousTheInsertItselfTakesOverWhatAClaimWould() throws Exception {
+            IdempotencyKey expired = paidAndExpired("n-join-expired");
+            IdempotencyKey released = releasedByStandaloneMode("n-async-released");
+            int before = runs.get();
+
+            TransactionalRetrySafe.Joined<String> joined;
+            Outcome<String> async;
+            try (Connection c = ds.getConnection()) {
+                c.setAutoCommit(false);
+                joined = noLookup.join(c, expired, fp, ResponseCodec.utf8(), attempt -> pay(c, 100));
+                c.commit();
+                joined.committed();
+                c.setAutoCommit(true);
+                async = noLookup.executeAsync(c, released, fp, ResponseCodec.utf8(),
+                        attempt -> CompletableFuture.completedFuture(pay(c, 100))).toCompletableFuture()
+                        .get(30, TimeUnit.SECONDS);
+            }
+
+            assertThat(joined.commit()).isTrue();
+            assertThat(joined.outcome()).isInstanceOf(Outcome.Executed.class);
+            assertThat(async).isInstanceOf(Outcome.Executed.class);
+            assertThat(runs.get() - before).as("each ran once: neither can be run again").isEqualTo(2);
+            assertThat(store.inspect(expired).orElseThrow().attempt()).isEqualTo(1);
+            assertThat(store.inspect(released).orElseThrow().attempt()).isEqualTo(2);
+            assertThat(payments()).isEqualTo(3);
         }
 
         @Test
@@ -464,6 +487,25 @@ class PostgresKeyLastIT {
         void joinedToTheCallersTransactionALoserIsToldToRollBackAndGetsTheWinnersAnswer(int isolation)
                 throws Exception {
             aJoinedLoserIsToldToRollBackAndGetsTheWinnersAnswer(noLookup, key("n-join-" + isolation), isolation);
+        }
+
+        /** A key paid once, whose record then expired without being purged. */
+        private IdempotencyKey paidAndExpired(String value) throws SQLException {
+            IdempotencyKey key = key(value);
+            execute(noLookup, key, fp, c -> pay(c, 100));
+            update("UPDATE " + TABLE + " SET expires_at = statement_timestamp() - interval '1 second'"
+                    + " WHERE scope = ? AND idem_key = '" + value + "'");
+            return key;
+        }
+
+        /** A key whose record standalone mode released (FAILED) after its operation threw. */
+        private IdempotencyKey releasedByStandaloneMode(String value) {
+            IdempotencyKey key = key(value);
+            RetrySafe standalone = RetrySafe.builder(store).build();
+            assertThatThrownBy(() -> standalone.execute(key, fp, ResponseCodec.utf8(), attempt -> {
+                throw new IllegalStateException("provider down");
+            })).hasMessage("provider down");
+            return key;
         }
 
         private void update(String sql) throws SQLException {

@@ -146,6 +146,13 @@ public final class PostgresRequestSql extends RequestSql {
     }
 
     @Override
+    public ClaimResult decision(Connection c, ClaimRequest request) throws SQLException {
+        FoundRecord found = read(c, request.key());
+        ClaimResult answer = found == null ? null : answer(request, found);
+        return answer == null ? new ClaimResult.Unclaimed(request.token()) : answer;
+    }
+
+    @Override
     public boolean insertCompleted(Connection c, ClaimRequest request, StoredResponse response, Duration lockTimeout,
             boolean commit, boolean takeOver) throws SQLException {
         if (!supportsKeyLast()) {

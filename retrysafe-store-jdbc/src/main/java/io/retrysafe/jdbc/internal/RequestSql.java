@@ -104,6 +104,15 @@ public abstract class RequestSql {
     }
 
     /**
+     * What the key's record as committed decides, read on {@code c} without waiting: a replay, a mismatch, or
+     * in progress (a live lease); {@link ClaimResult.Unclaimed} when nothing decides it (no record, or one that a
+     * claim would take over).
+     */
+    public ClaimResult decision(Connection c, ClaimRequest request) throws SQLException {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " cannot write the key last");
+    }
+
+    /**
      * Key last, once {@link #insertCompleted} found another attempt's record: what the key holds
      * now, read on {@code c} without waiting: a replay, a mismatch, or in progress (that attempt
      * has not committed yet, or its record is gone again).
