@@ -135,8 +135,13 @@ public final class RecordStatements {
         keyLast.addAll(keyLastInsert);
         keyLast.add("COMMIT");
         bodies.put("key_last", keyLast);
-        // Key last without a look-up: the work (SELECT 1 here), then the insert or takeover in the bound.
-        bodies.put("key_last_no_lookup", List.of("BEGIN", "SELECT 1", numbered(text.setLockTimeout(), claim),
+        // Key last without a look-up: the work (SELECT 1 here), then the plain insert in the bound; joined to a
+        // caller's transaction or asynchronous, the insert that also takes over.
+        List<String> noLookup = new ArrayList<>(List.of("BEGIN", "SELECT 1"));
+        noLookup.addAll(keyLastInsert);
+        noLookup.add("COMMIT");
+        bodies.put("key_last_no_lookup", noLookup);
+        bodies.put("key_last_no_lookup_joined", List.of("BEGIN", "SELECT 1", numbered(text.setLockTimeout(), claim),
                 numbered(text.insertCompletedOrTakeOver(), completed), PostgresSqlText.RESTORE_LOCK_TIMEOUT, "COMMIT"));
         // Investigation only: the same decision as two plain statements, a takeover in place, then an insert
         // unless the takeover wrote the record (a key another attempt committed then fails on the primary key).
