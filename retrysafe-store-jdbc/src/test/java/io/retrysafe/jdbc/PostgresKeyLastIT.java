@@ -438,6 +438,22 @@ class PostgresKeyLastIT {
         }
 
         @Test
+        void aDuplicateWaitingPastTheLockBoundIsInProgressAndRunsOnce() throws Exception {
+            IdempotencyKey key = key("n-slow");
+            CountDownLatch finish = new CountDownLatch(1);
+            Future<String> first = firstHoldingItsRecord(noLookup, key, finish);
+
+            Outcome<String> duplicate = execute(noLookup, key, fp, c -> pay(c, 100));
+            finish.countDown();
+
+            assertThat(duplicate).isInstanceOf(Outcome.InProgress.class);
+            assertThat(runs).as("the first's run and the duplicate's one, rolled back; not run again").hasValue(2);
+            String answer = first.get(30, TimeUnit.SECONDS);
+            assertThat(payments()).isEqualTo(1);
+            assertThat(execute(noLookup, key, fp, c -> pay(c, 100))).isEqualTo(new Outcome.Replayed<>(answer));
+        }
+
+        @Test
         void joinedOrAsynchronousTheInsertItselfTakesOverWhatAClaimWould() throws Exception {
             IdempotencyKey expired = paidAndExpired("n-join-expired");
             IdempotencyKey released = releasedByStandaloneMode("n-async-released");

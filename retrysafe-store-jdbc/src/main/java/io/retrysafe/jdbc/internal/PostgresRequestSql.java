@@ -148,7 +148,11 @@ public final class PostgresRequestSql extends RequestSql {
     @Override
     public ClaimResult decision(Connection c, ClaimRequest request) throws SQLException {
         FoundRecord found = read(c, request.key());
-        ClaimResult answer = found == null ? null : answer(request, found);
+        if (found == null) {
+            // The insert met another attempt's, not committed within the bound.
+            return new ClaimResult.InProgress(Duration.ZERO);
+        }
+        ClaimResult answer = answer(request, found);
         return answer == null ? new ClaimResult.Unclaimed(request.token()) : answer;
     }
 

@@ -104,9 +104,9 @@ public abstract class RequestSql {
     }
 
     /**
-     * What the key's record as committed decides, read on {@code c} without waiting: a replay, a mismatch, or
-     * in progress (a live lease); {@link ClaimResult.Unclaimed} when nothing decides it (no record, or one that a
-     * claim would take over).
+     * Key last, once an insert failed on the key: what the key's record as committed decides, read on {@code c}
+     * without waiting: a replay, a mismatch, or in progress (a live lease, or no record: another attempt's
+     * insert, not committed yet); {@link ClaimResult.Unclaimed} for a record that a claim would take over.
      */
     public ClaimResult decision(Connection c, ClaimRequest request) throws SQLException {
         throw new UnsupportedOperationException(getClass().getSimpleName() + " cannot write the key last");
