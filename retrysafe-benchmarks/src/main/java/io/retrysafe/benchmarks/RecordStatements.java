@@ -31,7 +31,7 @@ import java.util.regex.Pattern;
  *       restore), then the completion's update, then {@code COMMIT};
  *   <li><b>key first, the floor</b>: a plain insert of the record in progress, then the same update: the least
  *       that writing the record before the work and completing it after can cost;
- *   <li><b>key last</b>: the look-up, then the completed record's insert between the bound and its restore;
+ *   <li><b>key last</b>: the look-up, then the completed record's insert, which sets the bound and restores it;
  *   <li><b>insert last</b>: the completed record's insert alone (the benchmarks' hand-written probe);
  *   <li><b>nothing</b>: {@code SELECT 1} in a transaction, a round trip that does no work.
  * </ul>
@@ -115,12 +115,16 @@ public final class RecordStatements {
                 7, TOKEN);
         Map<Integer, String> select = Map.of(1, "'bench'", 2, KEY);
         String completion = numbered(text.complete(false), complete);
-        // Key last's round trip, as the JDBC store sends it: the bound, the insert, the bound's restore.
+        // Key last's insert, as the JDBC store sends it: one statement that sets the bound, inserts, restores it.
         Map<Integer, String> completed = Map.of(1, "'bench'", 2, KEY, 3, "'\\xabcd'", 4, TOKEN, 5, "86400000",
-                6, "201", 7, HEADERS, 8, BODY);
-        String insert = numbered(text.insertCompleted(), completed);
-        List<String> keyLastInsert = List.of(numbered(text.setLockTimeout(), claim), insert,
-                PostgresSqlText.RESTORE_LOCK_TIMEOUT);
+                6, "201", 7, HEADERS, 8, BODY, 9, "'5000'");
+        List<String> keyLastInsert = List.of(numbered(text.insertCompleted(), completed));
+        String t = "statement_timestamp()";
+        // The hand-written probe's insert: the completed record alone, without the bound.
+        String insert = "INSERT INTO " + TABLE + " (scope, idem_key, fingerprint, status, owner_token, attempt,"
+                + " created_at, lease_expires_at, completed_at, expires_at, response_status, response_headers,"
+                + " response_body) VALUES ('bench', " + KEY + ", '\\xabcd', 'COMPLETED', " + TOKEN + ", 1, " + t + ", "
+                + t + ", " + t + ", " + t + " + interval '1 day', 201, " + HEADERS + ", " + BODY + ")";
         String plainInsertInProgress = "INSERT INTO " + TABLE + " (scope, idem_key, fingerprint, status, owner_token,"
                 + " attempt, created_at, lease_expires_at, expires_at) VALUES ('bench', " + KEY + ", '\\xabcd', "
                 + "'IN_PROGRESS', " + TOKEN + ", 1, statement_timestamp(), statement_timestamp() + interval '30 s',"
@@ -141,11 +145,10 @@ public final class RecordStatements {
         noLookup.addAll(keyLastInsert);
         noLookup.add("COMMIT");
         bodies.put("key_last_no_lookup", noLookup);
-        bodies.put("key_last_no_lookup_joined", List.of("BEGIN", "SELECT 1", numbered(text.setLockTimeout(), claim),
-                numbered(text.insertCompletedOrTakeOver(), completed), PostgresSqlText.RESTORE_LOCK_TIMEOUT, "COMMIT"));
+        bodies.put("key_last_no_lookup_joined", List.of("BEGIN", "SELECT 1",
+                numbered(text.insertCompletedOrTakeOver(), completed), "COMMIT"));
         // Investigation only: the same decision as two plain statements, a takeover in place, then an insert
         // unless the takeover wrote the record (a key another attempt committed then fails on the primary key).
-        String t = "statement_timestamp()";
         String takeOverInPlace = "UPDATE " + TABLE + " AS r SET status = 'COMPLETED', owner_token = " + TOKEN
                 + ", attempt = CASE WHEN r.expires_at <= " + t + " THEN 1 ELSE r.attempt + 1 END, created_at = CASE"
                 + " WHEN r.expires_at <= " + t + " THEN " + t + " ELSE r.created_at END, lease_expires_at = " + t

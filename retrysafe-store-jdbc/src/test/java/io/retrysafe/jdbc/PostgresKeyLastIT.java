@@ -291,6 +291,45 @@ class PostgresKeyLastIT {
         assertThat(payments()).isEqualTo(1);
     }
 
+    /**
+     * The insert sets the lock bound and puts the transaction's own back in one statement: what runs after it in
+     * the caller's transaction, and its COMMIT, wait as they would without RetrySafe.
+     */
+    @Test
+    void joinedTheLockBoundIsTheInsertsAloneAndTheCallersOwnIsBackAfterIt() throws Exception {
+        for (TransactionalRetrySafe mode : List.of(keyLast, noLookup)) {
+            IdempotencyKey key = key("k-bound-" + mode.keyOrder());
+            try (Connection c = ds.getConnection()) {
+                exec(c, "SET lock_timeout = '7s'");
+                c.setAutoCommit(false);
+                TransactionalRetrySafe.Joined<String> joined = mode.join(c, key, fp, ResponseCodec.utf8(),
+                        attempt -> lockTimeout(c));
+                String after = lockTimeout(c);
+                c.commit();
+                joined.committed();
+                c.setAutoCommit(true);
+                exec(c, "RESET lock_timeout");
+
+                assertThat(joined.outcome().orThrow()).as("seen by the operation, " + mode.keyOrder()).isEqualTo("7s");
+                assertThat(after).as("seen after the insert, in its transaction, " + mode.keyOrder()).isEqualTo("7s");
+            }
+            assertThat(store.inspect(key).orElseThrow().status()).isEqualTo(RecordStatus.COMPLETED);
+        }
+    }
+
+    private static String lockTimeout(Connection c) throws SQLException {
+        try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SHOW lock_timeout")) {
+            rs.next();
+            return rs.getString(1);
+        }
+    }
+
+    private static void exec(Connection c, String sql) throws SQLException {
+        try (Statement st = c.createStatement()) {
+            st.execute(sql);
+        }
+    }
+
     @Test
     void onlyPostgresqlsStandardLayoutCanWriteTheKeyLast() {
         JdbcIdempotencyStore partitioned = JdbcIdempotencyStore.builder(ds).layout(JdbcLayout.PARTITIONED_BY_EXPIRY_DAY)

@@ -27,9 +27,11 @@ public final class PostgresSqlText {
     public static final String CLOCK = "statement_timestamp()";
     private static final String T = CLOCK;
 
+    private static final String RESTORED = "set_config('lock_timeout', current_setting('retrysafe.saved_lock_timeout'),"
+            + " true)";
+
     /** Puts back the {@code lock_timeout} that {@link #setLockTimeout()} saved, for the rest of the transaction. */
-    public static final String RESTORE_LOCK_TIMEOUT =
-            "SELECT set_config('lock_timeout', current_setting('retrysafe.saved_lock_timeout'), true)";
+    public static final String RESTORE_LOCK_TIMEOUT = "SELECT " + RESTORED;
 
     private final String table;
     private final BindMarkers markers;
@@ -56,8 +58,12 @@ public final class PostgresSqlText {
      * waits under it.
      */
     public String setLockTimeout() {
+        return setLockTimeout(1);
+    }
+
+    private String setLockTimeout(int parameter) {
         return "SELECT set_config('retrysafe.saved_lock_timeout', current_setting('lock_timeout'), true),"
-                + " set_config('lock_timeout', " + p(1, "text") + ", true)";
+                + " set_config('lock_timeout', " + p(parameter, "text") + ", true)";
     }
 
     // ---------------------------------------------------------------- claim (standard layout)
@@ -149,15 +155,20 @@ public final class PostgresSqlText {
     }
 
     /**
-     * Key last's insert of the record, completed with its response, sent with the commit. A plain
+     * Key last's insert of the record, completed with its response, sent with the commit: one statement,
+     * the lock bound and its restore in it. The row is read from a sub-select that sets the bound
+     * ({@link #setLockTimeout()}), so the bound is in force before the insert can wait on the key; its
+     * {@code RETURNING}, computed once the row and its key are in, puts the saved value back, so that the
+     * rest of the transaction and the deferred checks of its {@code COMMIT} wait as they would without
+     * RetrySafe (where the insert fails, the transaction is aborted, and the bound with it). A plain
      * {@code INSERT}, so that a key another attempt committed is an error (23505) that aborts the
      * transaction before its {@code COMMIT} runs; {@code ON CONFLICT DO NOTHING} would commit the loser's
-     * writes. Only the JDBC store sends it; it is written here, with the statements around it, so that the
-     * benchmarks that time each statement run the store's own text. Parameters: 1 scope, 2 key,
-     * 3 fingerprint, 4 token, 5 retention in milliseconds, 6 response status, 7 headers, 8 body.
+     * writes. Only the JDBC store sends it; it is written here so that the benchmarks that time each
+     * statement run the store's own text. Parameters: 1 scope, 2 key, 3 fingerprint, 4 token, 5 retention
+     * in milliseconds, 6 response status, 7 headers, 8 body, 9 the lock bound.
      */
     public String insertCompleted() {
-        return "INSERT INTO " + table + COMPLETED_COLUMNS + completedRow();
+        return "INSERT INTO " + table + COMPLETED_COLUMNS + completedRow() + " RETURNING " + RESTORED;
     }
 
     private static final String COMPLETED_COLUMNS = " (scope, idem_key, fingerprint, status, owner_token, attempt,"
@@ -165,9 +176,10 @@ public final class PostgresSqlText {
             + " response_body)";
 
     private String completedRow() {
-        return " VALUES (" + p(1, "varchar") + ", " + p(2, "varchar") + ", " + p(3, "bytea") + ", 'COMPLETED', "
+        return " SELECT " + p(1, "varchar") + ", " + p(2, "varchar") + ", " + p(3, "bytea") + ", 'COMPLETED', "
                 + p(4, "uuid") + ", 1, " + T + ", " + T + ", " + T + ", " + T + " + " + p(5, "bigint")
-                + " * interval '1 millisecond', " + p(6, "smallint") + ", " + p(7, "text") + ", " + p(8, "bytea") + ")";
+                + " * interval '1 millisecond', " + p(6, "smallint") + ", " + p(7, "text") + ", " + p(8, "bytea")
+                + " FROM (" + setLockTimeout(9) + ") AS bound";
     }
 
     /** What {@link #insertCompletedOrTakeOver()} fails with when the key's record is not its to take: 22P02. */
@@ -175,11 +187,12 @@ public final class PostgresSqlText {
 
     /**
      * Key last without a look-up: {@link #insertCompleted()}, or, where the key has a record, the takeover a
-     * claim would make ({@link #claimTakeover()}'s condition), written completed. Where it can do neither (a
-     * live completed record, another body's, an attempt in progress), the statement fails with
-     * {@link #KEY_NOT_TAKEN}, and so aborts the transaction before its {@code COMMIT}: an upsert that changed
-     * nothing would commit the loser's writes. The error is a cast of a text that says why, evaluated only
-     * once the insert wrote no row. The parameters of {@link #insertCompleted()}.
+     * claim would make ({@link #claimTakeover()}'s condition), written completed; the bound and its restore as
+     * in {@link #insertCompleted()}. Where it can do neither (a live completed record, another body's, an
+     * attempt in progress), the statement fails with {@link #KEY_NOT_TAKEN}, and so aborts the transaction
+     * before its {@code COMMIT}: an upsert that changed nothing would commit the loser's writes. The error is
+     * a cast of a text that says why, evaluated only once the insert wrote no row. The parameters of
+     * {@link #insertCompleted()}.
      */
     public String insertCompletedOrTakeOver() {
         return "WITH w AS (INSERT INTO " + table + " AS r" + COMPLETED_COLUMNS + completedRow()
@@ -187,7 +200,7 @@ public final class PostgresSqlText {
                 + " status = 'COMPLETED', owner_token = EXCLUDED.owner_token," + TAKEOVER_LIFE + ", lease_expires_at = "
                 + T + ", completed_at = " + T + ", expires_at = EXCLUDED.expires_at, response_status ="
                 + " EXCLUDED.response_status, response_headers = EXCLUDED.response_headers, response_body ="
-                + " EXCLUDED.response_body" + TAKEOVER_WHERE + " RETURNING 1)"
+                + " EXCLUDED.response_body" + TAKEOVER_WHERE + " RETURNING " + RESTORED + ")"
                 + " SELECT CAST(CASE WHEN count(*) = 0 THEN 'retrysafe: the key has a record this attempt cannot take'"
                 + " ELSE '1' END AS integer) FROM w";
     }

@@ -22,6 +22,8 @@ class PostgresSqlTextTest {
             Map.entry("claimStatements", PostgresSqlText::claimStatements),
             Map.entry("claimStatement", PostgresSqlText::claimStatement),
             Map.entry("select", PostgresSqlText::select),
+            Map.entry("insertCompleted", PostgresSqlText::insertCompleted),
+            Map.entry("insertCompletedOrTakeOver", PostgresSqlText::insertCompletedOrTakeOver),
             Map.entry("complete fenced", t -> t.complete(true)),
             Map.entry("complete held", t -> t.complete(false)),
             Map.entry("renewLease", PostgresSqlText::renewLease),

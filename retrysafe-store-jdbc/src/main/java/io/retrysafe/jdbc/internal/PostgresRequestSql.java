@@ -40,13 +40,11 @@ public final class PostgresRequestSql extends RequestSql {
         PostgresSqlText text = new PostgresSqlText(table, BindMarkers.QUESTION_MARKS);
         selectSql = text.select();
         renewSql = text.renewLease();
-        // Key last: the lock bound applies to the insert alone, as to the claim: it is restored before
-        // the COMMIT, whose deferred checks wait as the application's would.
-        insertCompletedSql = text.setLockTimeout() + ";" + text.insertCompleted() + ";"
-                + PostgresSqlText.RESTORE_LOCK_TIMEOUT;
+        // Key last: the lock bound applies to the insert alone, as to the claim, and is restored before
+        // the COMMIT, whose deferred checks wait as the application's would. Each insert is one statement.
+        insertCompletedSql = text.insertCompleted();
         insertCompletedAndCommitSql = insertCompletedSql + ";COMMIT";
-        takeOverCompletedSql = text.setLockTimeout() + ";" + text.insertCompletedOrTakeOver() + ";"
-                + PostgresSqlText.RESTORE_LOCK_TIMEOUT;
+        takeOverCompletedSql = text.insertCompletedOrTakeOver();
         takeOverCompletedAndCommitSql = takeOverCompletedSql + ";COMMIT";
     }
 
@@ -165,15 +163,15 @@ public final class PostgresRequestSql extends RequestSql {
         String sql = takeOver ? (commit ? takeOverCompletedAndCommitSql : takeOverCompletedSql)
                 : (commit ? insertCompletedAndCommitSql : insertCompletedSql);
         try (PreparedStatement ps = c.prepareStatement(sql)) {
-            ps.setString(1, PostgresSqlText.lockTimeout(lockTimeout));
-            ps.setString(2, request.key().scope());
-            ps.setString(3, request.key().value());
-            ps.setBytes(4, request.fingerprint().bytes());
-            ps.setObject(5, request.token().value());
-            ps.setLong(6, request.retention().toMillis());
-            ps.setInt(7, response.status());
-            ps.setString(8, HeaderCodec.encode(response.headers()));
-            ps.setBytes(9, response.body());
+            ps.setString(1, request.key().scope());
+            ps.setString(2, request.key().value());
+            ps.setBytes(3, request.fingerprint().bytes());
+            ps.setObject(4, request.token().value());
+            ps.setLong(5, request.retention().toMillis());
+            ps.setInt(6, response.status());
+            ps.setString(7, HeaderCodec.encode(response.headers()));
+            ps.setBytes(8, response.body());
+            ps.setString(9, PostgresSqlText.lockTimeout(lockTimeout));
             ps.execute();
             return true;
         } catch (SQLException e) {
