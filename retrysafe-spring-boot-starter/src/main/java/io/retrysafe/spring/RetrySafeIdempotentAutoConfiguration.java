@@ -8,7 +8,6 @@ import io.retrysafe.jdbc.KeyOrder;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import java.sql.Connection;
 import java.util.List;
-import java.util.Locale;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.springframework.aop.support.DefaultPointcutAdvisor;
@@ -122,7 +121,7 @@ public class RetrySafeIdempotentAutoConfiguration {
                 throw new IllegalStateException("@Idempotent on " + methods.get(0)
                         + (methods.size() > 1 ? " (and " + (methods.size() - 1) + " more methods)" : "")
                         + " cannot run with the key written last (retrysafe.store.key-order="
-                        + tx.keyOrder().name().toLowerCase(Locale.ROOT).replace('_', '-') + "): that order is "
+                        + RetrySafeProperties.spelled(tx.keyOrder()) + "): that order is "
                         + "only for work whose every effect is in a transaction of its own, and a method may call "
                         + "out or join its caller's transaction, which a duplicate in flight would roll back with "
                         + "the caller's own writes; set retrysafe.store.key-order=first");

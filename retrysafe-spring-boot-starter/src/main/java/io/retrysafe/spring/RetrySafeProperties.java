@@ -3,6 +3,7 @@ package io.retrysafe.spring;
 import java.net.URI;
 import java.time.Duration;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import org.springframework.boot.context.properties.ConfigurationProperties;
@@ -51,6 +52,11 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
         CLOUDEVENTS,
         /** {@code <partition>@<offset>}: for producers that set no id; catches redeliveries, not producer duplicates. */
         TOPIC_PARTITION_OFFSET
+    }
+
+    /** How a property's value names {@code value}: {@code LAST_NO_LOOKUP} is {@code last-no-lookup}, for messages. */
+    static String spelled(Enum<?> value) {
+        return value.name().toLowerCase(Locale.ROOT).replace('_', '-');
     }
 
     /** The JDBC table's layout: {@code standard}, or {@code partitioned} by expiry day (PostgreSQL). */

@@ -16,7 +16,6 @@ import io.retrysafe.webflux.ReactiveIdempotentExecutor;
 import io.retrysafe.webflux.ReactiveScopeResolver;
 import io.retrysafe.webflux.RetrySafeWebFilter;
 import io.retrysafe.webflux.WebFluxIdempotency;
-import java.util.Locale;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
@@ -74,8 +73,8 @@ public class RetrySafeReactiveAutoConfiguration {
             if (s.layout() != RetrySafeProperties.StoreLayout.STANDARD
                     || s.keyOrder() != RetrySafeProperties.StoreKeyOrder.FIRST) {
                 throw new IllegalStateException("the R2DBC store supports PostgreSQL's standard layout with the key "
-                        + "first only, but retrysafe.store.layout=" + lower(s.layout()) + " and "
-                        + "retrysafe.store.key-order=" + lower(s.keyOrder()));
+                        + "first only, but retrysafe.store.layout=" + RetrySafeProperties.spelled(s.layout()) + " and "
+                        + "retrysafe.store.key-order=" + RetrySafeProperties.spelled(s.keyOrder()));
             }
             R2dbcIdempotencyStore store = R2dbcIdempotencyStore.builder(connections).table(s.table())
                     .lockTimeout(s.lockTimeout()).build();
@@ -220,9 +219,5 @@ public class RetrySafeReactiveAutoConfiguration {
                 AsyncRetrySafe engine) {
             return new RetrySafeWebFilter(config, executor, engine.listener());
         }
-    }
-
-    private static String lower(Enum<?> value) {
-        return value.name().toLowerCase(Locale.ROOT).replace('_', '-');
     }
 }
