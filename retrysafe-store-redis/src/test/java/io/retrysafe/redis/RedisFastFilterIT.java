@@ -9,6 +9,7 @@ import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.SlotHash;
 import io.lettuce.core.codec.ByteArrayCodec;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.Delay;
@@ -29,6 +30,8 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Pattern;
@@ -327,6 +330,60 @@ class RedisFastFilterIT {
                 assertThat(own.breakerState()).isEqualTo(BreakerState.CLOSED);
             } finally {
                 clusterClient.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+            }
+        }
+    }
+
+    /**
+     * A master that stops answering (SIGSTOP: its connections stay open, as in a long pause or a partition): the
+     * calls for its keys step aside within the filter's timeout, through both faces, not after the client's own
+     * (60 s), and the other masters' keys work as before. The breaker is kept closed so that every call is tried.
+     */
+    @Test
+    void onARedisClusterASilentMastersKeysStepAsideWithinTheTimeout(@TempDir Path dir) throws Exception {
+        try (TestRedis.Cluster cluster = TestRedis.startCluster(dir)) {
+            RedisClusterClient clusterClient = RedisClusterClient.create(cluster.seedUris());
+            Queue<String> failed = new ConcurrentLinkedQueue<>();
+            ExecutorService caller = Executors.newSingleThreadExecutor();
+            int frozen = cluster.masterPorts().get(0);
+            try (RedisFastFilter own = RedisFastFilter.builder(clusterClient).timeout(Duration.ofSeconds(1))
+                    .failureThreshold(1_000).listener(new RedisFastFilter.Listener() {
+                        @Override
+                        public void onFailure(String operation, RuntimeException error) {
+                            failed.add(operation);
+                        }
+                    }).build()) {
+                IdempotencyKey silent = keyOnMaster(own, clusterClient, frozen, true);
+                IdempotencyKey live = keyOnMaster(own, clusterClient, frozen, false);
+                assertThat(own.lookup(live, FINGERPRINT)).as("connected").isEmpty();
+                cluster.freeze(frozen);
+
+                assertThat(caller.submit(() -> own.lookup(silent, FINGERPRINT)).get(20, TimeUnit.SECONDS)).isEmpty();
+                assertThat(caller.submit(() -> own.markInFlight(silent, FINGERPRINT)).get(20, TimeUnit.SECONDS))
+                        .as("without Redis, the request goes on to the store").isTrue();
+                assertThat(own.async().lookup(silent, FINGERPRINT).toCompletableFuture().get(20, TimeUnit.SECONDS))
+                        .isEmpty();
+                assertThat(failed).as("each call to the silent master failed, and was counted")
+                        .containsExactly("lookup", "markInFlight", "lookup");
+
+                assertThat(own.markInFlight(live, FINGERPRINT)).isTrue();
+                assertThat(own.lookup(live, FINGERPRINT)).as("another master's key").contains(new Cached.InFlight());
+                assertThat(own.breakerState()).isEqualTo(BreakerState.CLOSED);
+            } finally {
+                cluster.thaw(frozen);
+                caller.shutdownNow();
+                clusterClient.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+            }
+        }
+    }
+
+    /** A key of this test whose slot the master on {@code port} holds, or, with {@code on} false, does not. */
+    private IdempotencyKey keyOnMaster(RedisFastFilter own, RedisClusterClient client, int port, boolean on) {
+        for (int i = 0; ; i++) {
+            IdempotencyKey key = key("slot-" + i);
+            int slot = SlotHash.getSlot(own.redisKey(key));
+            if ((client.getPartitions().getPartitionBySlot(slot).getUri().getPort() == port) == on) {
+                return key;
             }
         }
     }
