@@ -299,20 +299,25 @@ class PostgresKeyLastIT {
     void joinedTheLockBoundIsTheInsertsAloneAndTheCallersOwnIsBackAfterIt() throws Exception {
         for (TransactionalRetrySafe mode : List.of(keyLast, noLookup)) {
             IdempotencyKey key = key("k-bound-" + mode.keyOrder());
+            TransactionalRetrySafe.Joined<String> joined;
+            String after;
             try (Connection c = ds.getConnection()) {
                 exec(c, "SET lock_timeout = '7s'");
-                c.setAutoCommit(false);
-                TransactionalRetrySafe.Joined<String> joined = mode.join(c, key, fp, ResponseCodec.utf8(),
-                        attempt -> lockTimeout(c));
-                String after = lockTimeout(c);
-                c.commit();
-                joined.committed();
-                c.setAutoCommit(true);
-                exec(c, "RESET lock_timeout");
-
-                assertThat(joined.outcome().orThrow()).as("seen by the operation, " + mode.keyOrder()).isEqualTo("7s");
-                assertThat(after).as("seen after the insert, in its transaction, " + mode.keyOrder()).isEqualTo("7s");
+                try {
+                    c.setAutoCommit(false);
+                    joined = mode.join(c, key, fp, ResponseCodec.utf8(), attempt -> lockTimeout(c));
+                    after = lockTimeout(c);
+                    c.commit();
+                    joined.committed();
+                } finally {
+                    c.rollback(); // nothing left by a commit; a failure's transaction is not taken back to the pool
+                    c.setAutoCommit(true);
+                    exec(c, "RESET lock_timeout"); // the pooled connection goes back as it came
+                }
             }
+
+            assertThat(joined.outcome().orThrow()).as("seen by the operation, " + mode.keyOrder()).isEqualTo("7s");
+            assertThat(after).as("seen after the insert, in its transaction, " + mode.keyOrder()).isEqualTo("7s");
             assertThat(store.inspect(key).orElseThrow().status()).isEqualTo(RecordStatus.COMPLETED);
         }
     }
