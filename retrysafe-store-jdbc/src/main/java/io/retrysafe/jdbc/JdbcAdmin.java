@@ -12,8 +12,6 @@ import io.retrysafe.spi.RecordStatus;
 import java.lang.System.Logger.Level;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
-import java.sql.Connection;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Collections;
@@ -161,24 +159,9 @@ public final class JdbcAdmin {
         return store.sql();
     }
 
-    /** One call, one short transaction, whatever the pool's auto-commit default. */
+    /** One call, one short transaction, as the store runs its own. */
     private <R> R run(JdbcIdempotencyStore.SqlCall<R> call, String operation) {
-        SqlDialect dialectSql = sql();
-        try (Connection c = store.dataSource().getConnection()) {
-            if (!c.getAutoCommit()) {
-                try {
-                    R result = call.apply(c);
-                    c.commit();
-                    return result;
-                } catch (SQLException | RuntimeException e) {
-                    c.rollback();
-                    throw e;
-                }
-            }
-            return call.apply(c);
-        } catch (SQLException e) {
-            throw store.failure(operation + " on " + dialectSql.table(), e);
-        }
+        return store.run(call, operation);
     }
 
     /** The key's {@link IdempotencyKey#digest()}; computed the same way for a row no {@code IdempotencyKey} accepts. */

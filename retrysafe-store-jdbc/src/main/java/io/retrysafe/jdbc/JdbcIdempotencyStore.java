@@ -200,7 +200,7 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
 
     @Override
     public ClaimResult tryClaim(ClaimRequest request) {
-        return run(c -> boundedWait(wait -> sql().requests().tryClaim(c, request, wait, null)), "claim");
+        return run(c -> boundedWait(wait -> sql().requests().tryClaim(c, request, wait, null, false)), "claim");
     }
 
     @Override
@@ -260,21 +260,45 @@ public final class JdbcIdempotencyStore implements IdempotencyStore {
         R apply(Connection c) throws SQLException;
     }
 
-    /** One call, one short transaction: committed before it returns, whatever the pool's default. */
+    /**
+     * One call, one short transaction: committed before it returns, whatever the pool's default. Every call is
+     * correct under auto-commit, each statement its own transaction. On PostgreSQL a connection with auto-commit
+     * off runs the call with it on: the driver switches for nothing when no transaction is open (as on a
+     * connection just taken from a pool), and each statement then commits in its own round trip, where a
+     * {@code COMMIT} would be one more. MariaDB's driver sends a statement to switch, so it commits.
+     */
     <R> R run(SqlCall<R> call, String operation) {
         SqlDialect dialectSql = sql();
         try (Connection c = dataSource.getConnection()) {
-            if (!c.getAutoCommit()) {
-                try {
-                    R result = call.apply(c);
-                    c.commit();
-                    return result;
-                } catch (SQLException | RuntimeException e) {
-                    c.rollback();
-                    throw e;
-                }
+            if (c.getAutoCommit()) {
+                return call.apply(c);
             }
-            return call.apply(c);
+            boolean switched = dialect == JdbcDialect.POSTGRESQL;
+            if (switched) {
+                c.setAutoCommit(true);
+            }
+            R result;
+            try {
+                result = call.apply(c);
+                if (!switched) {
+                    c.commit();
+                }
+            } catch (SQLException | RuntimeException e) {
+                try {
+                    if (switched) {
+                        c.setAutoCommit(false);
+                    } else {
+                        c.rollback();
+                    }
+                } catch (SQLException undo) {
+                    e.addSuppressed(undo); // a connection the failure broke: the failure is the news
+                }
+                throw e;
+            }
+            if (switched) {
+                c.setAutoCommit(false);
+            }
+            return result;
         } catch (SQLException e) {
             throw failure(operation + " on " + dialectSql.table(), e);
         }

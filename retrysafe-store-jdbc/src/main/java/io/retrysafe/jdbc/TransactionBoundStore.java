@@ -114,7 +114,7 @@ final class TransactionBoundStore implements IdempotencyStore {
                     return found;
                 }
             }
-            return store.boundedWait(wait -> claimFirst ? sql.tryClaim(connection, request, wait, null)
+            return store.boundedWait(wait -> claimFirst ? sql.tryClaim(connection, request, wait, null, true)
                     : claimJoined(request, wait));
         } catch (SQLException e) {
             throw store.failure("claim", e);
@@ -130,7 +130,7 @@ final class TransactionBoundStore implements IdempotencyStore {
         Savepoint undo = connection.setSavepoint();
         ClaimResult result;
         try {
-            result = sql.tryClaim(connection, request, lockTimeout, undo);
+            result = sql.tryClaim(connection, request, lockTimeout, undo, true);
         } catch (SQLException | RuntimeException e) {
             try {
                 connection.rollback(undo);

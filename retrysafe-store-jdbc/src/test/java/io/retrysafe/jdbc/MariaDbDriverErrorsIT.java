@@ -4,14 +4,21 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 import static org.awaitility.Awaitility.await;
 
+import io.retrysafe.Fingerprint;
+import io.retrysafe.IdempotencyKey;
+import io.retrysafe.StoreUnavailableException;
+import io.retrysafe.spi.ClaimRequest;
+import io.retrysafe.spi.OwnerToken;
 import io.retrysafe.testservices.TestDatabases;
 import java.sql.Connection;
+import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.SQLTransactionRollbackException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -21,6 +28,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.mariadb.jdbc.MariaDbDataSource;
 
 /**
  * What MariaDB Connector/J reports for the two lock errors the MariaDB dialect tells apart, and what
@@ -148,6 +156,45 @@ class MariaDbDriverErrorsIT {
             assertThat(e.getSQLState()).as("SQLState").isEqualTo("40001");
             assertThat(value(1)).as("row 1: only the surviving transaction's writes").isEqualTo(survivor);
             assertThat(value(2)).as("row 2: only the surviving transaction's writes").isEqualTo(survivor);
+        }
+    }
+
+    /**
+     * A store's call on a connection with auto-commit off that the server ended: the store reports the call's
+     * failure, not the one of the rollback that then meets a closed connection.
+     */
+    @Test
+    void aCallOnAConnectionTheServerEndedReportsWhyNotThatItIsClosed() throws Exception {
+        String table = "rs_mariadb_ended_it";
+        JdbcIdempotencyStore.builder(ds).table(table).build().createSchema();
+        try (Connection physical = DriverManager.getConnection(TestDatabases.mariadbJdbcUrl(),
+                TestDatabases.mariadbUser(), TestDatabases.mariadbPassword())) {
+            physical.setAutoCommit(false);
+            long id = connectionId(physical);
+            physical.commit();
+            try (Connection other = ds.getConnection(); Statement st = other.createStatement()) {
+                st.execute("KILL CONNECTION " + id);
+            }
+            Connection lent = LentConnection.of(physical);
+            JdbcIdempotencyStore onIt = JdbcIdempotencyStore.builder(new MariaDbDataSource() {
+                @Override
+                public Connection getConnection() {
+                    return lent;
+                }
+            }).dialect(JdbcDialect.MARIADB).table(table).build();
+            IdempotencyKey key = IdempotencyKey.of("manual-commit", UUID.randomUUID().toString());
+
+            StoreUnavailableException e = catchThrowableOfType(StoreUnavailableException.class,
+                    () -> onIt.tryClaim(new ClaimRequest(key, Fingerprint.sha256(new byte[] {1}), OwnerToken.random(),
+                            Duration.ofMinutes(1), Duration.ofHours(1))));
+            assertThat(e.getMessage()).as("the call's failure (the driver says 'Socket error')")
+                    .doesNotContain("Connection is closed");
+            assertThat(e.getCause().getSuppressed()).as("the rollback's, kept with it").hasSize(1);
+            assertThat(e.isUnreachable()).isTrue();
+        } finally {
+            try (Connection c = ds.getConnection(); Statement st = c.createStatement()) {
+                st.execute("DROP TABLE IF EXISTS " + table);
+            }
         }
     }
 }

@@ -173,7 +173,7 @@ class MariaDbPurgeIT {
             claimant.setAutoCommit(false);
             OwnerToken token = OwnerToken.random();
             assertThat(store.sql().requests().tryClaim(claimant, new ClaimRequest(IdempotencyKey.of("purge", "in-flight"), fp, token,
-                    Duration.ofSeconds(30), Duration.ofHours(1)), Duration.ofSeconds(1), null))
+                    Duration.ofSeconds(30), Duration.ofHours(1)), Duration.ofSeconds(1), null, true))
                     .isEqualTo(new ClaimResult.Claimed(token, 1));
             // Another transaction holds one expired record.
             locker.setAutoCommit(false);

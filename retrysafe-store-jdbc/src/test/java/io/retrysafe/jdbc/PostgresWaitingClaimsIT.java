@@ -3,11 +3,16 @@ package io.retrysafe.jdbc;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
 import io.retrysafe.Fingerprint;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.Outcome;
 import io.retrysafe.ResponseCodec;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.spi.ClaimRequest;
+import io.retrysafe.spi.ClaimResult;
+import io.retrysafe.spi.OwnerToken;
 import io.retrysafe.testservices.TestDatabases;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -28,6 +33,8 @@ import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Duplicates from other instances (each its own engine, so nothing in memory stops them) claim a key
@@ -109,12 +116,7 @@ class PostgresWaitingClaimsIT {
 
         try (Connection holder = ds.getConnection()) {
             holder.setAutoCommit(false);
-            try (PreparedStatement lock = holder.prepareStatement("SELECT 1 FROM " + TABLE
-                    + " WHERE scope = ? AND idem_key = ? FOR UPDATE")) {
-                lock.setString(1, key.scope());
-                lock.setString(2, key.value());
-                assertThat(lock.executeQuery().next()).isTrue();
-            }
+            lockRecord(holder, key);
             // The lock timeout is a minute: a replay that waited for the row would not answer within the bound.
             CompletableFuture<Outcome<String>> replay = CompletableFuture.supplyAsync(
                     () -> instance().execute(key, fp, attempt -> "again"), threads);
@@ -124,6 +126,64 @@ class PostgresWaitingClaimsIT {
                 holder.rollback();
             }
         }
+    }
+
+    /**
+     * A standalone claim is its own transaction, so its lock bound is set by the claim's one statement and ends
+     * with that transaction: it bounds the wait for a transaction holding the key (another instance's, in
+     * transactional mode), and the pooled connection keeps its own setting, whether the pool commits each
+     * statement or the store commits the claim.
+     */
+    @ParameterizedTest(name = "auto-commit {0}")
+    @ValueSource(booleans = {true, false})
+    void aStandaloneClaimWaitsForAHolderOnlyUpToTheBoundAndLeavesTheConnectionsOwn(boolean autoCommit)
+            throws Exception {
+        HikariConfig config = new HikariConfig();
+        config.setJdbcUrl(TestDatabases.postgresJdbcUrl());
+        config.setUsername(TestDatabases.postgresUser());
+        config.setPassword(TestDatabases.postgresPassword());
+        config.setMaximumPoolSize(1); // the claim's connection is the one read after it
+        config.setAutoCommit(autoCommit);
+        config.addDataSourceProperty("options", "-c lock_timeout=7s"); // the session's own, from its start
+        IdempotencyKey key = IdempotencyKey.of("waiting", UUID.randomUUID().toString());
+        Fingerprint fp = Fingerprint.sha256("transfer 30".getBytes(StandardCharsets.UTF_8));
+        try (HikariDataSource pool = new HikariDataSource(config)) {
+            JdbcIdempotencyStore bounded = JdbcIdempotencyStore.builder(pool).table(TABLE)
+                    .lockTimeout(Duration.ofSeconds(1)).build();
+            assertThat(bounded.tryClaim(claim(key, fp))).isInstanceOf(ClaimResult.Claimed.class);
+            try (Connection holder = ds.getConnection()) {
+                holder.setAutoCommit(false);
+                lockRecord(holder, key);
+                // Neither the connection's 7 s nor no bound at all: the store's second.
+                CompletableFuture<ClaimResult> duplicate = CompletableFuture.supplyAsync(
+                        () -> bounded.tryClaim(claim(key, fp)), threads);
+                try {
+                    assertThat(duplicate.get(5, TimeUnit.SECONDS))
+                            .isEqualTo(new ClaimResult.InProgress(Duration.ofSeconds(1)));
+                } finally {
+                    holder.rollback();
+                }
+            }
+            try (Connection c = pool.getConnection(); Statement st = c.createStatement();
+                    ResultSet rs = st.executeQuery("SHOW lock_timeout")) {
+                assertThat(rs.next()).isTrue();
+                assertThat(rs.getString(1)).isEqualTo("7s");
+            }
+        }
+    }
+
+    /** Locks the key's record in {@code holder}'s transaction, as another instance's transaction holding it would. */
+    private static void lockRecord(Connection holder, IdempotencyKey key) throws SQLException {
+        try (PreparedStatement lock = holder.prepareStatement("SELECT 1 FROM " + TABLE
+                + " WHERE scope = ? AND idem_key = ? FOR UPDATE")) {
+            lock.setString(1, key.scope());
+            lock.setString(2, key.value());
+            assertThat(lock.executeQuery().next()).isTrue();
+        }
+    }
+
+    private static ClaimRequest claim(IdempotencyKey key, Fingerprint fp) {
+        return new ClaimRequest(key, fp, OwnerToken.random(), Duration.ofSeconds(30), Duration.ofHours(1));
     }
 
     /** A transactional engine of its own, as another instance has, running on a connection of its own. */

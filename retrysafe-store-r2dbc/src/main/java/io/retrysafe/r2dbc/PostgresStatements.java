@@ -96,13 +96,13 @@ final class PostgresStatements {
             return Mono.just(new ClaimResult.InProgress(Duration.ZERO));
         }
         Statement insert = c.createStatement(claimSql)
-                .bind("$1", PostgresSqlText.lockTimeout(lockTimeout))
-                .bind("$2", request.key().scope())
-                .bind("$3", request.key().value())
-                .bind("$4", request.fingerprint().bytes())
-                .bind("$5", request.token().value())
-                .bind("$6", request.leaseTtl().toMillis())
-                .bind("$7", request.retention().toMillis());
+                .bind("$1", request.key().scope())
+                .bind("$2", request.key().value())
+                .bind("$3", request.fingerprint().bytes())
+                .bind("$4", request.token().value())
+                .bind("$5", request.leaseTtl().toMillis())
+                .bind("$6", request.retention().toMillis())
+                .bind("$7", PostgresSqlText.lockTimeout(lockTimeout));
         Mono<ClaimResult> claimed = Flux.from(insert.execute())
                 .concatMap(result -> result.map(row -> row.get("attempt", Integer.class)))
                 .next()

@@ -10,11 +10,12 @@ import java.time.Duration;
  * ({@link BindMarkers}: JDBC's {@code ?}, or {@code $n} cast to the parameter's type) follow the
  * store that sends it. The parameters are numbered as each method says, the same for both stores.
  *
- * <p>The claim is the one statement that two stores cannot send the same way: JDBC sends the lock
- * bound, the insert and the bound's restore as three statements in one round trip
- * ({@link #claimStatements()}); R2DBC runs one statement at a time, so its claim reads the insert's
- * row from a sub-select that sets the bound first ({@link #claimStatement()}). Both are put together
- * here from the same pieces: the same bound, the same row, the same takeover.
+ * <p>The claim is written in two forms from the same pieces (the same bound, the same row, the same
+ * takeover): the lock bound, the insert and the bound's restore as three statements in one round trip
+ * ({@link #claimStatements()}), which JDBC sends inside a transaction that goes on after the claim; and
+ * one statement whose insert reads its row from a sub-select that sets the bound first
+ * ({@link #claimStatement()}), which R2DBC always sends (it runs one statement at a time) and JDBC sends
+ * where the claim is its own transaction, whose end ends the bound.
  */
 public final class PostgresSqlText {
     /** SQLState: a lock was not granted within {@code lock_timeout}. */
@@ -75,19 +76,21 @@ public final class PostgresSqlText {
      * 7 retention in milliseconds.
      */
     public String claimStatements() {
-        return setLockTimeout() + ";" + claimInsert() + " SELECT * FROM (SELECT " + claimRow() + ") AS v"
+        return setLockTimeout() + ";" + claimInsert() + " SELECT * FROM (SELECT " + claimRow(2) + ") AS v"
                 + CLAIM_COLUMNS + unlessCompleted() + claimTakeover() + ";" + RESTORE_LOCK_TIMEOUT;
     }
 
     /**
-     * The standard layout's claim as one statement, for a driver that runs one at a time: the insert
-     * reads its row from a sub-select of {@link #setLockTimeout()}, so that the bound is in force before
-     * the insert can wait on the key. In a transaction, {@link #RESTORE_LOCK_TIMEOUT} must follow it.
-     * The parameters of {@link #claimStatements()}.
+     * The standard layout's claim as one statement: the insert reads its row from a sub-select of
+     * {@link #setLockTimeout()}, so that the bound is in force before the insert can wait on the key. Where
+     * the claim is its own transaction the bound ends with it; in a transaction that goes on,
+     * {@link #RESTORE_LOCK_TIMEOUT} must follow it. The bound comes last in the text, and so in the
+     * parameters: 1 scope, 2 key, 3 fingerprint, 4 token, 5 lease and 6 retention in milliseconds, 7 the
+     * lock bound.
      */
     public String claimStatement() {
-        return claimInsert() + " SELECT * FROM (SELECT " + claimRow() + " FROM (" + setLockTimeout() + ") AS bound) AS v"
-                + CLAIM_COLUMNS + unlessCompleted() + claimTakeover();
+        return claimInsert() + " SELECT * FROM (SELECT " + claimRow(1) + " FROM (" + setLockTimeout(7)
+                + ") AS bound) AS v" + CLAIM_COLUMNS + unlessCompleted() + claimTakeover();
     }
 
     private static final String CLAIM_COLUMNS = "(scope, idem_key, fingerprint, status, owner_token, attempt, created_at,"
@@ -108,10 +111,11 @@ public final class PostgresSqlText {
                 + " AND d.status = 'COMPLETED' AND d.expires_at > " + T + ")";
     }
 
-    private String claimRow() {
-        return p(2, "varchar") + ", " + p(3, "varchar") + ", " + p(4, "bytea") + ", 'IN_PROGRESS', " + p(5, "uuid")
-                + ", 1, " + T + ", " + T + " + " + p(6, "bigint") + " * interval '1 millisecond', " + T + " + "
-                + p(7, "bigint") + " * interval '1 millisecond'";
+    /** The claim's row; its six parameters (scope, key, fingerprint, token, lease, retention) from {@code first}. */
+    private String claimRow(int first) {
+        return p(first, "varchar") + ", " + p(first + 1, "varchar") + ", " + p(first + 2, "bytea") + ", 'IN_PROGRESS', "
+                + p(first + 3, "uuid") + ", 1, " + T + ", " + T + " + " + p(first + 4, "bigint")
+                + " * interval '1 millisecond', " + T + " + " + p(first + 5, "bigint") + " * interval '1 millisecond'";
     }
 
     /**

@@ -103,8 +103,8 @@ public final class MariaDbRequestSql extends RequestSql {
     }
 
     @Override
-    public ClaimResult tryClaim(Connection c, ClaimRequest request, Duration lockTimeout, Savepoint undo)
-            throws SQLException {
+    public ClaimResult tryClaim(Connection c, ClaimRequest request, Duration lockTimeout, Savepoint undo,
+            boolean inTransaction) throws SQLException {
         long waitSeconds = MariaDb.lockWaitSeconds(lockTimeout);
         String claim = bounded(waitSeconds, claimSql);
         String readBack = bounded(waitSeconds, readBackSql);

@@ -31,16 +31,32 @@ final class Postgres {
     static ResultSet runClaim(PreparedStatement ps, ClaimRequest request, Duration lockTimeout, String claimPart)
             throws SQLException {
         ps.setString(1, PostgresSqlText.lockTimeout(lockTimeout));
-        ps.setString(2, request.key().scope());
-        ps.setString(3, request.key().value());
-        ps.setBytes(4, request.fingerprint().bytes());
-        ps.setObject(5, request.token().value());
-        ps.setLong(6, request.leaseTtl().toMillis());
-        ps.setLong(7, request.retention().toMillis());
+        bindClaimRow(ps, request, 2);
         ps.execute(); // first result: set_config
         if (!ps.getMoreResults()) {
             throw new SQLException("claim statement returned no result for its " + claimPart);
         }
         return ps.getResultSet();
+    }
+
+    /**
+     * Runs {@link PostgresSqlText#claimStatement()}, the claim as one statement: binds the row's parameters,
+     * then the lock bound (parameter 7), and returns its result.
+     */
+    static ResultSet runClaimStatement(PreparedStatement ps, ClaimRequest request, Duration lockTimeout)
+            throws SQLException {
+        bindClaimRow(ps, request, 1);
+        ps.setString(7, PostgresSqlText.lockTimeout(lockTimeout));
+        return ps.executeQuery();
+    }
+
+    /** The claim's row: scope, key, fingerprint, token, lease and retention in milliseconds, from {@code first}. */
+    private static void bindClaimRow(PreparedStatement ps, ClaimRequest request, int first) throws SQLException {
+        ps.setString(first, request.key().scope());
+        ps.setString(first + 1, request.key().value());
+        ps.setBytes(first + 2, request.fingerprint().bytes());
+        ps.setObject(first + 3, request.token().value());
+        ps.setLong(first + 4, request.leaseTtl().toMillis());
+        ps.setLong(first + 5, request.retention().toMillis());
     }
 }

@@ -28,9 +28,11 @@ public sealed interface PostgresLayout permits PostgresStandardLayout, PostgresP
     /**
      * One round trip: inserts an absent key, or takes over a record that {@link io.retrysafe.spi.ClaimDecision}
      * would take over, waiting at most {@code lockTimeout} for a concurrent holder (past it, SQLState
-     * 55P03 and an aborted transaction).
+     * 55P03 and an aborted transaction). With {@code inTransaction} the claim joined a transaction that goes
+     * on after it, and the bound is put back; otherwise the claim is a transaction of its own (standalone),
+     * whose end ends the bound, and the statement that would put it back is not sent.
      */
-    Claim claim(Connection c, ClaimRequest request, Duration lockTimeout) throws SQLException;
+    Claim claim(Connection c, ClaimRequest request, Duration lockTimeout, boolean inTransaction) throws SQLException;
 
     /** What {@link #claim} answered. */
     record Claim(int attempt, FoundRecord found) {

@@ -36,6 +36,7 @@ public final class PostgresPartitionedLayout implements PostgresLayout {
     private final String table;
     private final PostgresPartitionSql partitions;
     private final String claimSql;
+    private final String claimAloneSql;
     private final String completeSql;
     private final String releaseSql;
     private final String forceReleaseSql;
@@ -46,9 +47,10 @@ public final class PostgresPartitionedLayout implements PostgresLayout {
         this.partitions = new PostgresPartitionSql(table);
         // As in the standard layout, the bound applies to the claim alone (SET LOCAL, restored after);
         // here it bounds the wait for the key's advisory lock. Three statements, one round trip.
-        claimSql = new PostgresSqlText(table, BindMarkers.QUESTION_MARKS).setLockTimeout() + ";"
-                + "SELECT * FROM " + table + "_claim(?::varchar, ?::varchar, ?::bytea, ?::uuid, ?::bigint, ?::bigint);"
-                + PostgresSqlText.RESTORE_LOCK_TIMEOUT;
+        // A claim that is its own transaction leaves the bound to end with it: two statements.
+        claimAloneSql = new PostgresSqlText(table, BindMarkers.QUESTION_MARKS).setLockTimeout() + ";"
+                + "SELECT * FROM " + table + "_claim(?::varchar, ?::varchar, ?::bytea, ?::uuid, ?::bigint, ?::bigint)";
+        claimSql = claimAloneSql + ";" + PostgresSqlText.RESTORE_LOCK_TIMEOUT;
         completeSql = "SELECT " + table + "_complete(?::varchar, ?::varchar, ?::uuid, ?::bigint, ?::smallint, ?::text,"
                 + " ?::bytea, ?::boolean)";
         releaseSql = "SELECT " + table + "_release(?::varchar, ?::varchar, ?::uuid)";
@@ -82,8 +84,9 @@ public final class PostgresPartitionedLayout implements PostgresLayout {
      * it found, and ClaimDecision answers from it.
      */
     @Override
-    public Claim claim(Connection c, ClaimRequest request, Duration lockTimeout) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(claimSql);
+    public Claim claim(Connection c, ClaimRequest request, Duration lockTimeout, boolean inTransaction)
+            throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(inTransaction ? claimSql : claimAloneSql);
                 ResultSet rs = Postgres.runClaim(ps, request, lockTimeout, "function")) {
             if (!rs.next()) {
                 throw new SQLException("claim function returned no row");

@@ -49,13 +49,13 @@ public final class PostgresRequestSql extends RequestSql {
     }
 
     @Override
-    public ClaimResult tryClaim(Connection c, ClaimRequest request, Duration lockTimeout, Savepoint undo)
-            throws SQLException {
+    public ClaimResult tryClaim(Connection c, ClaimRequest request, Duration lockTimeout, Savepoint undo,
+            boolean inTransaction) throws SQLException {
         int rollbacks = 0;
         for (int round = 0; round < CLAIM_ROUNDS; ) {
             PostgresLayout.Claim claim;
             try {
-                claim = layout.claim(c, request, lockTimeout);
+                claim = layout.claim(c, request, lockTimeout, inTransaction);
             } catch (SQLException e) {
                 if (LOCK_NOT_AVAILABLE.equals(e.getSQLState())) {
                     // The holder's transaction outlived the bound. PostgreSQL aborted ours: undo the claim.

@@ -26,6 +26,7 @@ import java.time.Duration;
 public final class PostgresStandardLayout implements PostgresLayout {
     private final String table;
     private final String claimSql;
+    private final String claimAloneSql;
     private final String completeSql;
     private final String completeAndCommitSql;
     private final String releaseSql;
@@ -37,6 +38,8 @@ public final class PostgresStandardLayout implements PostgresLayout {
         PostgresSqlText text = new PostgresSqlText(table, BindMarkers.QUESTION_MARKS);
         // The bound applies to the claim alone, and the claim is one round trip (see PostgresSqlText).
         claimSql = text.claimStatements();
+        // A claim that is its own transaction needs no restore: one statement, the bound read from a sub-select.
+        claimAloneSql = text.claimStatement();
         completeSql = text.complete(true);
         // In the claim's own transaction the row is locked since the claim, so the token alone fences
         // it. One round trip for the response and the commit: the mode's whole overhead over the bare
@@ -52,9 +55,11 @@ public final class PostgresStandardLayout implements PostgresLayout {
     }
 
     @Override
-    public Claim claim(Connection c, ClaimRequest request, Duration lockTimeout) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(claimSql);
-                ResultSet rs = Postgres.runClaim(ps, request, lockTimeout, "insert")) {
+    public Claim claim(Connection c, ClaimRequest request, Duration lockTimeout, boolean inTransaction)
+            throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(inTransaction ? claimSql : claimAloneSql);
+                ResultSet rs = inTransaction ? Postgres.runClaim(ps, request, lockTimeout, "insert")
+                        : Postgres.runClaimStatement(ps, request, lockTimeout)) {
             return rs.next() ? Claim.claimed(rs.getInt(1)) : Claim.notClaimed(null);
         }
     }

@@ -30,10 +30,11 @@ public abstract class RequestSql {
      * record as committed. Waits at most {@code lockTimeout} for a concurrent holder's transaction;
      * past it answers in progress. If the database aborted the transaction, it is rolled back to
      * {@code undo} when given (the claim joined a transaction with earlier writes, which must stay),
-     * otherwise whole (the claim was its first statement).
+     * otherwise whole (the claim was its first statement). {@code inTransaction}: the claim's transaction goes
+     * on after it (transactional mode), rather than being the claim's own (standalone).
      */
-    public abstract ClaimResult tryClaim(Connection c, ClaimRequest request, Duration lockTimeout, Savepoint undo)
-            throws SQLException;
+    public abstract ClaimResult tryClaim(Connection c, ClaimRequest request, Duration lockTimeout, Savepoint undo,
+            boolean inTransaction) throws SQLException;
 
     /** The database rolled the statement's transaction back so that it may be run again ({@link TableNames#isRollbackState}). */
     protected static boolean mustRunAgain(SQLException e) {
