@@ -28,6 +28,11 @@
 #                       (default none: the service as application.yml configures it)
 #   OUT                 where logs, JSON results and table.md go (default a new temporary directory)
 #   READY_TIMEOUT       seconds to wait for the service to start (default 180)
+#   JVM_WARMUP, SETTLE_ROUND, SETTLE_SHARE, SETTLE_MAX
+#                       before its row, each service under the row's load at 8 clients for at least JVM_WARMUP
+#                       (default 20s), then in rounds of SETTLE_ROUND (default 10s) until its JIT compilers ran
+#                       less than SETTLE_SHARE (default 0.05) of a round, or SETTLE_MAX (default 180s) in all
+#                       (warm_until_settled in lib.sh); WARMUP is then the row's own, at its thread count
 #
 # Replays from PostgreSQL alone vs with the Redis fast filter, side by side: replay-fast-filter.sh.
 #
@@ -57,9 +62,11 @@ run() {
     local name="$label-t$threads"
     start_service "$name" "$DB" "$@"
     await_ready "$name" acc-1 acc-2
-    say "$name: service pid ${PID[$name]} on port ${PORT[$name]}, HttpLoad --mode $mode --threads $threads"
     local accounts=()
     [[ "$mode" == replay ]] || accounts=(--accounts "$ACCOUNTS")
+    # At 8 clients whatever the row's threads, until the compilers settle: a JVM still compiling measures them.
+    warm_until_settled "$name" "${PID[$name]}" "${PORT[$name]}" --mode "$mode" --threads 8 "${accounts[@]}"
+    say "$name: service pid ${PID[$name]} on port ${PORT[$name]}, HttpLoad --mode $mode --threads $threads"
     http_load "$name" "${PORT[$name]}" --mode "$mode" --threads "$threads" "${accounts[@]}"
     local payments
     payments=$(psql_db "$DB" -c "SELECT count(*) FROM payment")
@@ -113,8 +120,10 @@ row_payments() {
         done
     done
     echo
-    echo "Closed loop over loopback HTTP/1.1; warmup $WARMUP, then $DURATION measured; one fresh JVM and one fresh"
-    echo "database per row; statuses as status:count of the measured requests; payments in DB includes the warmup."
+    echo "Closed loop over loopback HTTP/1.1; each service first under its row's load at 8 clients until its JIT"
+    echo "compilers settled (at least ${JVM_WARMUP:-20s}, at most ${SETTLE_MAX:-180s}), then warmup $WARMUP and $DURATION"
+    echo "measured; one fresh JVM and one fresh database per row; statuses as status:count of the measured requests;"
+    echo "payments in DB includes the warmups."
     echo "Source: $SOURCE. Service arguments: ${SERVICE_ARGS:-none}."
     echo "Machine: $(machine) at the end; $(java -version 2>&1 | head -n 1)."
 } | tee "$OUT/table.md"

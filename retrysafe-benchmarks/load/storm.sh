@@ -30,11 +30,17 @@
 #   SERVICE_CLASSPATH         a file holding the service's runtime classpath (default: derived from ~/.m2)
 #   OUT                       where logs, JSON results and table.md go (default a new temporary directory)
 #   READY_TIMEOUT             seconds to wait for the service to start (default 180)
+#   JVM_WARMUP, SETTLE_ROUND, SETTLE_SHARE, SETTLE_MAX
+#                             before its storms, each service under closed-loop load with new keys (HttpLoad,
+#                             8 clients) for at least JVM_WARMUP (default 20s), then in rounds of SETTLE_ROUND
+#                             (default 10s) until its JIT compilers ran less than SETTLE_SHARE (default 0.05)
+#                             of a round, or SETTLE_MAX (default 180s) in all (warm_until_settled in lib.sh);
+#                             the payments that load makes are not counted as the storms'
 #
 # A storm opens REQUESTS connections at once: the client's open-files limit must allow it (ulimit -n).
 # The service holds up to 20 PostgreSQL connections (its Hikari pool): max_connections must leave room.
-# The first storm on a fresh JVM is slow (nothing compiled yet, the fast filter's Redis connection not
-# yet up): keep WARMUP_STORMS at 1 or more.
+# The first storm on a fresh JVM is slow even after the settle (the storm's own paths, the fast filter's
+# Redis connection not yet up): keep WARMUP_STORMS at 1 or more.
 set -euo pipefail
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "$0")/lib.sh"
@@ -49,6 +55,7 @@ DB="rs_storm_$$"
 mkdir -p "$OUT"
 
 check_prerequisites DuplicateStorm
+check_prerequisites HttpLoad
 (( $(ulimit -n) > REQUESTS + 100 )) || die "open-files limit $(ulimit -n) is too low for $REQUESTS connections: ulimit -n $((REQUESTS * 2))"
 derive_classpath
 take_snapshot
@@ -61,6 +68,10 @@ run() {
     # application.yml takes the fast filter's Redis from RETRYSAFE_REDIS_URI
     RETRYSAFE_REDIS_URI="$REDIS_URI" start_service "$label" "$DB" "$@"
     await_ready "$label" acc-1 acc-2
+    # Ordinary load first, until the compilers settle: a storm on a JVM still compiling measures the compiler.
+    warm_until_settled "$label" "${PID[$label]}" "${PORT[$label]}" --mode new-key --threads 8 --accounts acc-1,acc-2
+    local settled
+    settled=$(psql_db "$DB" -c "SELECT count(*) FROM payment")
     say "$label: service pid ${PID[$label]} on port ${PORT[$label]}; $WARMUP_STORMS warmup + $STORMS storms of $REQUESTS requests"
     local line status=0
     # shellcheck disable=SC2086 # LOAD_JAVA_OPTS is a list of options
@@ -71,7 +82,7 @@ run() {
     sed "s/^/  /" "$OUT/$label.load.log" >&2
     (( status == 0 || status == 3 )) || die "DuplicateStorm failed ($label), exit $status"
     local payments
-    payments=$(psql_db "$DB" -c "SELECT count(*) FROM payment")
+    payments=$(( $(psql_db "$DB" -c "SELECT count(*) FROM payment") - settled ))
     say "$label: $line; payments in DB: $payments (expected $((STORMS + WARMUP_STORMS)))"
     stop_service "$label"
     drop_db "$DB"
@@ -102,8 +113,9 @@ done
     done <"$OUT/rows.txt"
     echo
     echo "Each storm: $REQUESTS requests with one new Idempotency-Key, released together, one connection each, over"
-    echo "loopback HTTP/1.1; times from the release. Statuses summed over the measured storms; payments in DB"
-    echo "include the warmup storms. Transactional mode. Source: $SOURCE. Service arguments: ${SERVICE_ARGS:-none}."
+    echo "loopback HTTP/1.1; times from the release. Each service first under ordinary load until its JIT compilers"
+    echo "settled (at least ${JVM_WARMUP:-20s}, at most ${SETTLE_MAX:-180s}). Statuses summed over the measured storms;"
+    echo "payments in DB include the warmup storms, not the settling load. Transactional mode. Source: $SOURCE. Service arguments: ${SERVICE_ARGS:-none}."
     echo "Machine: $(machine) at the end; $(java -version 2>&1 | head -n 1)."
 } | tee "$OUT/table.md"
 say "table: $OUT/table.md"

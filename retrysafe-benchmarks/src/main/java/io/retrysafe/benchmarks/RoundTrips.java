@@ -135,9 +135,15 @@ public final class RoundTrips {
      * connection, so one backend serves every statement of every variant.
      */
     private static Path backendSchedstat(PaymentWorkload workload) throws SQLException {
+        try (Connection c = workload.dataSource().getConnection()) {
+            return backendSchedstat(c);
+        }
+    }
+
+    /** The schedstat file of the backend serving {@code c}; null when it cannot be read ({@link #runNanos}). */
+    static Path backendSchedstat(Connection c) throws SQLException {
         int pid;
-        try (Connection c = workload.dataSource().getConnection(); Statement st = c.createStatement();
-                ResultSet rs = st.executeQuery("SELECT pg_backend_pid()")) {
+        try (Statement st = c.createStatement(); ResultSet rs = st.executeQuery("SELECT pg_backend_pid()")) {
             rs.next();
             pid = rs.getInt(1);
         }
@@ -145,7 +151,8 @@ public final class RoundTrips {
         return runNanos(path) < 0 ? null : path;
     }
 
-    private static long runNanos(Path schedstat) {
+    /** Nanoseconds on CPU so far, from a schedstat file; -1 without one. */
+    static long runNanos(Path schedstat) {
         if (schedstat == null) {
             return -1;
         }

@@ -53,8 +53,9 @@ import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 
 /**
  * What a standalone claim costs on each store, side by side in one run: the store is a {@code @Param}
- * ({@code postgresql}, {@code redis}, {@code dynamodb}), and each is driven through the store SPI alone, as
- * the engine drives it in standalone mode (every call its own write, no engine, no HTTP):
+ * ({@code postgresql}, {@code postgresql-manual-commit}, {@code redis}, {@code dynamodb}), and each is driven
+ * through the store SPI alone, as the engine drives it in standalone mode (every call its own write, no engine,
+ * no HTTP):
  *
  * <ul>
  *   <li>{@code claim}: one {@link IdempotencyStore#tryClaim} of a fresh key;
@@ -65,6 +66,8 @@ import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
  * One store per trial, shared by the JMH threads as an application's instance shares it:
  * {@code postgresql} is {@link JdbcIdempotencyStore} on a HikariCP pool with one connection per thread, in a
  * table of its own ({@code TestDatabases}: {@code RETRYSAFE_PG_URL}), analysed before every iteration;
+ * {@code postgresql-manual-commit} is the same on a pool whose connections have auto-commit off, as many
+ * applications configure theirs for their own transactions;
  * {@code redis} is {@link RedisIdempotencyStore} on one Lettuce connection, under a key prefix of its own
  * ({@code TestRedis}: {@code RETRYSAFE_REDIS_URL}); {@code dynamodb} is {@link DynamoDbIdempotencyStore} on
  * the SDK's synchronous client with the url-connection HTTP client, in a table of its own on the test
@@ -86,7 +89,7 @@ import software.amazon.awssdk.services.dynamodb.DynamoDbClient;
 @Measurement(iterations = 5, time = 10)
 @State(Scope.Benchmark)
 public class StoreClaimBenchmark {
-    @Param({"postgresql", "redis", "dynamodb"})
+    @Param({"postgresql", "postgresql-manual-commit", "redis", "dynamodb"})
     public String store;
 
     private IdempotencyStore idempotencyStore;
@@ -101,11 +104,12 @@ public class StoreClaimBenchmark {
     public void setUp(BenchmarkParams params) throws Exception {
         try {
             idempotencyStore = switch (store) {
-                case "postgresql" -> postgresql(params.getThreads());
+                case "postgresql" -> postgresql(params.getThreads(), true);
+                case "postgresql-manual-commit" -> postgresql(params.getThreads(), false);
                 case "redis" -> redis();
                 case "dynamodb" -> dynamodb();
-                default -> throw new IllegalArgumentException("store must be postgresql, redis or dynamodb, but was "
-                        + store);
+                default -> throw new IllegalArgumentException("store must be postgresql, postgresql-manual-commit, "
+                        + "redis or dynamodb, but was " + store);
             };
         } catch (Exception | Error e) {
             try {
@@ -117,7 +121,7 @@ public class StoreClaimBenchmark {
         }
     }
 
-    private IdempotencyStore postgresql(int threads) {
+    private IdempotencyStore postgresql(int threads, boolean autoCommit) {
         HikariConfig config = new HikariConfig();
         config.setPoolName("retrysafe-bench-store");
         config.setJdbcUrl(TestDatabases.postgresJdbcUrl());
@@ -125,10 +129,12 @@ public class StoreClaimBenchmark {
         config.setPassword(TestDatabases.postgresPassword());
         config.setMaximumPoolSize(threads);
         config.setMinimumIdle(threads);
+        config.setAutoCommit(autoCommit);
         table = "rs_bench_store_" + scope.substring("bench-".length());
         dataSource = new HikariDataSource(config);
         opened.add(() -> {
             try (HikariDataSource ds = dataSource; Connection c = ds.getConnection(); Statement st = c.createStatement()) {
+                c.setAutoCommit(true); // the pool's may be off
                 st.execute("DROP TABLE IF EXISTS " + table);
             }
         });
@@ -170,6 +176,7 @@ public class StoreClaimBenchmark {
     public void analyze() throws SQLException {
         if (dataSource != null) {
             try (Connection c = dataSource.getConnection(); Statement st = c.createStatement()) {
+                c.setAutoCommit(true); // the pool's may be off, and a rolled-back ANALYZE keeps no statistics
                 st.execute("ANALYZE " + table);
             }
         }
