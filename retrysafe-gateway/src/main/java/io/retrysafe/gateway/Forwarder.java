@@ -4,6 +4,7 @@ import io.retrysafe.Attempt;
 import io.retrysafe.OutcomeUnknownException;
 import io.retrysafe.servlet.HttpIdempotency;
 import io.retrysafe.servlet.Problem;
+import io.retrysafe.servlet.RejectedRequests;
 import io.retrysafe.servlet.RetrySafeFilter;
 import jakarta.servlet.DispatcherType;
 import jakarta.servlet.http.HttpServlet;
@@ -248,9 +249,10 @@ final class Forwarder extends HttpServlet {
             String type) throws IOException {
         byte[] body = request.getInputStream().readNBytes(MAX_BUFFERED_BYTES + 1);
         if (body.length > MAX_BUFFERED_BYTES) {
-            EdgeProblems.send(response, HttpServletResponse.SC_REQUEST_ENTITY_TOO_LARGE, "a body of unknown length is "
-                    + "forwarded with its length, buffered up to " + MAX_BUFFERED_BYTES + " bytes; this one is larger. "
-                    + "Send it with a Content-Length");
+            RejectedRequests.refuseUnread(request, response, () -> EdgeProblems.send(response,
+                    HttpServletResponse.SC_REQUEST_ENTITY_TOO_LARGE, "a body of unknown length is forwarded with its "
+                    + "length, buffered up to " + MAX_BUFFERED_BYTES + " bytes; this one is larger. Send it with a "
+                    + "Content-Length"));
             return false;
         }
         upstream.body(new BytesRequestContent(type, body));

@@ -4,6 +4,7 @@ import io.retrysafe.http.HttpPaths;
 import io.retrysafe.http.HttpRoute;
 import io.retrysafe.servlet.IdempotentRoute;
 import io.retrysafe.servlet.Problem;
+import io.retrysafe.servlet.RejectedRequests;
 import jakarta.servlet.Filter;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ServletException;
@@ -180,16 +181,7 @@ final class Routes implements Filter {
         Decision decision = request.getAttribute(DECISION) instanceof Decision d ? d
                 : decide(request.getMethod(), request.getRequestURI(), request::getHeader, true);
         if (decision instanceof Refused refused) {
-            switch (refused.refusal()) {
-                case REJECTED -> Problem.REQUEST_REJECTED.send(response, refused.detail(), null, null);
-                case UNAUTHENTICATED -> {
-                    if (refused.challenge() != null) {
-                        response.setHeader("WWW-Authenticate", refused.challenge());
-                    }
-                    Problem.UNAUTHENTICATED.send(response, refused.detail(), null, null);
-                }
-                case NOT_FOUND -> EdgeProblems.send(response, HttpServletResponse.SC_NOT_FOUND, refused.detail());
-            }
+            RejectedRequests.refuseUnread(request, response, () -> refuse(response, refused));
             return;
         }
         Forward forward = (Forward) decision;
@@ -204,6 +196,19 @@ final class Routes implements Filter {
             chain.doFilter(forwarded, response);
         } else {
             forward.route().filter().doFilter(forwarded, response, chain);
+        }
+    }
+
+    private static void refuse(HttpServletResponse response, Refused refused) throws IOException {
+        switch (refused.refusal()) {
+            case REJECTED -> Problem.REQUEST_REJECTED.send(response, refused.detail(), null, null);
+            case UNAUTHENTICATED -> {
+                if (refused.challenge() != null) {
+                    response.setHeader("WWW-Authenticate", refused.challenge());
+                }
+                Problem.UNAUTHENTICATED.send(response, refused.detail(), null, null);
+            }
+            case NOT_FOUND -> EdgeProblems.send(response, HttpServletResponse.SC_NOT_FOUND, refused.detail());
         }
     }
 

@@ -191,6 +191,31 @@ abstract class EdgeContract {
     }
 
     @Test
+    void aRequestRefusedBeforeItsBodyArrivedIsAnsweredWithConnectionClose() throws Exception {
+        // Each sends its head and no body yet: the gateway answers without it and closes the connection. A
+        // keep-alive client must be told so, or it sends its next request on a connection that is closing.
+        Map<String, String> refused = Map.of(
+                "POST /payments/p-3/cancel HTTP/1.1\r\nAuthorization: " + ALICE + "\r\nX-HTTP-Method-Override: "
+                        + "DELETE\r\n", "400",
+                "POST /payments/p-1 HTTP/1.1\r\nAuthorization: " + basic("alice", "not-her-password") + "\r\n", "401",
+                "POST /payments HTTP/1.1\r\nAuthorization: " + ALICE + "\r\n", "400",
+                "POST /payments HTTP/1.1\r\nAuthorization: " + ALICE + "\r\nIdempotency-Key: " + key
+                        + "\r\nContent-Length: 5000\r\n", "413");
+        int before = upstream.callsOn("/payments") + upstream.callsOn("/payments/p-1")
+                + upstream.callsOn("/payments/p-3/cancel");
+        for (Map.Entry<String, String> request : refused.entrySet()) {
+            String head = request.getKey() + "Host: gw\r\nContent-Type: application/json\r\n"
+                    + (request.getKey().contains("Content-Length") ? "" : "Content-Length: 2\r\n") + "\r\n";
+            String answer = GatewayHttp.raw(gateway.port(), head);
+
+            assertThat(answer).as(head).startsWith("HTTP/1.1 " + request.getValue() + " ")
+                    .containsIgnoringCase("Connection: close");
+        }
+        assertThat(upstream.callsOn("/payments") + upstream.callsOn("/payments/p-1")
+                + upstream.callsOn("/payments/p-3/cancel")).as("none forwarded").isEqualTo(before);
+    }
+
+    @Test
     void aControlCharacterInTheKeyIsAProblemNotTheServersHtmlPage() throws Exception {
         String answer = GatewayHttp.raw(gateway.port(), "POST /payments HTTP/1.1\r\nHost: gw\r\nAuthorization: " + ALICE
                 + "\r\nIdempotency-Key: ab\u0001cd\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"

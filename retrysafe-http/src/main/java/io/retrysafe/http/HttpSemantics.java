@@ -175,6 +175,34 @@ public final class HttpSemantics {
     }
 
     /**
+     * Whether the answer to a request refused before its body was read says {@code Connection: close}: whenever the
+     * request declares a body ({@code contentLength} over zero, or a {@code Transfer-Encoding}). Left open, the
+     * connection either reads and discards every declared byte (a 100 MB {@code Content-Length} is 100 MB read for
+     * nothing) or waits for bytes the client will not send once refused; and a container that closes it anyway
+     * after the answer, without saying so, fails the keep-alive client's next request, which a client does not
+     * resend when it is a POST.
+     *
+     * @param contentLength the declared length, negative when none
+     * @param transferEncoding the request's {@code Transfer-Encoding}, null when absent
+     */
+    public static boolean closesUnreadBody(long contentLength, String transferEncoding) {
+        return contentLength > 0 || transferEncoding != null;
+    }
+
+    /**
+     * {@code answer} to a request refused before its body was read: with {@code Connection: close} where
+     * {@link #closesUnreadBody} says.
+     */
+    public static HttpAnswer unreadBody(HttpAnswer answer, long contentLength, String transferEncoding) {
+        if (!closesUnreadBody(contentLength, transferEncoding)) {
+            return answer;
+        }
+        Map<String, List<String>> headers = new LinkedHashMap<>(answer.headers());
+        headers.put("Connection", List.of("close"));
+        return new HttpAnswer(answer.status(), headers, answer.body());
+    }
+
+    /**
      * The fingerprint of a request: its method, its normalised path with the query, the values of the route's
      * {@linkplain HttpRoute#fingerprintHeaders() fingerprinted headers}, its content type and body (its
      * {@linkplain HttpRoute#jsonMembers() JSON members}, canonical when it is JSON). {@code path}

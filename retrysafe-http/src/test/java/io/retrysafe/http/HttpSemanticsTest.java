@@ -27,6 +27,24 @@ class HttpSemanticsTest {
     }
 
     @Test
+    void aRefusalBeforeTheBodyClosesTheConnectionOnlyWhenABodyIsDeclared() {
+        HttpAnswer tooLarge = HttpSemantics.tooLarge(10, 100);
+
+        HttpAnswer withLength = HttpSemantics.unreadBody(tooLarge, 100, null);
+        HttpAnswer chunked = HttpSemantics.unreadBody(tooLarge, -1, "chunked");
+        HttpAnswer noBody = HttpSemantics.unreadBody(tooLarge, -1, null);
+        HttpAnswer emptyBody = HttpSemantics.unreadBody(tooLarge, 0, null);
+
+        assertThat(withLength.headers()).containsEntry("Connection", List.of("close"))
+                .containsAllEntriesOf(tooLarge.headers());
+        assertThat(withLength.status()).isEqualTo(413);
+        assertThat(withLength.body()).isEqualTo(tooLarge.body());
+        assertThat(chunked.headers()).containsEntry("Connection", List.of("close"));
+        assertThat(noBody.headers()).isEqualTo(tooLarge.headers());
+        assertThat(emptyBody.headers()).isEqualTo(tooLarge.headers());
+    }
+
+    @Test
     void aProblemIsAnRfc9457DocumentWithItsEscapedDetail() {
         HttpAnswer answer = ProblemType.IN_PROGRESS.answer("say \"later\"\n", null, Duration.ofMillis(1500));
 

@@ -128,24 +128,33 @@ public final class RetrySafeFilter implements Filter {
         try {
             keyValue = config.keyRules().parseHeader(keyHeaders);
         } catch (InvalidKeyException e) {
-            rejected.refuseKey(response, e);
+            RejectedRequests.refuseUnread(request, response, () -> rejected.refuseKey(response, e));
             return;
         }
         String principal = config.scope().resolve(request);
         if (principal == null) {
-            Answers.send(response, HttpSemantics.noCaller());
+            RejectedRequests.refuseUnread(request, response, () -> Answers.send(response, HttpSemantics.noCaller()));
             return;
         }
         IdempotencyKey key;
         try {
             key = config.keyRules().key(HttpSemantics.scope(principal, route.route()), keyValue);
         } catch (IllegalArgumentException e) {
-            Problem.UNAUTHENTICATED.send(response, "the caller's identity cannot scope a key: " + e.getMessage(), null, null);
+            RejectedRequests.refuseUnread(request, response, () -> Problem.UNAUTHENTICATED.send(response,
+                    "the caller's identity cannot scope a key: " + e.getMessage(), null, null));
             return;
         }
         FingerprintedRequest fingerprinted = fingerprint(request, path, route);
         if (fingerprinted.refusal != null) {
-            fingerprinted.refusal.send(response, fingerprinted.detail, null, null);
+            // Too large, cut short or malformed: the body may not have been read to its end.
+            if (fingerprinted.unread) {
+                RejectedRequests.refuseUnread(request, response,
+                        () -> fingerprinted.refusal.send(response, fingerprinted.detail, null, null));
+            } else {
+                // Cut short, malformed or over the bound as it was read: what is left is not read on.
+                RejectedRequests.closeAfterAnswer(request, response);
+                fingerprinted.refusal.send(response, fingerprinted.detail, null, null);
+            }
             return;
         }
         HttpServletRequest handlerRequest = fingerprinted.request;
@@ -263,8 +272,13 @@ public final class RetrySafeFilter implements Filter {
         }
     }
 
+    /** A request ready to run, or its refusal; {@code unread} when refused before a byte of its body was read. */
     private record FingerprintedRequest(HttpServletRequest request, Fingerprint fingerprint, Problem refusal,
-            String detail) {
+            String detail, boolean unread) {
+        FingerprintedRequest(HttpServletRequest request, Fingerprint fingerprint, Problem refusal, String detail) {
+            this(request, fingerprint, refusal, detail, false);
+        }
+
         static FingerprintedRequest refused(Problem problem, String detail) {
             return new FingerprintedRequest(null, null, problem, detail);
         }
@@ -275,8 +289,8 @@ public final class RetrySafeFilter implements Filter {
         int max = config.maxRequestBytes();
         long declared = request.getContentLengthLong();
         if (declared > max) {
-            return FingerprintedRequest.refused(Problem.PAYLOAD_TOO_LARGE,
-                    "the body must have at most " + max + " bytes, but had " + declared);
+            return new FingerprintedRequest(null, null, Problem.PAYLOAD_TOO_LARGE,
+                    "the body must have at most " + max + " bytes, but had " + declared, true);
         }
         String contentType = request.getContentType();
         // The normalised path: the same request spelled /p%61yments or /payments;x is the same intent.

@@ -94,7 +94,7 @@ public final class RetrySafeWebFilter implements WebFilter {
             keyValue = config.keyRules().parseHeader(keyHeaders);
         } catch (InvalidKeyException e) {
             listener.onInvalidKey(e);
-            return send(exchange.getResponse(), HttpSemantics.keyRefused(e));
+            return refuseUnread(exchange, HttpSemantics.keyRefused(e));
         }
         return config.scope().resolve(exchange)
                 .map(principal -> {
@@ -105,10 +105,10 @@ public final class RetrySafeWebFilter implements WebFilter {
                     }
                 })
                 .flatMap(key -> protect(exchange, chain, route, path, key))
-                .onErrorResume(CallerCannotScope.class, e -> send(exchange.getResponse(),
+                .onErrorResume(CallerCannotScope.class, e -> refuseUnread(exchange,
                         ProblemType.UNAUTHENTICATED.answer("the caller's identity cannot scope a key: "
                                 + e.getCause().getMessage(), null, null)).then(Mono.just(true)))
-                .switchIfEmpty(Mono.defer(() -> send(exchange.getResponse(), HttpSemantics.noCaller())
+                .switchIfEmpty(Mono.defer(() -> refuseUnread(exchange, HttpSemantics.noCaller())
                         .then(Mono.just(true))))
                 .then();
     }
@@ -119,14 +119,14 @@ public final class RetrySafeWebFilter implements WebFilter {
         int max = config.maxRequestBytes();
         long declared = request.getHeaders().getContentLength();
         if (declared > max) {
-            return send(exchange.getResponse(), HttpSemantics.tooLarge(max, declared)).thenReturn(true);
+            return refuseUnread(exchange, HttpSemantics.tooLarge(max, declared)).thenReturn(true);
         }
         // Read before the handler, never more than the bound: a longer body is refused as it passes it.
         return DataBufferUtils.join(request.getBody(), max)
                 .map(buffer -> Optional.of(FingerprintedBody.bytes(buffer)))
                 .defaultIfEmpty(Optional.of(new byte[0]))
                 .onErrorResume(DataBufferLimitException.class, e -> Mono.just(Optional.empty()))
-                .flatMap(body -> body.isEmpty() ? send(exchange.getResponse(), HttpSemantics.tooLarge(max, -1))
+                .flatMap(body -> body.isEmpty() ? refuseUnread(exchange, HttpSemantics.tooLarge(max, -1))
                         : FingerprintedBody.of(new HeldBackBody(request, body.get()), body.get(), max)
                                 .flatMap(fingerprinted -> run(exchange, chain, route, path, key, body.get(),
                                         fingerprinted))
@@ -211,6 +211,17 @@ public final class RetrySafeWebFilter implements WebFilter {
     private static Mono<Void> reset(ServerHttpResponse response) {
         response.getHeaders().clear();
         return Mono.empty();
+    }
+
+    /**
+     * {@code answer} to a request refused before its body was read to the end, with {@code Connection: close} when
+     * it declares one: the server would otherwise read the rest of a body nobody wants (any length the client
+     * declared) before the connection's next request.
+     */
+    private static Mono<Void> refuseUnread(ServerWebExchange exchange, HttpAnswer answer) {
+        HttpHeaders request = exchange.getRequest().getHeaders();
+        return send(exchange.getResponse(), HttpSemantics.unreadBody(answer, request.getContentLength(),
+                request.getFirst(HttpHeaders.TRANSFER_ENCODING)));
     }
 
     static Mono<Void> send(ServerHttpResponse response, HttpAnswer answer) {

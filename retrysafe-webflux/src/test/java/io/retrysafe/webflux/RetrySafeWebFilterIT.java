@@ -9,6 +9,7 @@ import io.retrysafe.AsyncRetrySafe;
 import io.retrysafe.InMemoryIdempotencyStore;
 import io.retrysafe.OperationPolicy;
 import io.retrysafe.http.HttpRoute;
+import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -170,6 +171,34 @@ class RetrySafeWebFilterIT {
 
     private HttpResponse<String> pay(String user, String body) throws Exception {
         return send(post("/payments", body).header("X-User", user).header("Idempotency-Key", key));
+    }
+
+    /**
+     * Refused on its head alone (no key, or a declared length over the bound), before its body arrived: the answer
+     * says the connection closes, and it does, rather than the server reading a body nobody wants (any length the
+     * client declared) before the connection's next request.
+     */
+    @Test
+    void aRequestRefusedBeforeItsBodyArrivedIsAnsweredWithConnectionClose() throws Exception {
+        String noKey = "POST /payments HTTP/1.1\r\nHost: 127.0.0.1\r\nX-User: alice\r\n"
+                + "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n";
+        String tooLarge = "POST /payments HTTP/1.1\r\nHost: 127.0.0.1\r\nX-User: alice\r\nIdempotency-Key: "
+                + UUID.randomUUID() + "\r\nContent-Type: application/json\r\nContent-Length: 100000000\r\n\r\n";
+
+        assertThat(untilClosed(noKey)).startsWith("HTTP/1.1 400 ").containsIgnoringCase("\r\nConnection: close\r\n")
+                .contains("\"type\":\"/problems/missing-key\"");
+        assertThat(untilClosed(tooLarge)).startsWith("HTTP/1.1 413 ")
+                .containsIgnoringCase("\r\nConnection: close\r\n");
+    }
+
+    /** What the server sends on a connection of its own after {@code head}, until it closes it (30 s at most). */
+    private String untilClosed(String head) throws Exception {
+        try (Socket socket = new Socket("127.0.0.1", server.port())) {
+            socket.setSoTimeout(30_000);
+            socket.getOutputStream().write(head.getBytes(UTF_8));
+            socket.getOutputStream().flush();
+            return new String(socket.getInputStream().readAllBytes(), UTF_8);
+        }
     }
 
     @Test
