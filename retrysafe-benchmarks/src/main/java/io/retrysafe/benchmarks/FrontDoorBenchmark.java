@@ -20,7 +20,7 @@ import org.openjdk.jmh.infra.BenchmarkParams;
 
 /**
  * What RetrySafe costs a service on the front doors without Spring: a payment (one insert into PostgreSQL) served
- * by Jersey or RESTEasy (Jakarta REST, each in the HTTP server it ships) or by gRPC (Netty), with RetrySafe off,
+ * by Jersey or RESTEasy (Jakarta REST, on Grizzly and on Undertow) or by gRPC (Netty), with RetrySafe off,
  * in standalone mode and, for Jakarta REST, in transactional mode; and the Quarkus example
  * ({@code examples/payments-quarkus}, packaged first) with RetrySafe off and transactional, its own payment. One
  * server per mode runs throughout; the modes take turns inside one trial as in {@link PaymentInterleavedBenchmark},

@@ -3,11 +3,20 @@ package io.retrysafe.conformance;
 import static io.retrysafe.conformance.PaymentsClient.payment;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.io.ByteArrayOutputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.Socket;
+import java.net.URI;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -176,6 +185,47 @@ public abstract class HttpConformance {
 
         assertProblem(refused, 413, "request-too-large");
         assertThat(target().effects(account)).isZero();
+    }
+
+    /**
+     * A body declared over the bound is refused before it is read, and the answer says {@code Connection: close}:
+     * the client, which sent the head alone, learns that the connection will not take another request, and that the
+     * server need not be sent the declared bytes nobody will read. (Whether the server closes at once or waits for
+     * the client to is the container's; the answer is the front door's.)
+     */
+    @Test
+    void aDeclaredLengthOverTheBoundIs413WithConnectionClose() throws Exception {
+        URI base = target().baseUri();
+        String head = "POST /payments HTTP/1.1\r\nHost: " + base.getHost() + "\r\nAuthorization: "
+                + target().firstUser().authorization() + "\r\nIdempotency-Key: " + newKey()
+                + "\r\nContent-Type: application/json\r\nContent-Length: " + 2 * target().maxRequestBytes()
+                + "\r\n\r\n";
+        String answer;
+        try (Socket socket = new Socket(base.getHost(), base.getPort())) {
+            socket.setSoTimeout(30_000);
+            socket.getOutputStream().write(head.getBytes(StandardCharsets.US_ASCII));
+            socket.getOutputStream().flush();
+            answer = readAnswer(socket.getInputStream());
+        }
+
+        assertThat(answer).startsWith("HTTP/1.1 413 ").containsIgnoringCase("\r\nConnection: close\r\n")
+                .contains("\"type\":\"/problems/request-too-large\"");
+    }
+
+    /** One HTTP/1.1 answer framed by its {@code Content-Length}: its head and body, as text. */
+    private static String readAnswer(InputStream in) throws IOException {
+        ByteArrayOutputStream head = new ByteArrayOutputStream();
+        while (!head.toString(StandardCharsets.ISO_8859_1).endsWith("\r\n\r\n")) {
+            int b = in.read();
+            if (b < 0) {
+                throw new EOFException("the connection closed inside the answer's head: " + head);
+            }
+            head.write(b);
+        }
+        String text = head.toString(StandardCharsets.ISO_8859_1);
+        Matcher length = Pattern.compile("(?i)\r\nContent-Length: *(\\d+)\r\n").matcher(text);
+        byte[] body = length.find() ? in.readNBytes(Integer.parseInt(length.group(1))) : new byte[0];
+        return text + new String(body, StandardCharsets.UTF_8);
     }
 
     @Test

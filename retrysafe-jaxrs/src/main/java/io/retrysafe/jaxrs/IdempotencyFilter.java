@@ -95,7 +95,11 @@ final class IdempotencyFilter implements ContainerRequestFilter, ContainerRespon
         }
         int max = settings.maxRequestBytes();
         if (request.getLength() > max) {
-            request.abortWith(Answers.response(HttpSemantics.tooLarge(max, request.getLength())));
+            // Refused unread: the answer says Connection: close, so the client sends no more on this connection and
+            // need not send the declared bytes (Undertow closes it at once; Grizzly and Vert.x leave it to the client).
+            HttpAnswer tooLarge = HttpSemantics.tooLarge(max, request.getLength());
+            request.abortWith(Answers.response(HttpSemantics.unreadBody(tooLarge, request.getLength(),
+                    request.getHeaderString("Transfer-Encoding"))));
             return;
         }
         byte[] body;

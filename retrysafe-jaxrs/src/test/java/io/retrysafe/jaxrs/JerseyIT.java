@@ -1,6 +1,6 @@
 package io.retrysafe.jaxrs;
 
-/** On Jersey 4 and its JDK HTTP server container. */
+/** On Jersey 4 and its Grizzly HTTP server container. */
 class JerseyIT extends PaymentsOverJaxrs {
     @Override
     String schema() {
