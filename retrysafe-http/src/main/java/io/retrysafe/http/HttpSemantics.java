@@ -190,6 +190,20 @@ public final class HttpSemantics {
     }
 
     /**
+     * At most this many bytes of a refused body are read and discarded after the answer, before the connection
+     * closes ({@link #LINGER}).
+     */
+    public static final long LINGER_BYTES = 1L << 20;
+
+    /**
+     * How long, at most, a front door goes on reading a body it refused before reading it, after the answer: a
+     * connection closed with bytes of the request still waiting is reset, not closed, and the reset discards what
+     * the client had not read yet, the answer included. A client sending its body right behind the head is still
+     * sending when the refusal goes out.
+     */
+    public static final Duration LINGER = Duration.ofSeconds(2);
+
+    /**
      * {@code answer} to a request refused before its body was read: with {@code Connection: close} where
      * {@link #closesUnreadBody} says.
      */

@@ -25,11 +25,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * Requests on other routes are left to whoever refused them.
  */
 public final class RejectedRequests {
-    /** Bytes of a refused body read and discarded after the answer, at most. */
-    static final long LINGER_BYTES = 1L << 20;
-    /** How long a refused body is read after the answer, at most. */
-    static final long LINGER_MILLIS = 2_000;
-
     private final HttpIdempotency config;
     private final RetrySafeListener listener;
 
@@ -66,7 +61,7 @@ public final class RejectedRequests {
      * has not arrived yet) and then closes the connection after the answer, and a keep-alive client told nothing
      * would send its next request on a connection about to close; a client does not resend a POST it may have
      * delivered. Then, where the request may go asynchronous, it lingers: what the client goes on sending of the
-     * body is read and discarded, up to {@value #LINGER_BYTES} bytes and for {@value #LINGER_MILLIS} ms at most.
+     * body is read and discarded, within {@link HttpSemantics#LINGER} and {@link HttpSemantics#LINGER_BYTES}.
      * Closed with unread bytes waiting, a connection is reset, not closed, and a client still sending its body when
      * the reset arrives loses the answer it had not read yet (Jetty discards only a few kilobytes before it resets).
      */
@@ -110,7 +105,7 @@ public final class RejectedRequests {
         private final AsyncContext context;
         private final AtomicBoolean done = new AtomicBoolean();
         private final byte[] buffer = new byte[8192];
-        private long left = LINGER_BYTES;
+        private long left = HttpSemantics.LINGER_BYTES;
 
         private Lingering(ServletInputStream body, AsyncContext context) {
             this.body = body;
@@ -127,7 +122,7 @@ public final class RejectedRequests {
             } catch (IOException | IllegalStateException e) {
                 return; // the client has gone, or the body was read as characters: nothing to linger on
             }
-            context.setTimeout(LINGER_MILLIS);
+            context.setTimeout(HttpSemantics.LINGER.toMillis());
             Lingering lingering = new Lingering(body, context);
             context.addListener(lingering);
             try {

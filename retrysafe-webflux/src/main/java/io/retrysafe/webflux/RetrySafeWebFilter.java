@@ -22,6 +22,7 @@ import java.util.Optional;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.atomic.AtomicLong;
 import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.core.io.buffer.DataBufferUtils;
@@ -216,21 +217,54 @@ public final class RetrySafeWebFilter implements WebFilter {
     /**
      * {@code answer} to a request refused before its body was read to the end, with {@code Connection: close} when
      * it declares one: the server would otherwise read the rest of a body nobody wants (any length the client
-     * declared) before the connection's next request.
+     * declared) before the connection's next request. Then it lingers: what the client goes on sending of the body
+     * is read and discarded, within {@link HttpSemantics#LINGER} and {@link HttpSemantics#LINGER_BYTES}, before the
+     * connection closes. Closed with the body still arriving, it would be reset, and the reset discards what the
+     * client had not read yet of the answer.
      */
     private static Mono<Void> refuseUnread(ServerWebExchange exchange, HttpAnswer answer) {
-        HttpHeaders request = exchange.getRequest().getHeaders();
-        return send(exchange.getResponse(), HttpSemantics.unreadBody(answer, request.getContentLength(),
-                request.getFirst(HttpHeaders.TRANSFER_ENCODING)));
+        HttpHeaders headers = exchange.getRequest().getHeaders();
+        long length = headers.getContentLength();
+        String transferEncoding = headers.getFirst(HttpHeaders.TRANSFER_ENCODING);
+        HttpAnswer refusal = HttpSemantics.unreadBody(answer, length, transferEncoding);
+        if (!HttpSemantics.closesUnreadBody(length, transferEncoding) || refusal.body().length == 0) {
+            return send(exchange.getResponse(), refusal);
+        }
+        // The answer is written whole, and its response ends only after the lingering: Reactor Netty stops reading
+        // a body, and closes the connection, once the response has ended.
+        ServerHttpResponse response = head(exchange.getResponse(), refusal);
+        return response.writeWith(Flux.concat(Mono.fromSupplier(() -> response.bufferFactory().wrap(refusal.body())),
+                linger(exchange.getRequest()).then(Mono.empty())));
+    }
+
+    /** Reads and discards the rest of a refused body, within the lingering's bounds. */
+    private static Mono<Void> linger(ServerHttpRequest request) {
+        AtomicLong left = new AtomicLong(HttpSemantics.LINGER_BYTES);
+        return request.getBody()
+                .map(buffer -> {
+                    int read = buffer.readableByteCount();
+                    DataBufferUtils.release(buffer);
+                    return read;
+                })
+                .takeUntil(read -> left.addAndGet(-read) <= 0)
+                .then()
+                .timeout(HttpSemantics.LINGER, Mono.empty())
+                .onErrorResume(e -> Mono.empty());
     }
 
     static Mono<Void> send(ServerHttpResponse response, HttpAnswer answer) {
-        response.setStatusCode(HttpStatusCode.valueOf(answer.status()));
-        answer.headers().forEach((name, values) -> response.getHeaders().put(name, values));
         byte[] body = answer.body();
-        response.getHeaders().setContentLength(body.length);
+        head(response, answer);
         return body.length == 0 ? response.setComplete()
                 : response.writeWith(Mono.fromSupplier(() -> response.bufferFactory().wrap(body)));
+    }
+
+    /** {@code response} with the answer's status, headers and length set. */
+    private static ServerHttpResponse head(ServerHttpResponse response, HttpAnswer answer) {
+        response.setStatusCode(HttpStatusCode.valueOf(answer.status()));
+        answer.headers().forEach((name, values) -> response.getHeaders().put(name, values));
+        response.getHeaders().setContentLength(answer.body().length);
+        return response;
     }
 
     /**
