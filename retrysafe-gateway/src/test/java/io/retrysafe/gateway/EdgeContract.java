@@ -215,6 +215,22 @@ abstract class EdgeContract {
                 + upstream.callsOn("/payments/p-3/cancel")).as("none forwarded").isEqualTo(before);
     }
 
+    /**
+     * A client that asked to be told before it sends its body ({@code Expect: 100-continue}) and is refused sends
+     * none: the refusal is the only answer it gets, never a {@code 100 Continue} after it, and nothing is forwarded.
+     */
+    @Test
+    void aRefusedRequestThatExpectsToContinueGetsTheRefusalAlone() throws Exception {
+        int before = upstream.callsOn("/payments");
+
+        String answer = GatewayHttp.raw(gateway.port(), "POST /payments HTTP/1.1\r\nHost: gw\r\nAuthorization: "
+                + ALICE + "\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: 65536\r\n\r\n");
+
+        assertThat(GatewayHttp.statusLines(answer)).hasSize(1).allMatch(line -> line.startsWith("HTTP/1.1 400 "));
+        assertThat(answer).contains("\"type\":\"/problems/missing-key\"");
+        assertThat(upstream.callsOn("/payments")).as("not forwarded").isEqualTo(before);
+    }
+
     @Test
     void aControlCharacterInTheKeyIsAProblemNotTheServersHtmlPage() throws Exception {
         String answer = GatewayHttp.raw(gateway.port(), "POST /payments HTTP/1.1\r\nHost: gw\r\nAuthorization: " + ALICE

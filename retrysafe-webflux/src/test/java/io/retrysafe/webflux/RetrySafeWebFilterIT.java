@@ -218,6 +218,23 @@ class RetrySafeWebFilterIT {
         }
     }
 
+    /**
+     * A client that asked to be told before it sends its body ({@code Expect: 100-continue}) and is refused sends
+     * none: the refusal is the only answer it gets, never a {@code 100 Continue} after it (which the lingering's read
+     * of the body would ask the server for).
+     */
+    @Test
+    void aRefusedRequestThatExpectsToContinueGetsTheRefusalAlone() throws Exception {
+        String head = "POST /payments HTTP/1.1\r\nHost: 127.0.0.1\r\nX-User: alice\r\nExpect: 100-continue\r\n"
+                + "Content-Type: application/json\r\nContent-Length: 65536\r\n\r\n";
+
+        String answer = untilClosed(head);
+
+        assertThat(answer).startsWith("HTTP/1.1 400 ").contains("\"type\":\"/problems/missing-key\"")
+                .doesNotContain("100 Continue");
+        assertThat(answer.indexOf("HTTP/1.1", 1)).as("one answer only").isEqualTo(-1);
+    }
+
     /** What the server sends on a connection of its own after {@code head}, until it closes it (30 s at most). */
     private String untilClosed(String head) throws Exception {
         try (Socket socket = new Socket("127.0.0.1", server.port())) {
