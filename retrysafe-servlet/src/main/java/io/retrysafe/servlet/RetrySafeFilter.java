@@ -79,6 +79,12 @@ public final class RetrySafeFilter implements Filter {
      * an expired lease). A handler that passes the request on (a proxy) can tell the next hop which attempt it is.
      */
     public static final String ATTEMPT_ATTRIBUTE = RetrySafeFilter.class.getName() + ".attempt";
+    /**
+     * Set on a request the filter protects, before it answers or runs the handler: the pattern of its route, as
+     * declared. An answer the filter gives itself (a replay, a refusal) was matched to no handler by the framework,
+     * so metrics that tag a request by its handler's pattern find none there; they can take this one.
+     */
+    public static final String ROUTE_ATTRIBUTE = RetrySafeFilter.class.getName() + ".route";
 
     private static final System.Logger LOG = System.getLogger(RetrySafeFilter.class.getName());
 
@@ -124,6 +130,7 @@ public final class RetrySafeFilter implements Filter {
             chain.doFilter(request, response);
             return;
         }
+        request.setAttribute(ROUTE_ATTRIBUTE, route.route().pattern());
         String keyValue;
         try {
             keyValue = config.keyRules().parseHeader(keyHeaders);

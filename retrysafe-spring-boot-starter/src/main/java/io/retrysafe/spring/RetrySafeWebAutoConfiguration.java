@@ -140,6 +140,20 @@ public class RetrySafeWebAutoConfiguration {
         return registration;
     }
 
+    /**
+     * Just outside the filter: its own answers (a replay, a refusal) tagged with their route in Spring's
+     * {@code http.server.requests}, not {@code uri="UNKNOWN"}.
+     */
+    @Bean
+    @ConditionalOnMissingBean(name = "retrySafeRouteObservationRegistration")
+    FilterRegistrationBean<RouteObservationFilter> retrySafeRouteObservationRegistration() {
+        FilterRegistrationBean<RouteObservationFilter> registration =
+                new FilterRegistrationBean<>(new RouteObservationFilter());
+        registration.setName("retrySafeRouteObservation");
+        registration.setOrder(FILTER_ORDER - 1);
+        return registration;
+    }
+
     /** Refuses, before they run, handlers on protected requests whose answer cannot be recorded. */
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(name = "org.springframework.web.servlet.config.annotation.WebMvcConfigurer")

@@ -1,9 +1,14 @@
 package io.retrysafe.spring;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
+import io.micrometer.common.KeyValue;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationHandler;
+import io.micrometer.observation.ObservationRegistry;
 import io.r2dbc.spi.ConnectionFactory;
 import io.retrysafe.micrometer.MicrometerRetrySafeListener;
 import io.retrysafe.r2dbc.R2dbcIdempotencyStore;
@@ -24,6 +29,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -38,6 +44,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.http.server.reactive.HttpHandler;
 import org.springframework.http.server.reactive.ReactorHttpHandlerAdapter;
+import org.springframework.http.server.reactive.observation.ServerRequestObservationContext;
 import org.springframework.r2dbc.core.DatabaseClient;
 import org.springframework.web.reactive.function.server.RouterFunction;
 import org.springframework.web.reactive.function.server.RouterFunctions;
@@ -192,6 +199,38 @@ class ReactiveFilterIT {
         });
     }
 
+    /**
+     * Spring's own observation of each exchange, {@code http.server.requests}: a replay, answered by the filter
+     * before WebFlux matched a handler, carries its route as the first request does, not {@code uri="UNKNOWN"}.
+     */
+    @Test
+    void aReplayIsTaggedWithItsRouteInSpringsHttpObservationAsTheFirstRequestIs() {
+        List<String> uris = new CopyOnWriteArrayList<>();
+        ObservationRegistry observations = ObservationRegistry.create();
+        observations.observationConfig().observationHandler(new ObservationHandler<ServerRequestObservationContext>() {
+            @Override
+            public boolean supportsContext(Observation.Context context) {
+                return context instanceof ServerRequestObservationContext;
+            }
+
+            @Override
+            public void onStop(ServerRequestObservationContext context) {
+                KeyValue uri = context.getLowCardinalityKeyValue("uri");
+                uris.add(uri == null ? "none" : uri.getValue());
+            }
+        });
+        served(runner.withBean(ObservationRegistry.class, () -> observations), null, base -> {
+            String key = UUID.randomUUID().toString();
+            assertThat(post(base, key, "frank", "{\"amount\":12}").statusCode()).isEqualTo(201);
+            assertThat(post(base, key, "frank", "{\"amount\":12}").headers().firstValue("Idempotent-Replayed"))
+                    .hasValue("true");
+
+            // The observation ends with the exchange, which may be just after the client has read the answer.
+            await().atMost(Duration.ofSeconds(10)).until(() -> uris.size() >= 2);
+            assertThat(uris).containsExactly("/payments", "/payments");
+        });
+    }
+
     private AssertableReactiveWebApplicationContext context;
     private MeterRegistry meters;
 
@@ -201,6 +240,10 @@ class ReactiveFilterIT {
      * @param mode {@code retrysafe.mode}, or null for the default
      */
     private void served(String mode, Consumer<String> test) {
+        served(runner, mode, test);
+    }
+
+    private void served(ReactiveWebApplicationContextRunner runner, String mode, Consumer<String> test) {
         runner.withPropertyValues(mode == null ? new String[0] : new String[] {"retrysafe.mode=" + mode}).run(context -> {
             assertThat(context).hasNotFailed();
             DisposableServer server = HttpServer.create().host("127.0.0.1").port(0)

@@ -4,8 +4,10 @@ import static io.retrysafe.spring.InMemoryTracing.DIGEST;
 import static io.retrysafe.spring.InMemoryTracing.KIND;
 import static io.retrysafe.spring.InMemoryTracing.OUTCOME;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import io.micrometer.observation.ObservationRegistry;
+import io.opentelemetry.api.common.AttributeKey;
 import io.opentelemetry.sdk.trace.data.SpanData;
 import io.retrysafe.IdempotencyKey;
 import io.retrysafe.servlet.HttpIdempotency;
@@ -14,6 +16,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.net.http.HttpResponse.BodyHandlers;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -26,14 +29,17 @@ import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.boot.web.servlet.FilterRegistrationBean;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.core.Ordered;
 import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestHeader;
 import org.springframework.web.bind.annotation.RestController;
+import org.springframework.web.filter.ServerHttpObservationFilter;
 
 /**
  * The spans an application gets through Micrometer's OpenTelemetry bridge, on a real Tomcat and the
@@ -62,6 +68,8 @@ class RetrySafeTracingIT {
     }
 
     static final InMemoryTracing TRACING = new InMemoryTracing();
+    /** Spring's tag of the handler's pattern on its HTTP server spans. */
+    private static final AttributeKey<String> URI_TAG = AttributeKey.stringKey("uri");
 
     @Configuration(proxyBeanMethods = false)
     @EnableAutoConfiguration
@@ -69,6 +77,15 @@ class RetrySafeTracingIT {
         @Bean
         ObservationRegistry observationRegistry() {
             return TRACING.registry();
+        }
+
+        /** Spring's observation of each HTTP request, on this registry, as Boot's actuator registers it. */
+        @Bean
+        FilterRegistrationBean<ServerHttpObservationFilter> httpObservation() {
+            FilterRegistrationBean<ServerHttpObservationFilter> registration =
+                    new FilterRegistrationBean<>(new ServerHttpObservationFilter(TRACING.registry()));
+            registration.setOrder(Ordered.HIGHEST_PRECEDENCE + 1);
+            return registration;
         }
 
         @Bean
@@ -171,6 +188,25 @@ class RetrySafeTracingIT {
         assertTheRawKeyIsInNoSpan();
     }
 
+    /**
+     * Spring's own span of each request, {@code http.server.requests}, the parent of RetrySafe's: a replay, answered
+     * by the filter before Spring MVC matched a handler, carries its route as the first request does, not
+     * {@code uri="UNKNOWN"}.
+     */
+    @Test
+    void aReplayIsTaggedWithItsRouteInSpringsHttpSpanAsTheFirstRequestIs() throws Exception {
+        assertThat(post("/things", HttpIdempotency.HEADER, key).statusCode()).isEqualTo(200);
+        assertThat(post("/things", HttpIdempotency.HEADER, key).headers().firstValue("Idempotent-Replayed"))
+                .hasValue("true");
+
+        List<SpanData> ours = retrySafeSpans();
+        assertThat(ours).extracting(s -> s.getAttributes().get(OUTCOME)).containsExactly("executed", "replayed");
+        // Spring ends a request's span after its answer is sent, so it may finish just after the client read it.
+        await().atMost(Duration.ofSeconds(10)).until(() -> ours.stream().allMatch(s -> parentOf(s) != null));
+        assertThat(ours).extracting(s -> parentOf(s).getAttributes().get(URI_TAG))
+                .containsExactly("/things", "/things");
+    }
+
     @Test
     void anIdempotentCallIsASpanWithItsOutcomeAndTheKeysDigest() throws Exception {
         assertThat(post("/orders", "X-Order", key).statusCode()).isEqualTo(200);
@@ -208,6 +244,12 @@ class RetrySafeTracingIT {
 
     private static List<SpanData> retrySafeSpans() {
         return TRACING.retrySafe();
+    }
+
+    /** The finished span {@code span} is a child of, or null. */
+    private static SpanData parentOf(SpanData span) {
+        return TRACING.all().stream().filter(s -> s.getSpanId().equals(span.getParentSpanId())).findFirst()
+                .orElse(null);
     }
 
     private void assertTheRawKeyIsInNoSpan() {

@@ -56,6 +56,13 @@ import reactor.util.context.ContextView;
  * carries the exchange's.
  */
 public final class RetrySafeWebFilter implements WebFilter {
+    /**
+     * Set on an exchange the filter protects, before it answers or runs the handler: the pattern of its route, as
+     * declared. An answer the filter gives itself (a replay, a refusal) was matched to no handler by the framework,
+     * so metrics that tag an exchange by its handler's pattern find none there; they can take this one.
+     */
+    public static final String ROUTE_ATTRIBUTE = RetrySafeWebFilter.class.getName() + ".route";
+
     private final WebFluxIdempotency config;
     private final RetrySafeListener listener;
     private final ReactiveIdempotentExecutor executor;
@@ -90,6 +97,7 @@ public final class RetrySafeWebFilter implements WebFilter {
         if (keyHeaders.isEmpty() && !route.keyRequired()) {
             return chain.filter(exchange);
         }
+        exchange.getAttributes().put(ROUTE_ATTRIBUTE, route.pattern());
         String keyValue;
         try {
             keyValue = config.keyRules().parseHeader(keyHeaders);
