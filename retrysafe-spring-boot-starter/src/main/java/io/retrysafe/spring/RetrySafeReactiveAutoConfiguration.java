@@ -219,15 +219,5 @@ public class RetrySafeReactiveAutoConfiguration {
                 AsyncRetrySafe engine) {
             return new RetrySafeWebFilter(config, executor, engine.listener());
         }
-
-        /**
-         * Just outside the filter: its own answers (a replay, a refusal) tagged with their route in Spring's
-         * {@code http.server.requests}, not {@code uri="UNKNOWN"}.
-         */
-        @Bean
-        @Order(FILTER_ORDER - 1)
-        RouteObservationWebFilter retrySafeRouteObservationWebFilter() {
-            return new RouteObservationWebFilter();
-        }
     }
 }

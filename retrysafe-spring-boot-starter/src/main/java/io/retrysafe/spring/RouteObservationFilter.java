@@ -14,7 +14,8 @@ import org.springframework.web.filter.ServerHttpObservationFilter;
  * Tags an answer the RetrySafe filter gave itself (a replay, a refusal) with its route in Spring's
  * {@code http.server.requests} observation. Spring MVC matched no handler for it, so the observation would
  * tag it {@code uri="UNKNOWN"}, and a route's replays would be counted apart from its requests. An answer
- * the handler gave keeps the pattern Spring MVC matched.
+ * the handler gave keeps the pattern Spring MVC matched. The servlet filter does not depend on Spring, so
+ * the starter does this for it; the WebFlux filter does it itself.
  */
 final class RouteObservationFilter implements Filter {
     @Override

@@ -149,9 +149,7 @@ class RetrySafeReactiveAutoConfigurationTest {
                             .build(), AsyncRetrySafe.builder(new InMemoryIdempotencyStore().async()).build()))
                     .run(context -> {
                         assertThat(context).hasNotFailed();
-                        // Besides it, only the tagging of its own answers' route, which reads what any filter leaves
-                        assertThat(context.getBeansOfType(WebFilter.class))
-                                .containsOnlyKeys("retrySafeWebFilter", "retrySafeRouteObservationWebFilter");
+                        assertThat(context.getBeansOfType(WebFilter.class)).containsOnlyKeys("retrySafeWebFilter");
                     });
         }
 

@@ -32,6 +32,7 @@ import org.springframework.http.HttpStatusCode;
 import org.springframework.http.server.reactive.ServerHttpRequest;
 import org.springframework.http.server.reactive.ServerHttpRequestDecorator;
 import org.springframework.http.server.reactive.ServerHttpResponse;
+import org.springframework.http.server.reactive.observation.ServerRequestObservationContext;
 import org.springframework.web.server.ServerWebExchange;
 import org.springframework.web.server.WebFilter;
 import org.springframework.web.server.WebFilterChain;
@@ -59,7 +60,8 @@ public final class RetrySafeWebFilter implements WebFilter {
     /**
      * Set on an exchange the filter protects, before it answers or runs the handler: the pattern of its route, as
      * declared. An answer the filter gives itself (a replay, a refusal) was matched to no handler by the framework,
-     * so metrics that tag an exchange by its handler's pattern find none there; they can take this one.
+     * so metrics that tag an exchange by its handler's pattern find none there; they can take this one. Spring's
+     * own {@code http.server.requests} observation is given it by the filter.
      */
     public static final String ROUTE_ATTRIBUTE = RetrySafeWebFilter.class.getName() + ".route";
 
@@ -98,6 +100,26 @@ public final class RetrySafeWebFilter implements WebFilter {
             return chain.filter(exchange);
         }
         exchange.getAttributes().put(ROUTE_ATTRIBUTE, route.pattern());
+        // Before the end reaches Spring's observation of the exchange, which is stopped after the filter chain.
+        return protectKeyed(exchange, chain, route, path, keyHeaders)
+                .doOnTerminate(() -> tagRoute(exchange, route.pattern()));
+    }
+
+    /**
+     * Gives Spring's {@code http.server.requests} observation the route's pattern when no handler gave it one: an
+     * answer the filter gave itself (a replay, a refusal) was matched to no handler, and would be tagged
+     * {@code uri="UNKNOWN"}, apart from the route's other requests. A handler's own pattern is kept.
+     */
+    private static void tagRoute(ServerWebExchange exchange, String pattern) {
+        ServerRequestObservationContext.findCurrent(exchange.getAttributes()).ifPresent(context -> {
+            if (context.getPathPattern() == null) {
+                context.setPathPattern(pattern);
+            }
+        });
+    }
+
+    private Mono<Void> protectKeyed(ServerWebExchange exchange, WebFilterChain chain, HttpRoute route, String path,
+            List<String> keyHeaders) {
         String keyValue;
         try {
             keyValue = config.keyRules().parseHeader(keyHeaders);

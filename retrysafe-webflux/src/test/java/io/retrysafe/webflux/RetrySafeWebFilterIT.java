@@ -5,6 +5,10 @@ import static java.util.concurrent.TimeUnit.SECONDS;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.micrometer.common.KeyValue;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationHandler;
+import io.micrometer.observation.ObservationRegistry;
 import io.retrysafe.AsyncRetrySafe;
 import io.retrysafe.InMemoryIdempotencyStore;
 import io.retrysafe.OperationPolicy;
@@ -22,6 +26,7 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
@@ -30,6 +35,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.core.io.buffer.DefaultDataBufferFactory;
 import org.springframework.http.HttpStatus;
+import org.springframework.http.server.reactive.observation.ServerRequestObservationContext;
 import org.springframework.web.reactive.function.BodyInserters;
 import org.springframework.web.reactive.function.server.RouterFunction;
 import org.springframework.web.reactive.function.server.RouterFunctions;
@@ -54,6 +60,9 @@ class RetrySafeWebFilterIT {
     private static final Map<String, CountDownLatch> STARTED = new ConcurrentHashMap<>();
     /** Slow payments whose subscription was cancelled (the client went away). */
     private static final Map<String, CountDownLatch> CANCELLED = new ConcurrentHashMap<>();
+
+    /** The {@code uri} of Spring's observation of each exchange, per test id, in the order they ended. */
+    private static final Map<String, List<String>> OBSERVED_URIS = new ConcurrentHashMap<>();
 
     private static DisposableServer server;
     private static HttpClient http;
@@ -117,7 +126,24 @@ class RetrySafeWebFilterIT {
                             .then(ServerResponse.status(HttpStatus.CREATED).bodyValue("slow done"));
                 })
                 .build();
-        server = TestServer.start(routes, new RetrySafeWebFilter(config, engine));
+        ObservationRegistry observations = ObservationRegistry.create();
+        observations.observationConfig().observationHandler(new ObservationHandler<ServerRequestObservationContext>() {
+            @Override
+            public boolean supportsContext(Observation.Context context) {
+                return context instanceof ServerRequestObservationContext;
+            }
+
+            @Override
+            public void onStop(ServerRequestObservationContext context) {
+                String id = context.getCarrier().getHeaders().getFirst("X-Test");
+                KeyValue uri = context.getLowCardinalityKeyValue("uri");
+                if (id != null) {
+                    OBSERVED_URIS.computeIfAbsent(id, i -> new CopyOnWriteArrayList<>())
+                            .add(uri == null ? "none" : uri.getValue());
+                }
+            }
+        });
+        server = TestServer.start(routes, new RetrySafeWebFilter(config, engine), observations);
         http = TestServer.client();
     }
 
@@ -172,6 +198,25 @@ class RetrySafeWebFilterIT {
 
     private HttpResponse<String> pay(String user, String body) throws Exception {
         return send(post("/payments", body).header("X-User", user).header("Idempotency-Key", key));
+    }
+
+    /**
+     * Spring's own observation of each exchange, {@code http.server.requests}: a replay and a refusal, answered by
+     * the filter before a handler was matched, carry their route as the first request does, not
+     * {@code uri="UNKNOWN"}, without the starter; a request the filter does not protect keeps Spring's tag.
+     */
+    @Test
+    void aReplayAndARefusalAreTaggedWithTheirRouteInSpringsHttpObservation() throws Exception {
+        assertThat(pay("alice", "{\"amount\":12}").statusCode()).isEqualTo(201);
+        assertThat(pay("alice", "{\"amount\":12}").headers().firstValue("Idempotent-Replayed")).hasValue("true");
+        assertThat(pay("alice", "{\"amount\":13}").statusCode()).isEqualTo(422);
+        assertThat(send(post("/payments", "{}").header("X-User", "alice")).statusCode()).isEqualTo(400);
+        assertThat(send(post("/nowhere", "{}").header("X-User", "alice")).statusCode()).isEqualTo(404);
+
+        // An observation ends with its exchange, which may be just after the client has read the answer.
+        await().atMost(BOUND).until(() -> OBSERVED_URIS.getOrDefault(testId, List.of()).size() >= 5);
+        assertThat(OBSERVED_URIS.get(testId)).containsExactlyInAnyOrder("/payments", "/payments", "/payments",
+                "/payments", "NOT_FOUND");
     }
 
     /**

@@ -4,6 +4,7 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 import static java.util.concurrent.TimeUnit.SECONDS;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.micrometer.observation.ObservationRegistry;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.net.http.HttpClient;
@@ -19,6 +20,7 @@ import org.springframework.web.reactive.function.server.RouterFunction;
 import org.springframework.web.reactive.function.server.RouterFunctions;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import org.springframework.web.server.WebFilter;
+import org.springframework.web.server.adapter.WebHttpHandlerBuilder;
 import reactor.core.publisher.Mono;
 import reactor.netty.DisposableServer;
 import reactor.netty.http.server.HttpServer;
@@ -34,6 +36,15 @@ final class TestServer {
      * with {@code X-Anonymous} carries Spring Security's anonymous authentication, as with anonymous access on.
      */
     static DisposableServer start(RouterFunction<ServerResponse> routes, WebFilter retrySafe) {
+        return start(routes, retrySafe, ObservationRegistry.NOOP);
+    }
+
+    /**
+     * As {@link #start(RouterFunction, WebFilter)}, with Spring's observation of each exchange in
+     * {@code observations}.
+     */
+    static DisposableServer start(RouterFunction<ServerResponse> routes, WebFilter retrySafe,
+            ObservationRegistry observations) {
         WebFilter authentication = (exchange, chain) -> {
             String user = exchange.getRequest().getHeaders().getFirst("X-User");
             Principal principal = user != null ? () -> user
@@ -44,8 +55,13 @@ final class TestServer {
             return chain.filter(principal == null ? exchange
                     : exchange.mutate().principal(Mono.just(principal)).build());
         };
-        HttpHandler handler = RouterFunctions.toHttpHandler(routes, HandlerStrategies.builder()
-                .webFilter(authentication).webFilter(retrySafe).build());
+        // What RouterFunctions.toHttpHandler builds, with the observations.
+        HandlerStrategies strategies = HandlerStrategies.withDefaults();
+        HttpHandler handler = WebHttpHandlerBuilder.webHandler(RouterFunctions.toWebHandler(routes, strategies))
+                .filter(authentication, retrySafe)
+                .exceptionHandlers(handlers -> handlers.addAll(strategies.exceptionHandlers()))
+                .localeContextResolver(strategies.localeContextResolver())
+                .observationRegistry(observations).build();
         return HttpServer.create().host("127.0.0.1").port(0).handle(new ReactorHttpHandlerAdapter(handler)).bindNow();
     }
 
