@@ -35,8 +35,9 @@ import java.util.function.Supplier;
  * The caller need not wait for it: the fast path takes it up before any later lookup.
  * </ol>
  *
- * A published response lives for what is left of the retention, at most the replay TTL. The fast path
- * never fails a request: whatever it throws or fails with is logged and taken as a miss (a lookup), as
+ * A published response lives for what is left of the retention, at most the replay TTL. With local replays
+ * ({@link #withLocalReplays}), what is published or replayed is also kept in this process and answers the key's
+ * next retry before the fast path is asked. The fast path never fails a request: whatever it throws or fails with is logged and taken as a miss (a lookup), as
  * letting the request through (a mark), or as done (a publish or clear). Not API.
  */
 public final class FastPathFilter {
@@ -50,20 +51,23 @@ public final class FastPathFilter {
     private final RetrySafeListener listener;
     private final Duration replayTtl;
     private final LongSupplier nanoTime;
+    /** Null without a local tier. */
+    private final LocalReplays local;
 
     private FastPathFilter(AsyncFastPath fastPath, String engineName, RetrySafeListener listener, Duration replayTtl,
-            LongSupplier nanoTime) {
+            LongSupplier nanoTime, LocalReplays local) {
         this.fastPath = fastPath;
         this.engineName = engineName;
         this.listener = listener;
         this.replayTtl = replayTtl;
         this.nanoTime = nanoTime;
+        this.local = local;
     }
 
     /** On a non-blocking fast path: each step is chained on the one before, no thread waits. */
     public static FastPathFilter of(AsyncFastPath fastPath, String engineName, RetrySafeListener listener,
             Duration replayTtl, LongSupplier nanoTime) {
-        return new FastPathFilter(fastPath, engineName, listener, replayTtl, nanoTime);
+        return new FastPathFilter(fastPath, engineName, listener, replayTtl, nanoTime, null);
     }
 
     /**
@@ -73,7 +77,27 @@ public final class FastPathFilter {
      */
     public static FastPathFilter of(FastPath fastPath, String engineName, RetrySafeListener listener,
             Duration replayTtl, LongSupplier nanoTime) {
-        return new FastPathFilter(fastPath.async(), engineName, listener, replayTtl, nanoTime);
+        return new FastPathFilter(fastPath.async(), engineName, listener, replayTtl, nanoTime, null);
+    }
+
+    /**
+     * This filter with completed responses also kept in this process, up to {@code maxBytes} in all, each for at
+     * most {@code ttl} (and never beyond what the fast path would keep it): a key answered here is answered again
+     * without asking the fast path. Without a local tier when {@code maxBytes} is 0.
+     */
+    public FastPathFilter withLocalReplays(long maxBytes, Duration ttl) {
+        return new FastPathFilter(fastPath, engineName, listener, replayTtl, nanoTime,
+                maxBytes == 0 ? null : new LocalReplays(maxBytes, ttl));
+    }
+
+    /** The most the local tier holds, in bytes; 0 without one. */
+    public long localMaxBytes() {
+        return local == null ? 0 : local.maxBytes();
+    }
+
+    /** The longest the local tier keeps a response; zero without one. */
+    public Duration localTtl() {
+        return local == null ? Duration.ZERO : local.ttl();
     }
 
     /** The clock's reading when the store is asked, for {@link #after}. */
@@ -87,10 +111,15 @@ public final class FastPathFilter {
      */
     public CompletionStage<Optional<Outcome<StoredResponse>>> early(IdempotencyKey key, Fingerprint fingerprint,
             OperationPolicy policy) {
+        Optional<Outcome<StoredResponse>> here = local(key, fingerprint, policy);
+        if (here.isPresent()) {
+            return CompletableFuture.completedFuture(here);
+        }
         // One step where the fast path can (a script): what the key holds, or the marker set for this request.
         return guard("lookupOrMark", key, () -> fastPath.lookupOrMark(key, fingerprint), Optional.<Cached>empty())
                 .thenApply(cached -> cached == null || cached.isEmpty() ? Optional.<Outcome<StoredResponse>>empty()
-                        : Optional.of(answer(key, early(opened(key, cached.get(), policy), policy))))
+                        : Optional.of(answer(key, early(opened(key, kept(key, fingerprint, policy, cached.get()),
+                                policy), policy))))
                 .exceptionally(failure -> {
                     Throwable cause = failure instanceof CompletionException && failure.getCause() != null
                             ? failure.getCause() : failure;
@@ -129,6 +158,40 @@ public final class FastPathFilter {
         return guard("clear", key, () -> fastPath.clear(key), null);
     }
 
+    /** The answer the local tier has for {@code key}: a replay, or a mismatch; empty when it has none. */
+    private Optional<Outcome<StoredResponse>> local(IdempotencyKey key, Fingerprint fingerprint,
+            OperationPolicy policy) {
+        LocalReplays.Entry entry = local == null ? null : local.get(key, nanoTime.getAsLong());
+        if (entry == null) {
+            return Optional.empty();
+        }
+        if (!entry.fingerprint().equals(fingerprint)) {
+            return Optional.of(answer(key, new Outcome.FingerprintMismatch<>()));
+        }
+        StoredResponse response;
+        try {
+            response = policy.protection().open(key, entry.sealed());
+        } catch (StoredResponseUnreadableException e) {
+            // Its key id is no longer configured: the fast path and the store decide, as for their own copies.
+            local.remove(key);
+            return Optional.empty();
+        }
+        return Optional.of(answer(key, new Outcome.Replayed<>(response)));
+    }
+
+    /**
+     * A response the fast path replayed is kept here too, for the local tier's TTL at most, and never longer than the
+     * retention: how long the fast path's copy has left is not known.
+     */
+    private Cached kept(IdempotencyKey key, Fingerprint fingerprint, OperationPolicy policy, Cached cached) {
+        if (local != null && cached instanceof Cached.Replay replay) {
+            Duration retention = policy.retention();
+            local.put(key, fingerprint, replay.response(), retention.compareTo(replayTtl) < 0 ? retention : replayTtl,
+                    nanoTime.getAsLong());
+        }
+        return cached;
+    }
+
     private static Outcome<StoredResponse> early(Cached cached, OperationPolicy policy) {
         if (cached instanceof Cached.Replay replay) {
             return new Outcome.Replayed<>(replay.response());
@@ -160,8 +223,11 @@ public final class FastPathFilter {
         if (ttl.isNegative() || ttl.isZero()) {
             return guard("clear", key, () -> fastPath.clear(key), null);
         }
-        return guard("publish", key, () -> fastPath.publish(key, fingerprint, policy.protection().seal(key, response),
-                ttl), null);
+        StoredResponse sealed = policy.protection().seal(key, response);
+        if (local != null) {
+            local.put(key, fingerprint, sealed, ttl, nanoTime.getAsLong());
+        }
+        return guard("publish", key, () -> fastPath.publish(key, fingerprint, sealed, ttl), null);
     }
 
     /** A call that can neither throw nor fail its stage: either is logged, and is {@code otherwise}. */
@@ -197,6 +263,8 @@ public final class FastPathFilter {
     public abstract static class Builder<B extends Builder<B>> {
         private Duration replayTtl;
         private LongSupplier nanoTime;
+        private Long localReplaysMaxBytes;
+        private Duration localReplaysTtl;
 
         /**
          * @param delegate the executor that decides
@@ -227,6 +295,23 @@ public final class FastPathFilter {
             return self();
         }
 
+        /**
+         * Completed responses also kept in this process, up to {@code maxBytes} in all (the least recently used
+         * dropped first), each for at most {@code ttl}: a retry of a key this process stored or replayed a moment
+         * ago is answered again from memory, without a round trip to the fast path. Only committed responses are
+         * kept, never an in-flight marker. A copy this process stored lives no longer than its record; one it
+         * replayed from the fast path may outlive the fast path's copy by at most {@code ttl}. Off by default.
+         */
+        public B localReplays(long maxBytes, Duration ttl) {
+            Require.unset(this.localReplaysTtl, "localReplays");
+            if (maxBytes < 0) {
+                throw new IllegalArgumentException("maxBytes must not be negative, but was " + maxBytes);
+            }
+            this.localReplaysTtl = Require.atLeastOneMilli(ttl, "ttl");
+            this.localReplaysMaxBytes = maxBytes;
+            return self();
+        }
+
         /** The clock that measures how much of the retention is left ({@code System::nanoTime} by default). */
         public B nanoTime(LongSupplier nanoTime) {
             Require.unset(this.nanoTime, "nanoTime");
@@ -242,6 +327,11 @@ public final class FastPathFilter {
         /** The clock set, or {@code System::nanoTime}. */
         protected final LongSupplier nanoTime() {
             return nanoTime == null ? System::nanoTime : nanoTime;
+        }
+
+        /** {@code filter} with the local tier set, or as it is without one. */
+        protected final FastPathFilter withLocalReplays(FastPathFilter filter) {
+            return localReplaysTtl == null ? filter : filter.withLocalReplays(localReplaysMaxBytes, localReplaysTtl);
         }
     }
 }

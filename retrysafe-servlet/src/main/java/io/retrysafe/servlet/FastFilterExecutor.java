@@ -15,6 +15,7 @@ import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.function.LongSupplier;
+import java.util.function.UnaryOperator;
 
 /**
  * A {@link FastPath} (Redis) in front of another executor (the transactional one): what the fast
@@ -55,12 +56,13 @@ public final class FastFilterExecutor implements IdempotentExecutor {
     private final Duration replayTtl;
     private final FastPathFilter filter;
 
-    private FastFilterExecutor(Builder b, Duration replayTtl, LongSupplier nanoTime) {
+    private FastFilterExecutor(Builder b, Duration replayTtl, LongSupplier nanoTime,
+            UnaryOperator<FastPathFilter> local) {
         this.delegate = b.delegate;
         this.fastPath = b.fastPath;
         this.engine = b.engine;
         this.replayTtl = replayTtl;
-        this.filter = FastPathFilter.of(fastPath, engine.name(), engine.listener(), replayTtl, nanoTime);
+        this.filter = local.apply(FastPathFilter.of(fastPath, engine.name(), engine.listener(), replayTtl, nanoTime));
     }
 
     /**
@@ -83,6 +85,16 @@ public final class FastFilterExecutor implements IdempotentExecutor {
 
     public Duration replayTtl() {
         return replayTtl;
+    }
+
+    /** The most the responses kept in this process take, in bytes ({@link Builder#localReplays}); 0 when off. */
+    public long localReplaysMaxBytes() {
+        return filter.localMaxBytes();
+    }
+
+    /** The longest a response is kept in this process ({@link Builder#localReplays}); zero when off. */
+    public Duration localReplaysTtl() {
+        return filter.localTtl();
     }
 
     @Override
@@ -140,7 +152,8 @@ public final class FastFilterExecutor implements IdempotentExecutor {
 
     @Override
     public String toString() {
-        return "FastFilterExecutor[fastPath=" + fastPath.name() + ", replayTtl=" + replayTtl + ", delegate=" + delegate
+        return "FastFilterExecutor[fastPath=" + fastPath.name() + ", replayTtl=" + replayTtl + ", localReplays="
+                + filter.localMaxBytes() + " bytes for " + filter.localTtl() + ", delegate=" + delegate
                 + "]";
     }
 
@@ -158,7 +171,7 @@ public final class FastFilterExecutor implements IdempotentExecutor {
         }
 
         public FastFilterExecutor build() {
-            return new FastFilterExecutor(this, replayTtl(), nanoTime());
+            return new FastFilterExecutor(this, replayTtl(), nanoTime(), this::withLocalReplays);
         }
     }
 }

@@ -129,13 +129,17 @@ class FastFilterExecutorIT {
         admin = client.connect();
         fastFilter = RedisFastFilter.builder(client).timeout(REDIS_TIMEOUT).listener(recorder).ticker(ticker::get)
                 .build();
-        IdempotentExecutor executor = FastFilterExecutor.builder(
-                new JdbcTransactionalExecutor(transactional, dataSource), fastFilter, transactional.engine()).build();
+        tomcat = serve(dir.resolve("tomcat"), FastFilterExecutor.builder(
+                new JdbcTransactionalExecutor(transactional, dataSource), fastFilter, transactional.engine()).build());
+    }
+
+    /** The ledger behind the filter on {@code executor}, on a Tomcat of its own. */
+    private static EmbeddedTomcat serve(Path dir, IdempotentExecutor executor) throws Exception {
         HttpIdempotency config = HttpIdempotency.custom()
                 .route(IdempotentRoute.of("POST", "/payments").build())
                 .scope(ScopeResolver.header("X-User"))
                 .build();
-        tomcat = EmbeddedTomcat.start(dir.resolve("tomcat"), context -> {
+        return EmbeddedTomcat.start(dir, context -> {
             EmbeddedTomcat.filter(context, "retrysafe",
                     new RetrySafeFilter(config, executor, transactional.engine().listener()), "/*");
             EmbeddedTomcat.servlet(context, "ledger", new LedgerServlet(), "/*");
@@ -212,6 +216,72 @@ class FastFilterExecutorIT {
         assertThat(dataSource.connections()).isEqualTo(before);
         assertProblem(other, 422, "/problems/key-reused");
         assertThat(LedgerServlet.runs(key)).isEqualTo(1);
+    }
+
+    // ------------------------------------------------------------------ answered from this process's memory
+
+    /**
+     * With the local tier, a retry of a key this process stored is answered from memory: with Redis killed, it
+     * still takes no connection, and a key reused for another request is still 422. Another caller's key of the
+     * same value is not answered from it, and past the tier's TTL the retry goes to Redis and PostgreSQL again.
+     */
+    @Test
+    void aRetryOfAKeyThisProcessStoredIsAnsweredFromMemoryWithoutRedisOrAConnection() throws Exception {
+        AtomicLong clock = new AtomicLong();
+        tomcat.close();
+        tomcat = serve(dir.resolve("local"), FastFilterExecutor.builder(
+                new JdbcTransactionalExecutor(transactional, dataSource), fastFilter, transactional.engine())
+                .localReplays(1 << 20, Duration.ofMinutes(1)).nanoTime(clock::get).build());
+        HttpResponse<byte[]> first = send(pay(key, BODY));
+        assertThat(first.statusCode()).isEqualTo(201);
+        fastFilter.ping(); // the publish the answer did not wait for is in Redis
+        redis.kill();
+
+        int before = dataSource.connections();
+        assertReplayOf(send(pay(key, BODY)), first);
+        assertProblem(send(pay(key, "{\"amount\":200}")), 422, "/problems/key-reused");
+        assertThat(dataSource.connections()).as("connections taken by the answers from memory").isEqualTo(before);
+        assertThat(recorder.failures).as("calls to the killed Redis").isEmpty();
+        assertThat(LedgerServlet.runs(key)).isEqualTo(1);
+
+        HttpResponse<byte[]> bob = send(pay(key, BODY).setHeader("X-User", "bob"));
+        assertThat(bob.statusCode()).as("another caller's key of the same value").isEqualTo(201);
+        assertThat(bob.headers().firstValue(REPLAYED)).isEmpty();
+        assertThat(LedgerServlet.runs(key)).isEqualTo(2);
+
+        clock.addAndGet(Duration.ofMinutes(1).toNanos());
+        int beforeExpiry = dataSource.connections();
+        assertReplayOf(send(pay(key, BODY)), first);
+        assertThat(dataSource.connections()).as("past the TTL, the replay comes from PostgreSQL")
+                .isGreaterThan(beforeExpiry);
+        assertThat(LedgerServlet.runs(key)).isEqualTo(2);
+    }
+
+    /**
+     * Two processes on one Redis and one PostgreSQL: a key the first stored is replayed by the second from Redis,
+     * and kept in the second's memory, which answers its next retry with Redis gone.
+     */
+    @Test
+    void aResponseReplayedFromRedisIsKeptAndAnswersTheNextRetryFromMemory() throws Exception {
+        HttpResponse<byte[]> first = send(pay(key, BODY));
+        assertThat(first.statusCode()).isEqualTo(201);
+        fastFilter.ping();
+        RedisFastFilter secondFilter = RedisFastFilter.builder(client).timeout(REDIS_TIMEOUT).build();
+        secondFilter.ping(); // connected before its first look-up, which would otherwise go to PostgreSQL
+        try (EmbeddedTomcat second = serve(dir.resolve("second"), FastFilterExecutor.builder(
+                new JdbcTransactionalExecutor(transactional, dataSource), secondFilter, transactional.engine())
+                .localReplays(1 << 20, Duration.ofMinutes(1)).build())) {
+            int before = dataSource.connections();
+            assertReplayOf(send(pay(second, key, BODY)), first);
+            assertThat(dataSource.connections()).as("replayed from Redis").isEqualTo(before);
+
+            redis.kill();
+            assertReplayOf(send(pay(second, key, BODY)), first);
+            assertThat(dataSource.connections()).as("replayed from memory").isEqualTo(before);
+            assertThat(LedgerServlet.runs(key)).isEqualTo(1);
+        } finally {
+            secondFilter.close();
+        }
     }
 
     // ------------------------------------------------------------------ published only after commit
@@ -327,8 +397,16 @@ class FastFilterExecutorIT {
         return pay(idempotencyKey, body, "");
     }
 
+    private HttpRequest.Builder pay(EmbeddedTomcat server, String idempotencyKey, String body) {
+        return pay(server, idempotencyKey, body, "");
+    }
+
     private HttpRequest.Builder pay(String idempotencyKey, String body, String query) {
-        return HttpRequest.newBuilder(tomcat.uri("/payments" + query)).timeout(BOUND)
+        return pay(tomcat, idempotencyKey, body, query);
+    }
+
+    private HttpRequest.Builder pay(EmbeddedTomcat server, String idempotencyKey, String body, String query) {
+        return HttpRequest.newBuilder(server.uri("/payments" + query)).timeout(BOUND)
                 .header("X-User", ALICE).header(KEY, idempotencyKey).header("Content-Type", JSON)
                 .POST(BodyPublishers.ofString(body));
     }

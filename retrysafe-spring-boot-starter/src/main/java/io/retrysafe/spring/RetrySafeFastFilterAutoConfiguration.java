@@ -135,8 +135,12 @@ public class RetrySafeFastFilterAutoConfiguration {
         static BeanPostProcessor retrySafeReactiveFastFilterExecutorWrapper(ObjectProvider<AsyncFastPath> fastPath,
                 ObjectProvider<AsyncRetrySafe> engine, ObjectProvider<RetrySafeProperties> properties) {
             return wrapping(ReactiveIdempotentExecutor.class, ReactiveFastFilterExecutor.class,
-                    executor -> ReactiveFastFilterExecutor.builder(executor, fastPath.getObject(), engine.getObject())
-                            .replayTtl(properties.getObject().fastFilter().replayTtl()).build());
+                    executor -> {
+                        RetrySafeProperties.FastFilter settings = properties.getObject().fastFilter();
+                        return ReactiveFastFilterExecutor.builder(executor, fastPath.getObject(), engine.getObject())
+                                .replayTtl(settings.replayTtl()).localReplays(settings.localReplays().maxSize()
+                                        .toBytes(), settings.localReplays().ttl()).build();
+                    });
         }
     }
 
@@ -145,8 +149,12 @@ public class RetrySafeFastFilterAutoConfiguration {
     static BeanPostProcessor retrySafeFastFilterExecutorWrapper(ObjectProvider<FastPath> fastPath,
             ObjectProvider<RetrySafe> retrySafe, ObjectProvider<RetrySafeProperties> properties) {
         return wrapping(IdempotentExecutor.class, FastFilterExecutor.class,
-                executor -> FastFilterExecutor.builder(executor, fastPath.getObject(), retrySafe.getObject())
-                        .replayTtl(properties.getObject().fastFilter().replayTtl()).build());
+                executor -> {
+                    RetrySafeProperties.FastFilter settings = properties.getObject().fastFilter();
+                    return FastFilterExecutor.builder(executor, fastPath.getObject(), retrySafe.getObject())
+                            .replayTtl(settings.replayTtl()).localReplays(settings.localReplays().maxSize().toBytes(),
+                                    settings.localReplays().ttl()).build();
+                });
     }
 
     /** Wraps every bean of {@code type}, but one that is already a {@code wrapper}, in what {@code wrap} makes. */

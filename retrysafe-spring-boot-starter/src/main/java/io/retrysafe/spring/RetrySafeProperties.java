@@ -158,11 +158,24 @@ public record RetrySafeProperties(@DefaultValue("true") boolean enabled, @Defaul
      * @param failureThreshold consecutive Redis failures that open the breaker
      * @param openBackoff how long the breaker first stays open; doubled after each failed probe
      * @param maxOpenBackoff the longest the breaker stays open between probes
+     * @param localReplays completed responses also kept in each process, in front of Redis
      */
     public record FastFilter(@DefaultValue("false") boolean enabled, String redisUri,
             @DefaultValue("retrysafe:ff:") String keyPrefix, @DefaultValue("100ms") Duration timeout,
             Duration markerTtl, @DefaultValue("1h") Duration replayTtl, @DefaultValue("5") int failureThreshold,
-            @DefaultValue("1s") Duration openBackoff, @DefaultValue("30s") Duration maxOpenBackoff) {
+            @DefaultValue("1s") Duration openBackoff, @DefaultValue("30s") Duration maxOpenBackoff,
+            @DefaultValue LocalReplays localReplays) {
+    }
+
+    /**
+     * Completed responses kept in the process as well as in Redis: a retry of a key this process stored or
+     * replayed a moment ago is answered without a round trip. Off while {@code maxSize} is 0.
+     *
+     * @param maxSize the most the kept responses take in all (bodies, headers, and about 256 bytes each); the
+     *     least recently used go first
+     * @param ttl the longest one is kept; a copy replayed from Redis may outlive Redis's copy by this much
+     */
+    public record LocalReplays(@DefaultValue("0B") DataSize maxSize, @DefaultValue("1m") Duration ttl) {
     }
 
     /**

@@ -91,6 +91,7 @@ class RetrySafeFastFilterAutoConfigurationTest {
                                     assertThat(routes.transactional()).isInstanceOf(SpringTransactionalExecutor.class));
                             assertThat(executor.fastPath()).isSameAs(filter);
                             assertThat(executor.replayTtl()).isEqualTo(FastFilterExecutor.DEFAULT_REPLAY_TTL);
+                            assertThat(executor.localReplaysMaxBytes()).as("off by default").isZero();
                         });
                 assertThat(filter.keyPrefix()).isEqualTo(RedisFastFilter.DEFAULT_KEY_PREFIX);
                 assertThat(filter.timeout()).isEqualTo(RedisFastFilter.DEFAULT_TIMEOUT);
@@ -111,7 +112,8 @@ class RetrySafeFastFilterAutoConfigurationTest {
                     "retrysafe.fast-filter.key-prefix=payments:ff:", "retrysafe.fast-filter.timeout=50ms",
                     "retrysafe.fast-filter.marker-ttl=10s", "retrysafe.fast-filter.replay-ttl=5m",
                     "retrysafe.fast-filter.failure-threshold=3", "retrysafe.fast-filter.open-backoff=2s",
-                    "retrysafe.fast-filter.max-open-backoff=1m").run(context -> {
+                    "retrysafe.fast-filter.max-open-backoff=1m", "retrysafe.fast-filter.local-replays.max-size=16MB",
+                    "retrysafe.fast-filter.local-replays.ttl=30s").run(context -> {
                         assertThat(context).hasNotFailed();
                         RedisFastFilter filter = context.getBean(RedisFastFilter.class);
                         assertThat(filter.keyPrefix()).isEqualTo("payments:ff:");
@@ -120,8 +122,10 @@ class RetrySafeFastFilterAutoConfigurationTest {
                         assertThat(filter.failureThreshold()).isEqualTo(3);
                         assertThat(filter.openBackoff()).isEqualTo(Duration.ofSeconds(2));
                         assertThat(filter.maxOpenBackoff()).isEqualTo(Duration.ofMinutes(1));
-                        assertThat(((FastFilterExecutor) context.getBean(IdempotentExecutor.class)).replayTtl())
-                                .isEqualTo(Duration.ofMinutes(5));
+                        FastFilterExecutor executor = (FastFilterExecutor) context.getBean(IdempotentExecutor.class);
+                        assertThat(executor.replayTtl()).isEqualTo(Duration.ofMinutes(5));
+                        assertThat(executor.localReplaysMaxBytes()).isEqualTo(16L << 20);
+                        assertThat(executor.localReplaysTtl()).isEqualTo(Duration.ofSeconds(30));
                     });
         }
 

@@ -402,10 +402,14 @@ class RetrySafeReactiveAutoConfigurationTest {
             runner.withConfiguration(AutoConfigurations.of(RetrySafeFastFilterAutoConfiguration.class))
                     .withPropertyValues("retrysafe.fast-filter.enabled=true",
                             "retrysafe.fast-filter.redis-uri=" + TestRedis.standaloneUri().toURI(),
-                            "retrysafe.fast-filter.key-prefix=" + prefix).run(context -> {
+                            "retrysafe.fast-filter.key-prefix=" + prefix,
+                            "retrysafe.fast-filter.local-replays.max-size=1MB").run(context -> {
                         assertThat(context).hasNotFailed();
                         ReactiveIdempotentExecutor executor = context.getBean(ReactiveIdempotentExecutor.class);
                         assertThat(executor).isInstanceOf(ReactiveFastFilterExecutor.class);
+                        assertThat(((ReactiveFastFilterExecutor) executor).localReplaysMaxBytes()).isEqualTo(1L << 20);
+                        assertThat(((ReactiveFastFilterExecutor) executor).localReplaysTtl())
+                                .isEqualTo(Duration.ofMinutes(1));
                         assertThat(((ReactiveFastFilterExecutor) executor).fastPath())
                                 .isSameAs(context.getBean(RedisFastFilter.class).async());
                         AtomicInteger runs = new AtomicInteger();

@@ -10,6 +10,7 @@ import io.retrysafe.internal.FastPathFilter;
 import io.retrysafe.spi.AsyncFastPath;
 import java.time.Duration;
 import java.util.function.LongSupplier;
+import java.util.function.UnaryOperator;
 import org.springframework.web.server.ServerWebExchange;
 import reactor.core.publisher.Mono;
 
@@ -52,12 +53,13 @@ public final class ReactiveFastFilterExecutor implements ReactiveIdempotentExecu
     private final Duration replayTtl;
     private final FastPathFilter filter;
 
-    private ReactiveFastFilterExecutor(Builder b, Duration replayTtl, LongSupplier nanoTime) {
+    private ReactiveFastFilterExecutor(Builder b, Duration replayTtl, LongSupplier nanoTime,
+            UnaryOperator<FastPathFilter> local) {
         this.delegate = b.delegate;
         this.fastPath = b.fastPath;
         this.engine = b.engine;
         this.replayTtl = replayTtl;
-        this.filter = FastPathFilter.of(fastPath, engine.name(), engine.listener(), replayTtl, nanoTime);
+        this.filter = local.apply(FastPathFilter.of(fastPath, engine.name(), engine.listener(), replayTtl, nanoTime));
     }
 
     /**
@@ -82,6 +84,16 @@ public final class ReactiveFastFilterExecutor implements ReactiveIdempotentExecu
         return replayTtl;
     }
 
+    /** The most the responses kept in this process take, in bytes ({@link Builder#localReplays}); 0 when off. */
+    public long localReplaysMaxBytes() {
+        return filter.localMaxBytes();
+    }
+
+    /** The longest a response is kept in this process ({@link Builder#localReplays}); zero when off. */
+    public Duration localReplaysTtl() {
+        return filter.localTtl();
+    }
+
     @Override
     public Mono<Outcome<StoredResponse>> execute(ServerWebExchange exchange, IdempotencyKey key,
             Fingerprint fingerprint, OperationPolicy policy, Mono<StoredResponse> handler) {
@@ -103,7 +115,8 @@ public final class ReactiveFastFilterExecutor implements ReactiveIdempotentExecu
 
     @Override
     public String toString() {
-        return "ReactiveFastFilterExecutor[fastPath=" + fastPath.name() + ", replayTtl=" + replayTtl + ", delegate="
+        return "ReactiveFastFilterExecutor[fastPath=" + fastPath.name() + ", replayTtl=" + replayTtl + ", localReplays="
+                + filter.localMaxBytes() + " bytes for " + filter.localTtl() + ", delegate="
                 + delegate + "]";
     }
 
@@ -121,7 +134,7 @@ public final class ReactiveFastFilterExecutor implements ReactiveIdempotentExecu
         }
 
         public ReactiveFastFilterExecutor build() {
-            return new ReactiveFastFilterExecutor(this, replayTtl(), nanoTime());
+            return new ReactiveFastFilterExecutor(this, replayTtl(), nanoTime(), this::withLocalReplays);
         }
     }
 }
