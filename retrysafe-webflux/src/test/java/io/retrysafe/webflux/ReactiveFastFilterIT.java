@@ -294,6 +294,38 @@ class ReactiveFastFilterIT {
         assertThat(runs()).isEqualTo(1);
     }
 
+    /**
+     * With local replays, a retry of a key this process stored is answered from memory: with Redis's copy deleted,
+     * the retry neither asks Redis (which would set a marker there) nor claims in the store.
+     */
+    @Test
+    void withLocalReplaysARetryIsAnsweredFromMemoryWithoutRedisOrTheStore() throws Exception {
+        CountingStore own = new CountingStore(new InMemoryIdempotencyStore().async());
+        AsyncRetrySafe engine = AsyncRetrySafe.builder(own).name("webflux-fast-filter-local").build();
+        DisposableServer local = serve(engine, ReactiveFastFilterExecutor.builder(
+                ReactiveIdempotentExecutor.standalone(engine), fastFilter.async(), engine)
+                .localReplays(1 << 20, Duration.ofMinutes(1)).build());
+        try {
+            HttpResponse<String> first = post(local, "/payments", "{\"amount\":100}");
+            assertThat(first.statusCode()).isEqualTo(201);
+            fastFilter.ping(); // the publish the answer did not wait for is in Redis
+            admin.sync().del(redisKey(PAYMENTS));
+            int claims = own.claims();
+
+            HttpResponse<String> retry = post(local, "/payments", "{\"amount\":100}");
+            HttpResponse<String> other = post(local, "/payments", "{\"amount\":5}");
+
+            assertThat(retry.headers().firstValue("Idempotent-Replayed")).hasValue("true");
+            assertThat(retry.body()).isEqualTo(first.body());
+            assertThat(other.statusCode()).isEqualTo(422);
+            assertThat(own.claims()).as("no claim in the store").isEqualTo(claims);
+            assertThat(cached(PAYMENTS)).as("Redis was not asked: no marker was set").isNull();
+            assertThat(runs()).isEqualTo(1);
+        } finally {
+            local.disposeNow();
+        }
+    }
+
     @Test
     void withRedisUnreachableTheStoreDecidesEverything() throws Exception {
         RedisClient nowhere = RedisClient.create("redis://127.0.0.1:1");
