@@ -37,8 +37,9 @@ import java.util.function.Supplier;
  *
  * A published response lives for what is left of the retention, at most the replay TTL. With local replays
  * ({@link #withLocalReplays}), what is published or replayed is also kept in this process and answers the key's
- * next retry before the fast path is asked. The fast path never fails a request: whatever it throws or fails with is logged and taken as a miss (a lookup), as
- * letting the request through (a mark), or as done (a publish or clear). Not API.
+ * next retry before the fast path is asked. The fast path never fails a request: whatever it throws or fails
+ * with is logged and taken as a miss (a lookup), as letting the request through (a mark), or as done (a publish
+ * or clear). Not API.
  */
 public final class FastPathFilter {
     /** The longest a published response lives in the fast path (bounds memory and a warmed entry's overshoot). */
