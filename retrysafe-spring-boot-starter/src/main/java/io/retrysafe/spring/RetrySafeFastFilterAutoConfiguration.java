@@ -5,6 +5,7 @@ import io.lettuce.core.RedisClient;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.retrysafe.AsyncRetrySafe;
 import io.retrysafe.RetrySafe;
+import io.retrysafe.internal.FastPathFilter;
 import io.retrysafe.redis.RedisFastFilter;
 import io.retrysafe.servlet.FastFilterExecutor;
 import io.retrysafe.servlet.IdempotentExecutor;
@@ -121,8 +122,9 @@ public class RetrySafeFastFilterAutoConfiguration {
         @Bean
         @ConditionalOnMissingBean(FastPath.class)
         FastPath retrySafeFastFilter() {
-            throw new IllegalStateException("retrysafe.fast-filter.enabled=true needs io.retrysafe:retrysafe-store-redis "
-                    + "(with Lettuce) on the class path, or a FastPath bean of the application's");
+            throw new IllegalStateException("retrysafe.fast-filter.enabled=true needs "
+                    + "io.retrysafe:retrysafe-store-redis (with Lettuce) on the class path, "
+                    + "or a FastPath bean of the application's");
         }
     }
 
@@ -135,12 +137,8 @@ public class RetrySafeFastFilterAutoConfiguration {
         static BeanPostProcessor retrySafeReactiveFastFilterExecutorWrapper(ObjectProvider<AsyncFastPath> fastPath,
                 ObjectProvider<AsyncRetrySafe> engine, ObjectProvider<RetrySafeProperties> properties) {
             return wrapping(ReactiveIdempotentExecutor.class, ReactiveFastFilterExecutor.class,
-                    executor -> {
-                        RetrySafeProperties.FastFilter settings = properties.getObject().fastFilter();
-                        return ReactiveFastFilterExecutor.builder(executor, fastPath.getObject(), engine.getObject())
-                                .replayTtl(settings.replayTtl()).localReplays(settings.localReplays().maxSize()
-                                        .toBytes(), settings.localReplays().ttl()).build();
-                    });
+                    executor -> configured(ReactiveFastFilterExecutor.builder(executor, fastPath.getObject(),
+                            engine.getObject()), properties.getObject().fastFilter()).build());
         }
     }
 
@@ -149,12 +147,15 @@ public class RetrySafeFastFilterAutoConfiguration {
     static BeanPostProcessor retrySafeFastFilterExecutorWrapper(ObjectProvider<FastPath> fastPath,
             ObjectProvider<RetrySafe> retrySafe, ObjectProvider<RetrySafeProperties> properties) {
         return wrapping(IdempotentExecutor.class, FastFilterExecutor.class,
-                executor -> {
-                    RetrySafeProperties.FastFilter settings = properties.getObject().fastFilter();
-                    return FastFilterExecutor.builder(executor, fastPath.getObject(), retrySafe.getObject())
-                            .replayTtl(settings.replayTtl()).localReplays(settings.localReplays().maxSize().toBytes(),
-                                    settings.localReplays().ttl()).build();
-                });
+                executor -> configured(FastFilterExecutor.builder(executor, fastPath.getObject(),
+                        retrySafe.getObject()), properties.getObject().fastFilter()).build());
+    }
+
+    /** The fast-filter settings either executor's builder takes, set from the properties in one place. */
+    private static <B extends FastPathFilter.Builder<B>> B configured(B builder,
+            RetrySafeProperties.FastFilter settings) {
+        return builder.replayTtl(settings.replayTtl())
+                .localReplays(settings.localReplays().maxSize().toBytes(), settings.localReplays().ttl());
     }
 
     /** Wraps every bean of {@code type}, but one that is already a {@code wrapper}, in what {@code wrap} makes. */
