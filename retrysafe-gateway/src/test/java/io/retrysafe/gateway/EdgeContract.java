@@ -15,6 +15,7 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
@@ -58,7 +59,14 @@ abstract class EdgeContract {
         dir = Files.createTempDirectory("retrysafe-gateway-it");
         upstream = TestUpstream.start();
         Files.writeString(dir.resolve("users.txt"), "alice:" + BCrypt.hashpw("alice-secret", BCrypt.gensalt(4)) + "\n");
-        String yaml = """
+        gateway = Gateway.start(ConfigLoader.parse("gateway.yaml", yaml(false), env(), dir), env());
+        client = new GatewayHttp(gateway.port());
+        admin = new GatewayHttp(gateway.adminPort());
+    }
+
+    /** The gateway's configuration, on the subclass's store. */
+    private String yaml(boolean caseSensitive) {
+        return """
                 listen:
                   port: 0
                 admin:
@@ -72,6 +80,7 @@ abstract class EdgeContract {
                   basic:
                     users-file: users.txt
                 paths:
+                  case-sensitive: %s
                   public:
                     - method: GET
                       path: /status
@@ -84,10 +93,7 @@ abstract class EdgeContract {
                     path: /payments
                   - method: POST
                     path: /payments/{id}/refunds
-                """.formatted(upstream.url(), store().indent(2).strip());
-        gateway = Gateway.start(ConfigLoader.parse("gateway.yaml", yaml, env(), dir), env());
-        client = new GatewayHttp(gateway.port());
-        admin = new GatewayHttp(gateway.adminPort());
+                """.formatted(upstream.url(), caseSensitive, store().indent(2).strip());
     }
 
     @BeforeEach
@@ -164,6 +170,31 @@ abstract class EdgeContract {
         assertProblem(refund, 400, "/problems/missing-key");
     }
 
+    /**
+     * With {@code paths.case-sensitive: true}, for an upstream that routes so, another case is another path: not
+     * the route, and forwarded as spelled (its caller still checked); a trailing slash is still the route.
+     */
+    @Test
+    void aCaseSensitiveGatewayForwardsAnotherCaseAsSpelledAndProtectsOnlyTheRoutesOwn() throws Exception {
+        try (Gateway exact = Gateway.start(ConfigLoader.parse("gateway.yaml", yaml(true), env(), dir), env())) {
+            GatewayHttp http = new GatewayHttp(exact.port());
+            int before = upstream.callsOn("/PAYMENTS");
+
+            HttpResponse<String> anonymous = http.send(http.post("/PAYMENTS", null, null, "{\"amount\":1}"));
+            HttpResponse<String> otherPath = http.send(http.post("/PAYMENTS", ALICE, null, "{\"amount\":1}"));
+            HttpResponse<String> noKey = http.send(http.post("/payments/", ALICE, null, "{\"amount\":1}"));
+            HttpResponse<String> paid = http.send(http.post("/payments/", ALICE, key, "{\"amount\":1}"));
+
+            assertProblem(anonymous, 401, "/problems/unauthenticated");
+            assertThat(otherPath.statusCode()).as("the upstream's own answer").isEqualTo(201);
+            assertThat(upstream.callsOn("/PAYMENTS")).as("forwarded once, as spelled").isEqualTo(before + 1);
+            assertProblem(noKey, 400, "/problems/missing-key");
+            assertThat(paid.statusCode()).isEqualTo(201);
+            assertThat(upstream.lastPath).isEqualTo("/payments");
+            assertThat(upstream.calls(key)).isEqualTo(1);
+        }
+    }
+
     @Test
     void aPathSpelledSoThatTheUpstreamMayReadItAnotherWayIsRefused() throws Exception {
         for (String path : new String[] {"/payments;x", "/./payments", "//payments", "/p%61yments", "/x/../payments",
@@ -229,6 +260,39 @@ abstract class EdgeContract {
         assertThat(GatewayHttp.statusLines(answer)).hasSize(1).allMatch(line -> line.startsWith("HTTP/1.1 400 "));
         assertThat(answer).contains("\"type\":\"/problems/missing-key\"");
         assertThat(upstream.callsOn("/payments")).as("not forwarded").isEqualTo(before);
+    }
+
+    /**
+     * Request smuggling: a head whose body's end a server and an upstream could each find elsewhere (both a length
+     * and chunked, two lengths) is refused 400 as a problem, the connection closed, and nothing of it is forwarded,
+     * neither the request nor the one hidden in its body; on a protected route and on a path none protects alike.
+     */
+    @Test
+    void aHeadThatFramesItsBodyTwoWaysIsRefusedAndItsConnectionClosed() throws Exception {
+        String hidden = "POST /payments/p-9/refunds HTTP/1.1\r\nHost: gw\r\nContent-Length: 0\r\n\r\n";
+        String chunked = "0\r\n\r\n" + hidden;
+        List<String> heads = List.of(
+                "Content-Length: " + chunked.length() + "\r\nTransfer-Encoding: chunked\r\n",
+                "Transfer-Encoding: chunked\r\nContent-Length: " + chunked.length() + "\r\n",
+                "Content-Length: 5\r\nContent-Length: " + chunked.length() + "\r\n",
+                "Content-Length: 5, " + chunked.length() + "\r\n");
+        for (String path : List.of("/payments", "/uploads/smuggled")) {
+            for (String framing : heads) {
+                String request = "POST " + path + " HTTP/1.1\r\nHost: gw\r\nAuthorization: " + ALICE
+                        + "\r\nIdempotency-Key: " + UUID.randomUUID() + "\r\nContent-Type: application/json\r\n"
+                        + framing + "\r\n" + chunked;
+
+                // raw() reads to the end of the stream: it returns only once the gateway has closed the connection.
+                String answer = GatewayHttp.raw(gateway.port(), request);
+
+                assertThat(GatewayHttp.statusLines(answer)).as(path + ": " + framing).hasSize(1)
+                        .allMatch(line -> line.startsWith("HTTP/1.1 400 "));
+                assertThat(answer).as(path + ": " + framing).containsIgnoringCase("application/problem+json")
+                        .containsIgnoringCase("Connection: close");
+            }
+        }
+        assertThat(upstream.callsOn("/payments/p-9/refunds")).as("the hidden request").isZero();
+        assertThat(upstream.callsOn("/uploads/smuggled")).isZero();
     }
 
     @Test
