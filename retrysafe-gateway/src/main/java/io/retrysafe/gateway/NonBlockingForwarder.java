@@ -104,7 +104,8 @@ final class NonBlockingForwarder extends Handler.Wrapper {
                 if (length <= 0) {
                     send(request, response, logged, forward, null);
                 } else {
-                    read(request, response, logged, length, body -> send(request, response, logged, forward, body),
+                    read(request, response, logged, length, false,
+                            body -> send(request, response, logged, forward, body),
                             logged::failed); // the client's body broke off: nobody is left to answer
                 }
                 return;
@@ -141,7 +142,7 @@ final class NonBlockingForwarder extends Handler.Wrapper {
             run.accept(length == 0 ? new byte[0] : null);
             return true;
         }
-        read(request, response, callback, length, run, x -> {
+        read(request, response, callback, length, true, run, x -> {
             // As the servlet filter answers it: a request that cannot be fingerprinted does not run.
             response.getHeaders().put(HttpHeader.CONNECTION, "close");
             write(response, callback, ProblemType.INCOMPLETE_BODY.answer("the request body could not be read to its "
@@ -169,17 +170,17 @@ final class NonBlockingForwarder extends Handler.Wrapper {
 
     /**
      * Reads the body without a thread, then sends it. A body that has not arrived when the minimum rate says it should
-     * have (past the grace period) is answered {@code 408}, and the connection closed, as on the blocking path.
+     * have (past the grace period) is answered as on the blocking path ({@link #slowBody}), and the connection closed.
      */
-    private void read(Request request, Response response, Callback callback, long length, Consumer<byte[]> then,
-            Consumer<Throwable> broke) {
+    private void read(Request request, Response response, Callback callback, long length, boolean protectedRoute,
+            Consumer<byte[]> then, Consumer<Throwable> broke) {
         AtomicBoolean answered = new AtomicBoolean();
         long rate = routes.minRequestDataRate();
         Deadlines.Pending deadline = rate <= 0 ? null : deadlines.start(Duration.ofMillis(
                 ForwardedRequest.RATE_GRACE_MILLIS + length * 1000 / rate), () -> {
                     if (answered.compareAndSet(false, true)) {
                         response.getHeaders().put(HttpHeader.CONNECTION, "close");
-                        write(response, callback, slowBody(rate, length));
+                        write(response, callback, slowBody(rate, length, protectedRoute));
                     }
                 });
         Content.Source.asByteArrayAsync(request, (int) length, new Promise.Invocable<byte[]>() {
@@ -210,10 +211,19 @@ final class NonBlockingForwarder extends Handler.Wrapper {
         });
     }
 
-    private static HttpAnswer slowBody(long rate, long length) {
+    /**
+     * A body cut off for arriving slower than the minimum rate: on a protected route it is incomplete, as the servlet
+     * filter answers a body it could not read to its end (it cannot be fingerprinted, and the key is not claimed);
+     * elsewhere {@code 408}.
+     */
+    private static HttpAnswer slowBody(long rate, long length, boolean protectedRoute) {
+        String detail = "the body of " + length + " bytes arrived slower than " + rate + " bytes a second";
+        if (protectedRoute) {
+            return ProblemType.INCOMPLETE_BODY.answer("the request body could not be read to its end: " + detail, null,
+                    null);
+        }
         return new HttpAnswer(HttpStatus.REQUEST_TIMEOUT_408, Map.of("Content-Type", List.of(ProblemType.CONTENT_TYPE)),
-                EdgeProblems.body(HttpStatus.REQUEST_TIMEOUT_408, "the body of " + length + " bytes arrived slower "
-                        + "than " + rate + " bytes a second"));
+                EdgeProblems.body(HttpStatus.REQUEST_TIMEOUT_408, detail));
     }
 
     private void send(Request request, Response response, Callback callback, Routes.Forward forward, byte[] body) {

@@ -352,13 +352,41 @@ abstract class EdgeContract {
     @ParameterizedTest
     @ValueSource(ints = {2_000, 100_000})
     void aBodyTricklingInSlowerThanTheMinimumRateIsCutOff(int length) throws Exception {
+        String answer = trickle("/uploads/slow", "", length);
+
+        assertThat(answer).startsWith("HTTP/1.1 408 ").containsIgnoringCase("application/problem+json");
+        assertThat(upstream.callsOn("/uploads/slow")).isZero();
+    }
+
+    /**
+     * On a protected route the body cut off is incomplete: nothing is forwarded, and the key was never claimed. (Within
+     * this gateway's bound of 1024 bytes a body is read without a thread.)
+     */
+    @Test
+    void aBodyTricklingInOnAProtectedRouteIsIncompleteAndItsKeyStaysFree() throws Exception {
+        int before = upstream.callsOn("/payments");
+
+        String answer = trickle("/payments", "Idempotency-Key: " + key + "\r\nContent-Type: application/json\r\n",
+                1_000);
+
+        assertThat(answer).startsWith("HTTP/1.1 400 ").contains("\"type\":\"/problems/incomplete-body\"");
+        assertThat(upstream.callsOn("/payments")).as("not forwarded").isEqualTo(before);
+        HttpResponse<String> retry = client.send(client.post("/payments", ALICE, key, "{\"amount\":3}"));
+        assertThat(retry.statusCode()).isEqualTo(201);
+        assertThat(retry.headers().firstValue("Idempotent-Replayed")).isEmpty();
+        assertThat(upstream.calls(key)).isEqualTo(1);
+    }
+
+    /**
+     * Sends a head declaring {@code length} bytes, then its body a byte every 200 ms, far below the gateway's 1024 bytes
+     * a second, until it answers (once the body's first 10 s have passed): the attack itself. Returns the answer.
+     */
+    private String trickle(String path, String headers, int length) throws Exception {
         try (Socket slow = new Socket("127.0.0.1", gateway.port())) {
             slow.setSoTimeout(100);
             OutputStream out = slow.getOutputStream();
-            out.write(("POST /uploads/slow HTTP/1.1\r\nHost: gw\r\nAuthorization: " + ALICE + "\r\nContent-Length: "
-                    + length + "\r\n\r\n").getBytes(UTF_8));
-            // The attack itself: a byte every 200 ms, far below the gateway's 1024 bytes a second, until it answers
-            // (once the body's first 10 s have passed).
+            out.write(("POST " + path + " HTTP/1.1\r\nHost: gw\r\nAuthorization: " + ALICE + "\r\n" + headers
+                    + "Content-Length: " + length + "\r\n\r\n").getBytes(UTF_8));
             byte[] answer = new byte[0];
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(40);
             while (answer.length == 0 && System.nanoTime() < deadline) {
@@ -375,11 +403,8 @@ abstract class EdgeContract {
                 }
             }
             slow.setSoTimeout(10_000);
-            String status = new String(answer, UTF_8) + new String(slow.getInputStream().readAllBytes(), UTF_8);
-
-            assertThat(status).startsWith("HTTP/1.1 408 ").containsIgnoringCase("application/problem+json");
+            return new String(answer, UTF_8) + new String(slow.getInputStream().readAllBytes(), UTF_8);
         }
-        assertThat(upstream.callsOn("/uploads/slow")).isZero();
     }
 
     // ------------------------------------------------------------------ answers
