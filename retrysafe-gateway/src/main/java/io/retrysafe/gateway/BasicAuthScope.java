@@ -16,6 +16,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BiPredicate;
 import org.springframework.security.crypto.bcrypt.BCrypt;
 
@@ -44,9 +45,29 @@ final class BasicAuthScope implements Callers {
     private final Set<String> refused = ConcurrentHashMap.newKeySet();
     /** Checks under way, by the same digest: whether the credentials match. */
     private final Map<String, CompletableFuture<Boolean>> checking = new ConcurrentHashMap<>();
+    private final Checks made;
+
+    /**
+     * The bcrypt checks made, by outcome, counted for the admin port's meter (a flood of guesses shows there): one
+     * count for all of a gateway's Basic scopes, held by each of them.
+     */
+    static final class Checks {
+        private final LongAdder matched = new LongAdder();
+        private final LongAdder refused = new LongAdder();
+
+        long made(boolean matching) {
+            return (matching ? matched : refused).sum();
+        }
+    }
 
     /** @param check whether a password matches a bcrypt hash; at most {@code concurrentChecks} run at once */
     BasicAuthScope(Map<String, String> hashes, BiPredicate<String, String> check, int concurrentChecks) {
+        this(hashes, check, concurrentChecks, new Checks());
+    }
+
+    private BasicAuthScope(Map<String, String> hashes, BiPredicate<String, String> check, int concurrentChecks,
+            Checks made) {
+        this.made = made;
         this.hashes = Map.copyOf(hashes);
         this.check = check;
         this.checks = new Semaphore(concurrentChecks);
@@ -55,6 +76,11 @@ final class BasicAuthScope implements Callers {
     }
 
     static BasicAuthScope fromFile(Path file) {
+        return fromFile(file, new Checks());
+    }
+
+    /** The scope of a users file, its checks counted in {@code made}. */
+    static BasicAuthScope fromFile(Path file, Checks made) {
         List<String> lines;
         try {
             lines = Files.readAllLines(file, StandardCharsets.UTF_8);
@@ -83,7 +109,7 @@ final class BasicAuthScope implements Callers {
             throw new ConfigException(file.toString(), 0, 0, "the users file lists no user");
         }
         return new BasicAuthScope(hashes, BasicAuthScope::checkpw,
-                Math.max(1, Runtime.getRuntime().availableProcessors() / 2));
+                Math.max(1, Runtime.getRuntime().availableProcessors() / 2), made);
     }
 
     private static boolean checkpw(String password, String hash) {
@@ -214,6 +240,7 @@ final class BasicAuthScope implements Callers {
         } finally {
             checks.release();
         }
+        (matches ? made.matched : made.refused).increment();
         // Remembered before the waiters are answered and the check is no longer under way: a request that
         // comes between them finds one or the other.
         if (!matches) {

@@ -1,5 +1,7 @@
 package io.retrysafe.gateway;
 
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import io.retrysafe.AsyncRetrySafe;
@@ -81,12 +83,14 @@ public final class Gateway implements AutoCloseable {
     public static Gateway start(GatewayConfig config, Map<String, String> env) throws Exception {
         // One resolver per source: a users file or a key set is read once, however many routes name it.
         Map<GatewayConfig.Scope, Callers> scopes = new HashMap<>();
+        BasicAuthScope.Checks passwordChecks = new BasicAuthScope.Checks();
         for (Route r : config.routes()) {
             if (!scopes.containsKey(r.scope())) {
-                scopes.put(r.scope(), callers(r.scope(), env));
+                scopes.put(r.scope(), callers(r.scope(), env, passwordChecks));
             }
         }
-        Optional<Callers> defaultCallers = config.scope().map(s -> scopes.computeIfAbsent(s, x -> callers(x, env)));
+        Optional<Callers> defaultCallers = config.scope()
+                .map(s -> scopes.computeIfAbsent(s, x -> callers(x, env, passwordChecks)));
         // The filter's caller is the one the edge checked, whatever the route's source.
         ScopeResolver checked = request -> (String) request.getAttribute(Routes.SCOPE);
         Stores.Opened store = Stores.open(config.store(), env);
@@ -95,6 +99,9 @@ public final class Gateway implements AutoCloseable {
         try {
             PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
             MicrometerRetrySafeListener metrics = MicrometerRetrySafeListener.builder(registry, ENGINE_NAME).build();
+            if (scopes.keySet().stream().anyMatch(BasicScope.class::isInstance)) {
+                passwordChecks(passwordChecks, registry);
+            }
             RetrySafe engine = RetrySafe.builder(store.store()).name(ENGINE_NAME).listener(metrics)
                     .policy(policy(config.idempotency().lease(), config.idempotency().retention(),
                             config.idempotency()))
@@ -203,9 +210,23 @@ public final class Gateway implements AutoCloseable {
                 .build();
     }
 
-    private static Callers callers(GatewayConfig.Scope scope, Map<String, String> env) {
+    /**
+     * The bcrypt checks the Basic scopes made, by outcome: a flood of guessed passwords shows as checks refused. The
+     * registry holds the count weakly; the scopes hold it for as long as the gateway runs.
+     */
+    private static void passwordChecks(BasicAuthScope.Checks checks, MeterRegistry registry) {
+        for (boolean matched : new boolean[] {true, false}) {
+            FunctionCounter.builder("retrysafe.gateway.password.checks", checks, c -> c.made(matched))
+                    .tag("outcome", matched ? "matched" : "refused")
+                    .description("bcrypt checks of presented passwords; credentials checked before are not checked again")
+                    .register(registry);
+        }
+    }
+
+    private static Callers callers(GatewayConfig.Scope scope, Map<String, String> env,
+            BasicAuthScope.Checks passwordChecks) {
         if (scope instanceof BasicScope basic) {
-            return BasicAuthScope.fromFile(basic.usersFile());
+            return BasicAuthScope.fromFile(basic.usersFile(), passwordChecks);
         } else if (scope instanceof GatewayConfig.JwtScope jwt) {
             return JwtScope.of(jwt, env);
         }

@@ -14,10 +14,12 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.zip.GZIPInputStream;
 import org.junit.jupiter.api.AfterAll;
@@ -123,6 +125,37 @@ abstract class EdgeContract {
         assertThat(wrong.headers().firstValue("WWW-Authenticate")).hasValueSatisfying(c -> assertThat(c)
                 .startsWith("Basic realm="));
         assertProblem(none, 401, "/problems/unauthenticated");
+        assertThat(upstream.callsOn("/payments/p-1")).isZero();
+    }
+
+    /**
+     * A guess costs one bcrypt check, however often it is sent, one after another or all at once, and an unknown user
+     * costs one as a wrong password does: counted by the admin port's meter of the checks made.
+     */
+    @Test
+    void aGuessCostsOneCheckHoweverOftenItIsSentAndAnUnknownUserCostsWhatAWrongPasswordCosts() throws Exception {
+        double before = passwordChecks("refused");
+        for (int i = 0; i < 10; i++) {
+            assertProblem(client.send(get("/payments/p-1").header("Authorization", basic("alice", "guess-" + key))),
+                    401, "/problems/unauthenticated");
+        }
+        double afterOneGuess = passwordChecks("refused");
+        List<CompletableFuture<HttpResponse<String>>> atOnce = new ArrayList<>();
+        for (int i = 0; i < 20; i++) {
+            atOnce.add(client.sendAsync(get("/payments/p-1").header("Authorization", basic("alice", "all-" + key))));
+        }
+        for (CompletableFuture<HttpResponse<String>> answer : atOnce) {
+            assertProblem(answer.get(60, TimeUnit.SECONDS), 401, "/problems/unauthenticated");
+        }
+        double afterTogether = passwordChecks("refused");
+        for (int i = 0; i < 10; i++) {
+            assertProblem(client.send(get("/payments/p-1").header("Authorization", basic("nobody-" + key, "x"))),
+                    401, "/problems/unauthenticated");
+        }
+
+        assertThat(afterOneGuess - before).as("ten sends of one guess").isEqualTo(1);
+        assertThat(afterTogether - afterOneGuess).as("twenty sends of one guess at once").isEqualTo(1);
+        assertThat(passwordChecks("refused") - afterTogether).as("ten sends of an unknown user").isEqualTo(1);
         assertThat(upstream.callsOn("/payments/p-1")).isZero();
     }
 
@@ -443,6 +476,14 @@ abstract class EdgeContract {
     }
 
     // ------------------------------------------------------------------ helpers
+
+    /** The admin port's count of bcrypt checks made with this outcome. */
+    private double passwordChecks(String outcome) throws Exception {
+        String line = "retrysafe_gateway_password_checks_total{outcome=\"" + outcome + "\"} ";
+        return admin.send(get("/metrics", admin)).body().lines().filter(l -> l.startsWith(line))
+                .mapToDouble(l -> Double.parseDouble(l.substring(line.length()).trim())).findFirst()
+                .orElseThrow(() -> new AssertionError("no " + line));
+    }
 
     private HttpRequest.Builder get(String path) {
         return get(path, client);
