@@ -170,9 +170,16 @@ public final class RetrySafeFilter implements Filter {
         Supplier<StoredResponse> stored = () -> capture.toStored(config.replayedHeaders());
         request.setAttribute(ASYNC_SUPPORTED_ATTRIBUTE, executor.isAsyncSupported(request));
         CompletableFuture<Outcome<StoredResponse>> outcome;
+        boolean[] ran = {false};
         try {
             outcome = executor.executeAsync(request, key, fingerprinted.fingerprint, route.policy().orElse(null),
                     attempt -> {
+                        if (ran[0]) {
+                            // Run again within this request (key last without a look-up, after a rolled-back
+                            // run): what the run before wrote was never sent, and is not part of this answer.
+                            capture.reset();
+                        }
+                        ran[0] = true;
                         handlerRequest.setAttribute(ATTEMPT_ATTRIBUTE, attempt);
                         chain.doFilter(handlerRequest, capture);
                         if (request.isAsyncStarted()) {

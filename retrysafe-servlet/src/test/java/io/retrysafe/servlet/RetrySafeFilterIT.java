@@ -11,6 +11,7 @@ import io.retrysafe.OutcomeUnknownException;
 import io.retrysafe.RetrySafe;
 import io.retrysafe.internal.Engines;
 import io.retrysafe.jdbc.JdbcIdempotencyStore;
+import io.retrysafe.jdbc.KeyOrder;
 import io.retrysafe.jdbc.TransactionalRetrySafe;
 import io.retrysafe.servlet.FaultInjectingStore.Fault;
 import io.retrysafe.testservices.TestDatabases;
@@ -718,6 +719,8 @@ class RetrySafeFilterIT {
         private CountingDataSource pool;
         private TransactionalRetrySafe tx;
         private EmbeddedTomcat txTomcat;
+        /** The same application with the key written last, without a look-up before the handler. */
+        private EmbeddedTomcat noLookupTomcat;
 
         @BeforeAll
         void start() throws Exception {
@@ -739,6 +742,13 @@ class RetrySafeFilterIT {
                         new RetrySafeFilter(config, new JdbcTransactionalExecutor(tx, pool), tx.engine().listener()), "/*");
                 EmbeddedTomcat.servlet(context, "ledger", new LedgerServlet(), "/*");
             });
+            TransactionalRetrySafe noLookup = TransactionalRetrySafe.of(
+                    RetrySafe.builder(jdbc).name("servlet-it-no-lookup").build(), KeyOrder.LAST_NO_LOOKUP);
+            noLookupTomcat = EmbeddedTomcat.start(baseDir.resolve("no-lookup"), context -> {
+                EmbeddedTomcat.filter(context, "retrysafe", new RetrySafeFilter(config,
+                        new JdbcTransactionalExecutor(noLookup, pool), noLookup.engine().listener()), "/*");
+                EmbeddedTomcat.servlet(context, "ledger", new LedgerServlet(), "/*");
+            });
         }
 
         @AfterAll
@@ -746,10 +756,17 @@ class RetrySafeFilterIT {
             if (txTomcat != null) {
                 txTomcat.close();
             }
+            if (noLookupTomcat != null) {
+                noLookupTomcat.close();
+            }
         }
 
         private HttpRequest.Builder pay(String pathAndQuery) {
-            return HttpRequest.newBuilder(txTomcat.uri(pathAndQuery)).timeout(Duration.ofSeconds(30))
+            return pay(txTomcat, pathAndQuery);
+        }
+
+        private HttpRequest.Builder pay(EmbeddedTomcat on, String pathAndQuery) {
+            return HttpRequest.newBuilder(on.uri(pathAndQuery)).timeout(Duration.ofSeconds(30))
                     .header("X-User", ALICE).header(KEY, key).header("Content-Type", JSON)
                     .POST(BodyPublishers.ofString("{\"amount\":100}"));
         }
@@ -847,6 +864,35 @@ class RetrySafeFilterIT {
             assertThat(retry.headers().firstValue(REPLAYED)).isEmpty();
             assertThat(LedgerServlet.runs(key)).isEqualTo(2);
             assertThat(count("SELECT count(*) FROM " + PAYMENTS + " WHERE ref = ?", key)).isZero();
+        }
+
+        /**
+         * Key last without a look-up writes the record with a plain insert after the handler. Over an expired
+         * record of the key that insert fails, the run is rolled back, and the handler runs again with the key
+         * claimed first: the answer is the second run's alone, not both runs' written one after the other.
+         */
+        @Test
+        void keyLastWithoutALookUpRunsAgainOverAnExpiredRecordAndAnswersTheSecondRunAlone() throws Exception {
+            HttpResponse<byte[]> first = send(pay(noLookupTomcat, "/payments"));
+            assertThat(first.statusCode()).isEqualTo(201);
+            update("UPDATE " + RECORDS + " SET expires_at = statement_timestamp() - interval '1 minute'"
+                    + " WHERE idem_key = ?", key);
+
+            HttpResponse<byte[]> again = send(pay(noLookupTomcat, "/payments"));
+
+            assertThat(again.statusCode()).as("status of %s", text(again)).isEqualTo(201);
+            assertThat(again.headers().firstValue(REPLAYED)).isEmpty();
+            Matcher body = Pattern.compile("\\{\"id\":(\\d+),\"nonce\":\"[^\"]+\"}").matcher(text(again));
+            assertThat(body.matches()).as("one run's body: %s", text(again)).isTrue();
+            assertThat(again.headers().allValues("Location")).containsExactly("/payments/" + body.group(1));
+            assertThat(again.headers().allValues("Set-Cookie")).hasSize(1);
+            assertThat(LedgerServlet.runs(key)).as("the first request, the run rolled back, the run kept")
+                    .isEqualTo(3);
+            assertThat(count("SELECT count(*) FROM " + PAYMENTS + " WHERE ref = ?", key)).isEqualTo(2);
+
+            // A retry runs the handler too (nothing is read before it), and is rolled back and given the stored answer.
+            assertReplayOf(send(pay(noLookupTomcat, "/payments")), again);
+            assertThat(count("SELECT count(*) FROM " + PAYMENTS + " WHERE ref = ?", key)).isEqualTo(2);
         }
 
         @Test
