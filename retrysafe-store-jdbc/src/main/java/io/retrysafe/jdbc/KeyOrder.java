@@ -31,8 +31,10 @@ public enum KeyOrder {
      * and is answered with the stored response ({@code 422} for another body). A retry whose operation
      * fails, or whose answer is not to be kept, is answered from the record as well. A key whose record
      * a claim would take over (expired, or this body's released or abandoned attempt) runs the operation
-     * a second time, claimed first; joined to a caller's transaction or asynchronous, where it cannot run
-     * again, the insert takes such a record over itself, a statement that costs every request more. For
+     * a second time, claimed first ({@link TransactionalRetrySafe#execute}, and
+     * {@link TransactionalRetrySafe#joinNewOrRunAgain} in a new transaction of the caller's); joined to a
+     * caller's transaction otherwise, or asynchronous, where it cannot run again, the insert takes such a
+     * record over itself, a statement that costs every request more. For
      * the work {@link #LAST} is for, when retries are rare; PostgreSQL's standard layout only.
      */
     LAST_NO_LOOKUP;

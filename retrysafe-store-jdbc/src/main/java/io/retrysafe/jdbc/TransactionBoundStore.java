@@ -57,8 +57,8 @@ final class TransactionBoundStore implements IdempotencyStore {
     }
 
     /**
-     * @param runsAgain true: the caller runs the operation a second time, claimed first, when
-     *     {@link #mustClaimFirst()} says so after the first (only where it owns the transaction)
+     * @param runsAgain true: the caller runs the operation a second time, claimed first, in a new transaction,
+     *     when {@link #mustClaimFirst()} says so after the first
      */
     TransactionBoundStore(JdbcIdempotencyStore store, Connection connection, boolean ownsTransaction,
             boolean claimFirst, KeyOrder keyOrder, boolean runsAgain) {
@@ -68,7 +68,7 @@ final class TransactionBoundStore implements IdempotencyStore {
         this.ownsTransaction = ownsTransaction;
         this.claimFirst = ownsTransaction || claimFirst;
         this.keyOrder = keyOrder;
-        this.plainInsert = keyOrder == KeyOrder.LAST_NO_LOOKUP && runsAgain && ownsTransaction;
+        this.plainInsert = keyOrder == KeyOrder.LAST_NO_LOOKUP && runsAgain;
     }
 
     /**

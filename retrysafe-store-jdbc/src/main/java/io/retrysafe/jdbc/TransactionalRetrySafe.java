@@ -18,6 +18,7 @@ import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
 import java.util.function.Supplier;
 import javax.sql.DataSource;
 
@@ -245,16 +246,40 @@ public final class TransactionalRetrySafe {
      */
     public <T> Joined<T> joinNew(Connection connection, IdempotencyKey key, Fingerprint fingerprint,
             ResponseCodec<T> codec, Operation<T> operation) {
-        return join(connection, key, fingerprint, codec, operation, true);
+        return join(connection, key, fingerprint, codec, operation, true, keyOrder, false);
+    }
+
+    /**
+     * {@link #joinNew} for a caller that can run the operation again in a new transaction of its own. With
+     * {@link KeyOrder#LAST_NO_LOOKUP} the record is then written as {@link #execute} writes it, a plain insert,
+     * and a key whose record a claim would take over (expired, or released) is left to a second run:
+     * {@link Joined#mustRunAgain()} is true, nothing of the run is kept, and the caller rolls its transaction
+     * back, begins a new one and calls {@link Joined#runAgain} with its connection, where the key is claimed
+     * first. With the other key orders it is {@link #joinNew}, and never asks for a second run.
+     */
+    public <T> Joined<T> joinNewOrRunAgain(Connection connection, IdempotencyKey key, Fingerprint fingerprint,
+            ResponseCodec<T> codec, Operation<T> operation) {
+        return join(connection, key, fingerprint, codec, operation, true, keyOrder, true);
     }
 
     private <T> Joined<T> join(Connection connection, IdempotencyKey key, Fingerprint fingerprint,
             ResponseCodec<T> codec, Operation<T> operation, boolean claimFirst) {
+        return join(connection, key, fingerprint, codec, operation, claimFirst, keyOrder, false);
+    }
+
+    private <T> Joined<T> join(Connection connection, IdempotencyKey key, Fingerprint fingerprint,
+            ResponseCodec<T> codec, Operation<T> operation, boolean claimFirst, KeyOrder order, boolean runsAgain) {
         Require.notNull(connection, "connection");
-        TransactionBoundStore bound = new TransactionBoundStore(store, connection, false, claimFirst, keyOrder);
+        TransactionBoundStore bound = new TransactionBoundStore(store, connection, false, claimFirst, order,
+                runsAgain);
         Outcome<T> outcome = engine.withStore(bound).withListener(new HoldingOutcome(engine.listener()))
                 .execute(key, fingerprint, codec, operation);
-        Joined<T> joined = new Joined<>(engine, key, outcome, bound.completed());
+        if (bound.mustClaimFirst()) {
+            // Not an outcome of the key: the run is to be rolled back and made again, and nothing is reported.
+            return new Joined<>(engine, key, outcome, false,
+                    again -> join(again, key, fingerprint, codec, operation, true, KeyOrder.LAST, false));
+        }
+        Joined<T> joined = new Joined<>(engine, key, outcome, bound.completed(), null);
         if (!joined.commit()) {
             joined.report(outcome); // a replay, a refusal or a release: final whatever the caller does
         }
@@ -271,17 +296,43 @@ public final class TransactionalRetrySafe {
         private final IdempotencyKey key;
         private final Outcome<T> outcome;
         private final boolean commit;
+        /** Non-null when the run must be made again, claimed first, in a new transaction on the given connection. */
+        private final Function<Connection, Joined<T>> again;
         private final AtomicBoolean reported = new AtomicBoolean();
 
-        private Joined(RetrySafe engine, IdempotencyKey key, Outcome<T> outcome, boolean commit) {
+        private Joined(RetrySafe engine, IdempotencyKey key, Outcome<T> outcome, boolean commit,
+                Function<Connection, Joined<T>> again) {
             this.engine = engine;
             this.key = key;
             this.outcome = outcome;
             this.commit = commit;
+            this.again = again;
         }
 
+        /** What became of the key; meaningless while {@link #mustRunAgain()} is true. */
         public Outcome<T> outcome() {
             return outcome;
+        }
+
+        /**
+         * True only from {@link TransactionalRetrySafe#joinNewOrRunAgain}, when the key's record is one a claim
+         * takes over: the caller rolls its transaction back and calls {@link #runAgain} in a new one.
+         */
+        public boolean mustRunAgain() {
+            return again != null;
+        }
+
+        /**
+         * Runs the operation again on {@code connection}, the new transaction's, with the key claimed first; what
+         * it returns is the call's answer, as from {@link TransactionalRetrySafe#joinNew}.
+         *
+         * @throws IllegalStateException unless {@link #mustRunAgain()}
+         */
+        public Joined<T> runAgain(Connection connection) {
+            if (again == null) {
+                throw new IllegalStateException("the run of key " + key.digest() + " need not be made again");
+            }
+            return again.apply(Require.notNull(connection, "connection"));
         }
 
         /** True: the response is written into the caller's transaction, which may now commit. */
@@ -328,7 +379,7 @@ public final class TransactionalRetrySafe {
 
         @Override
         public String toString() {
-            return "Joined[outcome=" + outcome + ", commit=" + commit + "]";
+            return "Joined[outcome=" + outcome + ", commit=" + commit + ", mustRunAgain=" + mustRunAgain() + "]";
         }
     }
 

@@ -525,6 +525,53 @@ class PostgresKeyLastIT {
             assertThat(payments()).isEqualTo(3);
         }
 
+        /**
+         * Joined to a new transaction whose caller can run the operation again (the Spring Boot starter's filter):
+         * the plain insert, and a record to take over is a second run in a new transaction, claimed first.
+         */
+        @Test
+        void joinedNewWhereTheCallerCanRunAgainARecordToTakeOverAsksForASecondRun() throws Exception {
+            IdempotencyKey expired = paidAndExpired("n-again-expired");
+            IdempotencyKey released = releasedByStandaloneMode("n-again-released");
+            IdempotencyKey completed = key("n-again-completed");
+            String answer = execute(noLookup, completed, fp, c -> pay(c, 100)).orThrow();
+            int before = runs.get();
+            int paymentsBefore = payments();
+
+            try (Connection c = ds.getConnection()) {
+                c.setAutoCommit(false);
+                for (IdempotencyKey taken : List.of(expired, released)) {
+                    TransactionalRetrySafe.Joined<String> first = noLookup.joinNewOrRunAgain(c, taken, fp,
+                            ResponseCodec.utf8(), attempt -> pay(c, 100));
+                    assertThat(first.mustRunAgain()).as("%s", first).isTrue();
+                    assertThat(first.commit()).isFalse();
+                    c.rollback();
+
+                    TransactionalRetrySafe.Joined<String> again = first.runAgain(c);
+                    assertThat(again.mustRunAgain()).isFalse();
+                    assertThat(again.commit()).isTrue();
+                    c.commit();
+                    again.committed();
+                    assertThat(again.outcome()).isInstanceOf(Outcome.Executed.class);
+                }
+                TransactionalRetrySafe.Joined<String> retry = noLookup.joinNewOrRunAgain(c, completed, fp,
+                        ResponseCodec.utf8(), attempt -> pay(c, 100));
+                c.rollback();
+                assertThat(retry.mustRunAgain()).isFalse();
+                assertThat(retry.outcome()).isEqualTo(new Outcome.Replayed<>(answer));
+                assertThatThrownBy(() -> retry.runAgain(c)).isInstanceOf(IllegalStateException.class);
+                c.setAutoCommit(true);
+            }
+
+            assertThat(runs.get() - before).as("two runs for each key taken over, one for the retry").isEqualTo(5);
+            assertThat(payments() - paymentsBefore).as("one kept for each key taken over").isEqualTo(2);
+            assertThat(store.inspect(expired).orElseThrow().attempt()).as("a new life").isEqualTo(1);
+            assertThat(store.inspect(released).orElseThrow().attempt()).isEqualTo(2);
+            for (IdempotencyKey taken : List.of(expired, released)) {
+                assertThat(store.inspect(taken).orElseThrow().status()).isEqualTo(RecordStatus.COMPLETED);
+            }
+        }
+
         @Test
         void duplicatesRacingOnOneKeyMakeOnePaymentAndAllGetItsAnswer() throws Exception {
             duplicatesRaceOnOneKey(noLookup, key("n-race"));
