@@ -61,43 +61,55 @@ final class SpringTransactionalExecutor implements IdempotentExecutor {
             Fingerprint fingerprint, Operation<StoredResponse> handler) {
         DefaultTransactionDefinition definition = new DefaultTransactionDefinition();
         definition.setName("retrysafe " + key.scope());
-        TransactionStatus status;
-        try {
-            status = transactionManager.getTransaction(definition);
-        } catch (TransactionException e) {
-            // No connection, no transaction: fail closed before the handler runs, as the engine does.
-            Outcome<StoredResponse> unavailable = new Outcome.StoreUnavailable<>(new StoreUnavailableException(
-                    tx.engine().store().name(), tx.engine().policy().retryAfter(),
-                    "the transaction of key " + key.digest() + " could not begin: " + e.getMessage(), e));
-            tx.engine().listener().onOutcome(key, unavailable);
-            return unavailable;
-        }
-        TransactionalRetrySafe.Joined<StoredResponse> joined;
-        try {
-            Connection connection = DataSourceUtils.getConnection(dataSource);
-            // A transaction begun here has nothing in it yet: the claim needs no savepoint. One the filter
-            // joined (an enclosing transaction on this thread) may hold writes the savepoint keeps.
-            joined = status.isNewTransaction()
-                    ? tx.joinNew(connection, key, fingerprint, ResponseCodec.identity(), handler)
-                    : tx.join(connection, key, fingerprint, ResponseCodec.identity(), handler);
-        } catch (RuntimeException | Error e) {
-            rollback(status, key, e);
-            throw e;
-        }
-        if (!joined.commit()) {
-            // Replays and refusals wrote nothing; a released result's writes must not commit.
-            rollback(status, key, null);
+        TransactionalRetrySafe.Joined<StoredResponse> rolledBack = null;
+        while (true) {
+            TransactionStatus status;
+            try {
+                status = transactionManager.getTransaction(definition);
+            } catch (TransactionException e) {
+                // No connection, no transaction: fail closed before the handler runs, as the engine does.
+                Outcome<StoredResponse> unavailable = new Outcome.StoreUnavailable<>(new StoreUnavailableException(
+                        tx.engine().store().name(), tx.engine().policy().retryAfter(),
+                        "the transaction of key " + key.digest() + " could not begin: " + e.getMessage(), e));
+                tx.engine().listener().onOutcome(key, unavailable);
+                return unavailable;
+            }
+            TransactionalRetrySafe.Joined<StoredResponse> joined;
+            try {
+                Connection connection = DataSourceUtils.getConnection(dataSource);
+                // A transaction begun here has nothing in it yet: the claim needs no savepoint, and the handler
+                // may run again in a new one. One the filter joined (an enclosing transaction on this thread)
+                // may hold writes the savepoint keeps.
+                joined = rolledBack != null ? rolledBack.runAgain(connection)
+                        : status.isNewTransaction()
+                        ? tx.joinNewOrRunAgain(connection, key, fingerprint, ResponseCodec.identity(), handler)
+                        : tx.join(connection, key, fingerprint, ResponseCodec.identity(), handler);
+            } catch (RuntimeException | Error e) {
+                rollback(status, key, e);
+                throw e;
+            }
+            if (joined.mustRunAgain()) {
+                // Key last without a look-up met a record that a claim takes over: this run is not kept, and
+                // the handler runs again in a new transaction, with the key claimed first.
+                rollback(status, key, null);
+                rolledBack = joined;
+                continue;
+            }
+            if (!joined.commit()) {
+                // Replays and refusals wrote nothing; a released result's writes must not commit.
+                rollback(status, key, null);
+                return joined.outcome();
+            }
+            try {
+                transactionManager.commit(status);
+            } catch (RuntimeException e) {
+                // A TransactionException, or a DataAccessException from a translating manager (Boot's
+                // JdbcTransactionManager: a deferred constraint violated at commit is a DuplicateKeyException).
+                throw joined.commitFailed(e);
+            }
+            joined.committed();
             return joined.outcome();
         }
-        try {
-            transactionManager.commit(status);
-        } catch (RuntimeException e) {
-            // A TransactionException, or a DataAccessException from a translating manager (Boot's
-            // JdbcTransactionManager: a deferred constraint violated at commit is a DuplicateKeyException).
-            throw joined.commitFailed(e);
-        }
-        joined.committed();
-        return joined.outcome();
     }
 
     /**

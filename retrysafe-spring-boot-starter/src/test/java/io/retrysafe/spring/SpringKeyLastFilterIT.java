@@ -27,6 +27,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.IntConsumer;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -186,6 +187,34 @@ class SpringKeyLastFilterIT {
         assertThat(keyStatus()).isEqualTo("COMPLETED");
         assertThat(rows()).isEqualTo(1);
         assertThat(probe.runs.get() - runsBefore).isEqualTo(1 + handlerRunsOfARetry());
+    }
+
+    /** How often the handler runs for a key whose record expired (a run rolled back is counted). */
+    int handlerRunsOverAnExpiredRecord() {
+        return 1;
+    }
+
+    @Test
+    void aKeyWhoseRecordExpiredRunsAsANewRequestAndAnswersWithTheRunItKeeps() throws Exception {
+        HttpResponse<String> first = post(key);
+        jdbc.update("UPDATE " + RECORDS + " SET expires_at = statement_timestamp() - interval '1 minute'"
+                + " WHERE idem_key = ?", key);
+        int runsAfterFirst = probe.runs.get();
+
+        HttpResponse<String> again = post(key);
+
+        assertThat(first.statusCode()).isEqualTo(201);
+        assertThat(again.statusCode()).as(again.body()).isEqualTo(201);
+        assertThat(again.headers().firstValue(RetrySafeFilter.REPLAYED_HEADER)).isEmpty();
+        assertThat(probe.runs.get() - runsAfterFirst).isEqualTo(handlerRunsOverAnExpiredRecord());
+        assertThat(Pattern.compile("\"run\":(\\d+)").matcher(again.body()).results().map(m -> m.group(1)))
+                .as("the run kept, alone: %s", again.body()).containsExactly(String.valueOf(probe.runs.get()));
+        assertThat(rows()).as("the first request's row and the kept run's").isEqualTo(2);
+        assertThat(keyStatus()).isEqualTo("COMPLETED");
+        HttpResponse<String> retry = post(key);
+        assertThat(retry.headers().firstValue(RetrySafeFilter.REPLAYED_HEADER)).hasValue("true");
+        assertThat(retry.body()).isEqualTo(again.body());
+        assertThat(rows()).isEqualTo(2);
     }
 
     @Test
