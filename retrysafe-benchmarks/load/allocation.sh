@@ -2,6 +2,7 @@
 # Heap bytes allocated per request by the payments service, RetrySafe off and on, side by side:
 #   off  RetrySafe switched off (--retrysafe.enabled=false), no key: the bare service
 #   tx   transactional mode (the default), a new key per request
+#   to   transactional mode without RetrySafe's observation (--management.observations.enable.retrysafe.request=false)
 #   sa   standalone mode (--retrysafe.mode=standalone)
 #   ff   transactional mode with the Redis fast filter in front
 # Each round loads each service in turn (the order rotates): a full GC (jcmd GC.run), the service's

@@ -219,10 +219,12 @@ cleanup_on_exit() {
 #   tx   transactional mode (the default)
 #   tl   transactional mode, the key written last (--retrysafe.store.key-order=last)
 #   tn   transactional mode, the key written last without a look-up (--retrysafe.store.key-order=last-no-lookup)
+#   to   transactional mode without RetrySafe's observation (--management.observations.enable.retrysafe.request=false)
 #   sa   standalone mode (--retrysafe.mode=standalone)
 #   ff   transactional mode with the Redis fast filter in front (REDIS_URI, under KEY_PREFIX)
 declare -A VARIANT_LABEL=([off]="bare (RetrySafe off)" [tx]="transactional" [tl]="transactional, key last"
-    [tn]="key last, no look-up" [sa]="standalone" [ff]="transactional + fast filter")
+    [tn]="key last, no look-up" [to]="transactional, no observation" [sa]="standalone"
+    [ff]="transactional + fast filter")
 variant_db() { printf 'rs_load_%s_%s' "$$" "$1"; }
 # variant_mode VARIANT: the HttpLoad --mode that variant is loaded with
 variant_mode() { if [[ "$1" == off ]]; then echo no-key; else echo new-key; fi; }
@@ -238,10 +240,12 @@ start_variants() {
             # Key last is refused beside @Idempotent methods: the service's order payments are switched off.
             tl) args=(--retrysafe.store.key-order=last --payments.orders.enabled=false) ;;
             tn) args=(--retrysafe.store.key-order=last-no-lookup --payments.orders.enabled=false) ;;
+            # The retrysafe.request observation switched off by Spring Boot's predicate: no timer, no span.
+            to) args=(--management.observations.enable.retrysafe.request=false) ;;
             sa) args=(--retrysafe.mode=standalone) ;;
             ff) args=(--retrysafe.fast-filter.enabled=true --retrysafe.fast-filter.redis-uri="$REDIS_URI"
                 --retrysafe.fast-filter.key-prefix="$KEY_PREFIX") ;;
-            *) die "unknown variant $v (VARIANTS: off tx tl tn sa ff)" ;;
+            *) die "unknown variant $v (VARIANTS: off tx tl tn to sa ff)" ;;
         esac
         start_service "$v" "$(variant_db "$v")" "${args[@]}" --spring.datasource.hikari.maximum-pool-size="$POOL"
     done

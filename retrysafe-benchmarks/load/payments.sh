@@ -4,6 +4,7 @@
 #   tx   transactional mode (the default): key, payment and stored response in one transaction
 #   tl   transactional mode, the key written last (--retrysafe.store.key-order=last)
 #   tn   the key written last without a look-up (--retrysafe.store.key-order=last-no-lookup)
+#   to   transactional mode without RetrySafe's observation (--management.observations.enable.retrysafe.request=false)
 #   sa   standalone mode (--retrysafe.mode=standalone): key committed first, outcome stored after
 #   ff   transactional mode with the Redis fast filter in front (--retrysafe.fast-filter.enabled=true)
 # All the services run at the same time, each on a database of its own; for each thread count and
