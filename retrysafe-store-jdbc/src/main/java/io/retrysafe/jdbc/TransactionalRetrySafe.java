@@ -233,7 +233,7 @@ public final class TransactionalRetrySafe {
      */
     public <T> Joined<T> join(Connection connection, IdempotencyKey key, Fingerprint fingerprint,
             ResponseCodec<T> codec, Operation<T> operation) {
-        return join(connection, key, fingerprint, codec, operation, false);
+        return join(connection, key, fingerprint, codec, operation, false, keyOrder, false);
     }
 
     /**
@@ -260,11 +260,6 @@ public final class TransactionalRetrySafe {
     public <T> Joined<T> joinNewOrRunAgain(Connection connection, IdempotencyKey key, Fingerprint fingerprint,
             ResponseCodec<T> codec, Operation<T> operation) {
         return join(connection, key, fingerprint, codec, operation, true, keyOrder, true);
-    }
-
-    private <T> Joined<T> join(Connection connection, IdempotencyKey key, Fingerprint fingerprint,
-            ResponseCodec<T> codec, Operation<T> operation, boolean claimFirst) {
-        return join(connection, key, fingerprint, codec, operation, claimFirst, keyOrder, false);
     }
 
     private <T> Joined<T> join(Connection connection, IdempotencyKey key, Fingerprint fingerprint,
