@@ -242,7 +242,6 @@ public final class PurgeAtScale {
         }
     }
 
-    /** Closed loop: each thread claims a new key and completes it, again and again; the claim is timed. */
     /**
      * The claims' own retention: longer than any purge here. Records that expired during the purge would be
      * purged too, and a paced purge slower than the claims (10M rows at a share of 0.15 took over an hour) would
@@ -250,6 +249,7 @@ public final class PurgeAtScale {
      */
     private static final Duration CLAIM_RETENTION = Duration.ofDays(1);
 
+    /** Closed loop: each thread claims a new key and completes it, again and again; the claim is timed. */
     static final class Load {
         private final JdbcIdempotencyStore store;
         private final int threads;
