@@ -18,6 +18,40 @@ public final class HttpPaths {
 
     /** Normalises a raw path (as sent, before decoding); a trailing '/' is kept, as routes may tell it apart. */
     public static String normalise(String raw) {
+        // Nearly every request's path is normal already: it is returned as it is, not rebuilt, on every request.
+        return isNormal(raw) ? raw : rebuild(raw);
+    }
+
+    /**
+     * Whether {@link #normalise} would give the path back unchanged: a leading '/', no escape, path parameter,
+     * empty segment (a trailing '/' aside), or dot segment. Read in place, without allocating.
+     */
+    static boolean isNormal(String raw) {
+        int n = raw.length();
+        if (n == 0 || raw.charAt(0) != '/') {
+            return false;
+        }
+        int start = 1; // of the current segment
+        for (int i = 1; i <= n; i++) {
+            char c = i < n ? raw.charAt(i) : '/';
+            if (c == '%' || c == ';') {
+                return false;
+            }
+            if (c == '/') {
+                int length = i - start;
+                boolean dots = length > 0 && length <= 2 && raw.charAt(start) == '.'
+                        && (length == 1 || raw.charAt(start + 1) == '.');
+                if ((length == 0 && i < n) || dots) {
+                    return false;
+                }
+                start = i + 1;
+            }
+        }
+        return true;
+    }
+
+    /** The whole walk: segments decoded, path parameters, dot and empty segments dropped. */
+    static String rebuild(String raw) {
         List<String> segments = new ArrayList<>();
         String[] parts = raw.split("/", -1);
         for (String part : parts) {

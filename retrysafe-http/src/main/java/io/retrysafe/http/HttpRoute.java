@@ -87,7 +87,30 @@ public final class HttpRoute {
 
     /** Whether this route protects a request of this method on this path (percent-decoded and normalised). */
     public boolean matches(String requestMethod, String path) {
-        return spelling(requestMethod, path, false) != null;
+        // What spelling(requestMethod, path, false) != null says, read in place: every request asks it of each
+        // route until one matches, and the spelling it would build is thrown away.
+        if (!method.equals(requestMethod)) {
+            return false;
+        }
+        int n = path.length();
+        int slash = path.indexOf('/');
+        int at = slash < 0 ? -1 : slash + 1; // where the path's next segment starts; -1 when it has no more
+        for (String segment : segments) {
+            if (segment.equals("**")) {
+                return true;
+            }
+            if (at < 0) {
+                return false;
+            }
+            int next = path.indexOf('/', at);
+            int end = next < 0 ? n : next;
+            boolean literal = !segment.startsWith("{");
+            if (end == at || (literal && !(segment.length() == end - at && path.startsWith(segment, at)))) {
+                return false;
+            }
+            at = next < 0 ? -1 : next + 1;
+        }
+        return at < 0 || at == n; // the path ends here, or with one '/' more
     }
 
     /**

@@ -2,6 +2,9 @@ package io.retrysafe.http;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -53,5 +56,69 @@ class HttpPathsTest {
             """)
     void aFinalDoubleStarKeepsTheRestAsSent(String path, String spelled) {
         assertThat(HttpRoute.of("GET", "/files/**").build().spelling("GET", path, true)).isEqualTo(spelled);
+    }
+
+    @ParameterizedTest
+    @CsvSource(textBlock = """
+            /payments,        /payments
+            /payments/,       /payments/
+            /p%61yments,      /payments
+            /payments;x,      /payments
+            //payments,       /payments
+            /./payments/.,    /payments/
+            /x/../payments,   /payments
+            /caf%C3%A9,       /café
+            /...,             /...
+            /.a/a.,           /.a/a.
+            '',               /
+            """)
+    void aPathIsMatchedAsTheServerDispatchesIt(String raw, String normal) {
+        assertThat(HttpPaths.normalise(raw)).isEqualTo(normal);
+    }
+
+    @Test
+    void aPathAlreadyNormalIsTheWholeWalksAnswerWithoutACopy() {
+        // Every path of up to 6 characters over those that steer the walk: the shortcut never answers otherwise.
+        for (String raw : words("/.;%2ea", 6)) {
+            String normal = HttpPaths.rebuild(raw);
+            assertThat(HttpPaths.normalise(raw)).as(raw).isEqualTo(normal);
+            if (HttpPaths.isNormal(raw)) {
+                assertThat(normal).as(raw).isEqualTo(raw);
+            }
+        }
+        String plain = "/payments/p-1/refunds";
+        assertThat(HttpPaths.normalise(plain)).isSameAs(plain);
+    }
+
+    @Test
+    void aRouteMatchesExactlyThePathsItSpells() {
+        List<HttpRoute> routes = new ArrayList<>();
+        for (String pattern : List.of("/", "/a", "/ab", "/a/{id}", "/a/{id}/b", "/{x}", "/{x}/{y}", "/a/**", "/**",
+                "/a/{id}/**")) {
+            routes.add(HttpRoute.of("POST", pattern).build());
+        }
+        for (String path : words("/ab", 7)) {
+            for (HttpRoute route : routes) {
+                for (String method : new String[] {"POST", "GET", null}) {
+                    assertThat(route.matches(method, path)).as(route + " on " + method + " " + path)
+                            .isEqualTo(route.spelling(method, path, false) != null);
+                }
+            }
+        }
+    }
+
+    /** Every string of at most {@code max} characters from {@code alphabet}, the empty one included. */
+    private static List<String> words(String alphabet, int max) {
+        List<String> all = new ArrayList<>(List.of(""));
+        for (int from = 0, length = 1; length <= max; length++) {
+            int to = all.size();
+            for (int i = from; i < to; i++) {
+                for (char c : alphabet.toCharArray()) {
+                    all.add(all.get(i) + c);
+                }
+            }
+            from = to;
+        }
+        return all;
     }
 }
