@@ -87,6 +87,10 @@ final class PurgeCommand extends BaseCommand {
         out().println("deleted " + result.deleted() + " expired records from " + db.store.table() + " in "
                 + result.batches() + (result.batches() == 1 ? " batch, " : " batches, ") + result.took().toMillis() + " ms"
                 + (maxDutyCycle < 1 ? " (paced: batches at most " + maxDutyCycle + " of the time)" : ""));
+        if (!result.finished()) {
+            out().println("stopped at --max-batches " + maxBatches + " with expired records left; the next run"
+                    + " continues (if every run stops here, records expire faster than the purge deletes them)");
+        }
         out().flush();
         return Exit.OK;
     }

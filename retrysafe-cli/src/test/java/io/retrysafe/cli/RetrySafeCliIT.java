@@ -483,6 +483,27 @@ class RetrySafeCliIT {
 
     @ParameterizedTest
     @EnumSource(JdbcDialect.class)
+    void aPurgeStoppedAtMaxBatchesSaysSoAndTheNextRunContinues(JdbcDialect d) throws SQLException {
+        open(d, true);
+        for (int i = 0; i < 3; i++) {
+            shift(completed("s"), "expires_at", Duration.ofMinutes(1));
+        }
+
+        Run bounded = runOnDb("purge", "--batch-size", "1", "--max-batches", "2");
+        assertThat(bounded.exitCode()).as(bounded.err()).isZero();
+        assertThat(bounded.out()).contains("deleted 2 expired records").contains("in 2 batches")
+                .contains("stopped at --max-batches 2 with expired records left; the next run continues");
+        assertThat(rows()).isEqualTo(1);
+
+        Run rest = runOnDb("purge", "--batch-size", "1", "--max-batches", "2");
+        assertThat(rest.exitCode()).as(rest.err()).isZero();
+        assertThat(rest.out()).contains("deleted 1 expired records").contains("in 2 batches")
+                .doesNotContain("stopped at");
+        assertThat(rows()).isZero();
+    }
+
+    @ParameterizedTest
+    @EnumSource(JdbcDialect.class)
     void purgeMaxDutyCyclePacesTheBatchesAndDeletesOnlyExpiredRecords(JdbcDialect d) throws SQLException {
         open(d, true);
         inProgress("s");

@@ -83,6 +83,8 @@ public final class JdbcPurger {
      * {@code maxBatches} were run, pausing between batches as {@link #maxDutyCycle()} says. Returns at once,
      * with {@code ran == false}, if another instance is purging. An interrupt stops the run after the batch
      * in flight (at once in a pause); the result counts what it deleted, and the thread stays interrupted.
+     * A run that stops at {@code maxBatches} with more to delete logs a warning, and its result is not
+     * {@link PurgeResult#finished()}.
      */
     public PurgeResult purge() {
         MaintenanceSql sql = store.sql().maintenance();
@@ -96,6 +98,7 @@ public final class JdbcPurger {
             }
             long deleted = 0;
             int batches = 0;
+            int last;
             boolean more;
             PartitionMaintainer.Report partitions = null;
             try {
@@ -107,22 +110,31 @@ public final class JdbcPurger {
                 long batchStart;
                 do {
                     batchStart = pacing.now();
-                    int n = batch.delete(c, batchSize);
-                    deleted += n;
+                    last = batch.delete(c, batchSize);
+                    deleted += last;
                     batches++;
-                    more = n == batchSize && batches < maxBatches;
+                    more = last == batchSize && batches < maxBatches;
                 } while (more && pacing.pauseAfter(batchStart));
             } finally {
                 c.setAutoCommit(true);
                 sql.unlock(c, lock);
             }
+            boolean finished = last < batchSize;
             PurgeResult result = new PurgeResult(true, deleted, batches, Duration.ofNanos(System.nanoTime() - start),
-                    partitions);
+                    partitions, finished);
             // Still more to delete: the loop ended because the thread was interrupted.
             boolean interrupted = more;
-            LOG.log(Level.INFO, () -> "[" + store.name() + "] purge deleted " + result.deleted() + " expired records in "
-                    + result.batches() + " batches, " + result.took().toMillis() + " ms"
-                    + (interrupted ? "; interrupted, the next run continues" : ""));
+            String did = "[" + store.name() + "] purge deleted " + result.deleted() + " expired records in "
+                    + result.batches() + " batches, " + result.took().toMillis() + " ms";
+            if (finished || interrupted) {
+                LOG.log(Level.INFO, () -> did + (interrupted ? "; interrupted, the next run continues" : ""));
+            } else {
+                // Once is a backlog; every time is a purge slower than expiry, and no later run catches up.
+                LOG.log(Level.WARNING, () -> did + "; stopped at maxBatches (" + maxBatches + ") with expired records"
+                        + " left, the next run continues. If every run stops here, records expire faster than the"
+                        + " purge deletes them: raise batchSize or maxDutyCycle, purge more often, or partition by"
+                        + " expiry day");
+            }
             if (interrupted) {
                 Thread.currentThread().interrupt(); // the pacing cleared it, so that the unlock ran without it
             }

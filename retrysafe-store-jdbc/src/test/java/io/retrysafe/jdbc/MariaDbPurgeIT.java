@@ -105,6 +105,7 @@ class MariaDbPurgeIT {
         PurgeResult result = store.purger().batchSize(10).build().purge();
 
         assertThat(result.ran()).isTrue();
+        assertThat(result.finished()).isTrue();
         assertThat(result.deleted()).isEqualTo(25);
         assertThat(result.batches()).as("10 + 10 + 5, the short batch ends the run").isEqualTo(3);
         assertThat(rows()).isEqualTo(1);
@@ -157,8 +158,13 @@ class MariaDbPurgeIT {
         expire(30);
         JdbcPurger purger = store.purger().batchSize(10).maxBatches(2).build();
 
-        assertThat(purger.purge().deleted()).isEqualTo(20);
-        assertThat(purger.purge().deleted()).isEqualTo(10);
+        PurgeResult bounded = purger.purge();
+        assertThat(bounded.deleted()).isEqualTo(20);
+        assertThat(bounded.finished()).as("stopped at maxBatches after a full batch: more may be left").isFalse();
+        assertThat(rows()).isEqualTo(10);
+        PurgeResult rest = purger.purge();
+        assertThat(rest.deleted()).isEqualTo(10);
+        assertThat(rest.finished()).as("its second batch came up short").isTrue();
         assertThat(rows()).isZero();
     }
 
@@ -200,6 +206,7 @@ class MariaDbPurgeIT {
             assertThat(store.sql().maintenance().tryLock(other, "retrysafe-purge:" + TABLE)).isTrue();
             PurgeResult skipped = purger.purge();
             assertThat(skipped.ran()).isFalse();
+            assertThat(skipped.finished()).isFalse();
             assertThat(skipped.deleted()).isZero();
             assertThat(rows()).isEqualTo(1);
             store.sql().maintenance().unlock(other, "retrysafe-purge:" + TABLE);

@@ -87,6 +87,7 @@ class PostgresPurgeIT {
         PurgeResult result = store.purger().batchSize(10).build().purge();
 
         assertThat(result.ran()).isTrue();
+        assertThat(result.finished()).isTrue();
         assertThat(result.deleted()).isEqualTo(25);
         assertThat(result.batches()).as("10 + 10 + 5, the short batch ends the run").isEqualTo(3);
         assertThat(rows()).isEqualTo(1);
@@ -101,8 +102,13 @@ class PostgresPurgeIT {
         expire(30);
         JdbcPurger purger = store.purger().batchSize(10).maxBatches(2).build();
 
-        assertThat(purger.purge().deleted()).isEqualTo(20);
-        assertThat(purger.purge().deleted()).isEqualTo(10);
+        PurgeResult bounded = purger.purge();
+        assertThat(bounded.deleted()).isEqualTo(20);
+        assertThat(bounded.finished()).as("stopped at maxBatches after a full batch: more may be left").isFalse();
+        assertThat(rows()).isEqualTo(10);
+        PurgeResult rest = purger.purge();
+        assertThat(rest.deleted()).isEqualTo(10);
+        assertThat(rest.finished()).as("its second batch came up short").isTrue();
         assertThat(rows()).isZero();
     }
 
@@ -120,6 +126,7 @@ class PostgresPurgeIT {
         }
 
         assertThat(stopped.ran()).isTrue();
+        assertThat(stopped.finished()).as("interrupted with more to delete").isFalse();
         assertThat(stopped.batches()).as("the batch in flight, then no other").isEqualTo(1);
         assertThat(stopped.deleted()).isEqualTo(10);
         assertThat(purger.purge().deleted()).as("the lock was released: the next run continues").isEqualTo(15);
@@ -185,6 +192,7 @@ class PostgresPurgeIT {
             assertThat(store.sql().maintenance().tryLock(other, "retrysafe-purge:rs_pg_purge_it")).isTrue();
             PurgeResult skipped = purger.purge();
             assertThat(skipped.ran()).isFalse();
+            assertThat(skipped.finished()).isFalse();
             assertThat(skipped.deleted()).isZero();
             assertThat(rows()).isEqualTo(1);
             store.sql().maintenance().unlock(other, "retrysafe-purge:rs_pg_purge_it");
