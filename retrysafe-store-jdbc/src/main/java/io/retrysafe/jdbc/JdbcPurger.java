@@ -102,7 +102,7 @@ public final class JdbcPurger {
             boolean more;
             PartitionMaintainer.Report partitions = null;
             try {
-                SqlBatch batch = sql::purgeBatch;
+                MaintenanceSql.Batches batch = sql.batches();
                 if (maintainer != null) {
                     partitions = maintainer.maintainLocked(c, start);
                     batch = store.sql().partitions()::purgeDefaultBatch;
@@ -110,7 +110,7 @@ public final class JdbcPurger {
                 long batchStart;
                 do {
                     batchStart = pacing.now();
-                    last = batch.delete(c, batchSize);
+                    last = batch.next(c, batchSize);
                     deleted += last;
                     batches++;
                     more = last == batchSize && batches < maxBatches;
@@ -142,10 +142,6 @@ public final class JdbcPurger {
         } catch (SQLException e) {
             throw store.failure("purge", e);
         }
-    }
-
-    private interface SqlBatch {
-        int delete(Connection c, int limit) throws SQLException;
     }
 
     /** Builds a {@link JdbcPurger}; each value may be set once. */

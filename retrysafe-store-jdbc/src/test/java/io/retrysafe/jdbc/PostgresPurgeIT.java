@@ -155,6 +155,41 @@ class PostgresPurgeIT {
     }
 
     @Test
+    void eachBatchStartsWhereTheLastEndedSoARowSkippedAsLockedIsLeftToTheNextRun() throws SQLException {
+        completed("oldest", Duration.ofHours(1));
+        for (int i = 0; i < 4; i++) {
+            completed("old-" + i, Duration.ofHours(1));
+        }
+        expire(4);
+        try (Connection locker = ds.getConnection(); Statement st = locker.createStatement()) {
+            st.executeUpdate("UPDATE rs_pg_purge_it SET expires_at = statement_timestamp() - interval '2 hours'"
+                    + " WHERE idem_key = 'oldest'");
+            locker.setAutoCommit(false);
+            st.executeQuery("SELECT 1 FROM rs_pg_purge_it WHERE idem_key = 'oldest' FOR UPDATE").close();
+            long[] now = {0};
+            // The oldest row is locked through the first batch, which skips it, and free from the first pause on.
+            JdbcPurger purger = store.purger().batchSize(2).maxDutyCycle(0.5).pacing(() -> now[0] += 1_000_000,
+                    pause -> commit(locker)).build();
+
+            PurgeResult run = purger.purge();
+
+            assertThat(run.deleted()).as("the four newer rows; the second batch starts past the oldest").isEqualTo(4);
+            assertThat(run.finished()).isTrue();
+            assertThat(rows()).as("the skipped row is still stored").isEqualTo(1);
+        }
+        assertThat(store.purger().build().purge().deleted()).as("the next run starts from the oldest").isEqualTo(1);
+        assertThat(rows()).isZero();
+    }
+
+    private static void commit(Connection c) {
+        try {
+            c.commit();
+        } catch (SQLException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Test
     void closingTheSchedulerDuringAPauseInterruptsItAndTheRunStops() throws Exception {
         expiredRecords(25);
         CountDownLatch pausing = new CountDownLatch(1);

@@ -328,4 +328,19 @@ public final class PostgresSqlText {
                 + " WHERE expires_at <= " + T + " ORDER BY expires_at LIMIT " + p(1, "integer")
                 + " FOR UPDATE SKIP LOCKED)";
     }
+
+    /**
+     * {@link #purge()} for a run's next batch: it starts at parameter 1, the latest {@code expires_at} the
+     * run's last batch deleted (null for its first), takes at most parameter 2 records, and answers how many
+     * it deleted and their latest {@code expires_at}. Until a vacuum, the index keeps an entry for every row
+     * deleted before, and a batch that started at the oldest would read past all of them: a run's cost would
+     * grow with the square of what it deleted. Rows below the start that were skipped as locked are left to
+     * the next run.
+     */
+    public String purgeFrom() {
+        return "WITH d AS (DELETE FROM " + table + " WHERE (scope, idem_key) IN (SELECT scope, idem_key FROM " + table
+                + " WHERE expires_at <= " + T + " AND expires_at >= COALESCE(" + p(1, "timestamptz")
+                + ", '-infinity'::timestamptz) ORDER BY expires_at LIMIT " + p(2, "integer") + " FOR UPDATE SKIP LOCKED)"
+                + " RETURNING expires_at) SELECT count(*), max(expires_at) FROM d";
+    }
 }

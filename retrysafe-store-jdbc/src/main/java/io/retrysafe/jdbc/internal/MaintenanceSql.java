@@ -12,6 +12,18 @@ public abstract class MaintenanceSql {
     /** Deletes at most {@code limit} expired records, oldest first, skipping rows locked by others. */
     public abstract int purgeBatch(Connection c, int limit) throws SQLException;
 
+    /** One run's batches, in order: each {@link #purgeBatch}, unless the database starts each where the last ended. */
+    public Batches batches() {
+        return this::purgeBatch;
+    }
+
+    /** The batches of one purge run; not shared between runs. */
+    @FunctionalInterface
+    public interface Batches {
+        /** Deletes at most {@code limit} expired records, as {@link #purgeBatch} does; returns how many. */
+        int next(Connection c, int limit) throws SQLException;
+    }
+
     /** Takes a cluster-wide lock without waiting; true if this session now holds it. */
     public abstract boolean tryLock(Connection c, String name) throws SQLException;
 

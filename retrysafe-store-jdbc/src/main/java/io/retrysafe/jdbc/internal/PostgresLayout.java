@@ -76,4 +76,12 @@ public sealed interface PostgresLayout permits PostgresStandardLayout, PostgresP
 
     /** {@link MaintenanceSql#purgeBatch}'s statement, with the batch size its one parameter. */
     String purgeSql();
+
+    /**
+     * A run's batches, each from where the last ended ({@code PostgresSqlText.purgeFrom()}); null where a
+     * run's batches are {@link #purgeSql()} over and over.
+     */
+    default String purgeFromSql() {
+        return null;
+    }
 }

@@ -31,6 +31,7 @@ public final class PostgresStandardLayout implements PostgresLayout {
     private final String completeAndCommitSql;
     private final String releaseSql;
     private final String purgeSql;
+    private final String purgeFromSql;
 
     public PostgresStandardLayout(String table) {
         this.table = table;
@@ -47,6 +48,7 @@ public final class PostgresStandardLayout implements PostgresLayout {
         completeAndCommitSql = text.complete(false) + ";COMMIT";
         releaseSql = text.release();
         purgeSql = text.purge();
+        purgeFromSql = text.purgeFrom();
     }
 
     @Override
@@ -134,5 +136,10 @@ public final class PostgresStandardLayout implements PostgresLayout {
     @Override
     public String purgeSql() {
         return purgeSql;
+    }
+
+    @Override
+    public String purgeFromSql() {
+        return purgeFromSql;
     }
 }
