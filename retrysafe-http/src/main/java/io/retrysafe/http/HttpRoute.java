@@ -87,30 +87,8 @@ public final class HttpRoute {
 
     /** Whether this route protects a request of this method on this path (percent-decoded and normalised). */
     public boolean matches(String requestMethod, String path) {
-        // What spelling(requestMethod, path, false) != null says, read in place: every request asks it of each
-        // route until one matches, and the spelling it would build is thrown away.
-        if (!method.equals(requestMethod)) {
-            return false;
-        }
-        int n = path.length();
-        int slash = path.indexOf('/');
-        int at = slash < 0 ? -1 : slash + 1; // where the path's next segment starts; -1 when it has no more
-        for (String segment : segments) {
-            if (segment.equals("**")) {
-                return true;
-            }
-            if (at < 0) {
-                return false;
-            }
-            int next = path.indexOf('/', at);
-            int end = next < 0 ? n : next;
-            boolean literal = !segment.startsWith("{");
-            if (end == at || (literal && !(segment.length() == end - at && path.startsWith(segment, at)))) {
-                return false;
-            }
-            at = next < 0 ? -1 : next + 1;
-        }
-        return at < 0 || at == n; // the path ends here, or with one '/' more
+        // Every request asks this of each route until one matches: read in place, no spelling built.
+        return walk(requestMethod, path, false, null);
     }
 
     /**
@@ -121,33 +99,49 @@ public final class HttpRoute {
      * the upstream the path it matched.
      */
     public String spelling(String requestMethod, String path, boolean ignoreCase) {
-        if (ignoreCase ? !method.equalsIgnoreCase(requestMethod) : !method.equals(requestMethod)) {
-            return null;
-        }
-        String[] parts = path.split("/", -1);
         StringBuilder spelled = new StringBuilder(path.length());
-        int p = 1; // parts[0] is the empty string before the leading '/'
-        for (String segment : segments) {
-            if (segment.equals("**")) {
-                for (; p < parts.length; p++) {
-                    spelled.append('/').append(parts[p]);
-                }
-                return spelled.length() == 0 ? "/" : spelled.toString();
-            }
-            if (p >= parts.length || parts[p].isEmpty()) {
-                return null;
-            }
-            boolean literal = !segment.startsWith("{");
-            if (literal && !(ignoreCase ? segment.equalsIgnoreCase(parts[p]) : segment.equals(parts[p]))) {
-                return null;
-            }
-            spelled.append('/').append(literal ? segment : parts[p]);
-            p++;
-        }
-        if (p != parts.length && !(p == parts.length - 1 && parts[p].isEmpty())) {
+        if (!walk(requestMethod, path, ignoreCase, spelled)) {
             return null;
         }
         return spelled.length() == 0 ? "/" : spelled.toString();
+    }
+
+    /** The one rule both ask: whether the route matches, spelling the path into {@code spelled} when given one. */
+    private boolean walk(String requestMethod, String path, boolean ignoreCase, StringBuilder spelled) {
+        if (ignoreCase ? !method.equalsIgnoreCase(requestMethod) : !method.equals(requestMethod)) {
+            return false;
+        }
+        int n = path.length();
+        int slash = path.indexOf('/');
+        int at = slash < 0 ? -1 : slash + 1; // where the path's next segment starts; -1 when it has no more
+        for (String segment : segments) {
+            if (segment.equals("**")) {
+                if (spelled != null && at >= 0) {
+                    spelled.append(path, at - 1, n); // the rest as given, from the '/' before it
+                }
+                return true;
+            }
+            if (at < 0) {
+                return false;
+            }
+            int next = path.indexOf('/', at);
+            int end = next < 0 ? n : next;
+            boolean literal = !segment.startsWith("{");
+            if (end == at || (literal && !(segment.length() == end - at
+                    && path.regionMatches(ignoreCase, at, segment, 0, end - at)))) {
+                return false;
+            }
+            if (spelled != null) {
+                spelled.append('/');
+                if (literal) {
+                    spelled.append(segment);
+                } else {
+                    spelled.append(path, at, end);
+                }
+            }
+            at = next < 0 ? -1 : next + 1;
+        }
+        return at < 0 || at == n; // the path ends here, or with one '/' more
     }
 
     @Override

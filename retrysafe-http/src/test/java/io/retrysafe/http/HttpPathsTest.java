@@ -91,20 +91,57 @@ class HttpPathsTest {
     }
 
     @Test
-    void aRouteMatchesExactlyThePathsItSpells() {
-        List<HttpRoute> routes = new ArrayList<>();
-        for (String pattern : List.of("/", "/a", "/ab", "/a/{id}", "/a/{id}/b", "/{x}", "/{x}/{y}", "/a/**", "/**",
-                "/a/{id}/**")) {
-            routes.add(HttpRoute.of("POST", pattern).build());
-        }
-        for (String path : words("/ab", 7)) {
-            for (HttpRoute route : routes) {
-                for (String method : new String[] {"POST", "GET", null}) {
-                    assertThat(route.matches(method, path)).as(route + " on " + method + " " + path)
-                            .isEqualTo(route.spelling(method, path, false) != null);
+    void aRouteMatchesAndSpellsExactlyAsASegmentBySegmentReadingSays() {
+        List<String> patterns = List.of("/", "/a", "/ab", "/a/{id}", "/a/{id}/b", "/{x}", "/{x}/{y}", "/a/**", "/**",
+                "/a/{id}/**");
+        // Every path of up to 7 characters over '/', a letter in both cases and another letter.
+        for (String path : words("/aAb", 7)) {
+            for (String pattern : patterns) {
+                HttpRoute route = HttpRoute.of("POST", pattern).build();
+                for (String method : new String[] {"POST", "post", "GET", null}) {
+                    for (boolean ignoreCase : new boolean[] {false, true}) {
+                        String expected = spelledBySplitting(pattern, method, path, ignoreCase);
+                        assertThat(route.spelling(method, path, ignoreCase))
+                                .as(route + " on " + method + " " + path + (ignoreCase ? " in any case" : ""))
+                                .isEqualTo(expected);
+                        if (!ignoreCase) {
+                            assertThat(route.matches(method, path)).as(route + " on " + method + " " + path)
+                                    .isEqualTo(expected != null);
+                        }
+                    }
                 }
             }
         }
+    }
+
+    /** The route's rule read the plain way, split into segments and compared one by one: the walk's oracle. */
+    private static String spelledBySplitting(String pattern, String method, String path, boolean ignoreCase) {
+        if (method == null || !(ignoreCase ? method.equalsIgnoreCase("POST") : method.equals("POST"))) {
+            return null;
+        }
+        String[] segments = pattern.equals("/") ? new String[0] : pattern.substring(1).split("/", -1);
+        String[] parts = path.split("/", -1);
+        StringBuilder spelled = new StringBuilder();
+        int p = 1; // parts[0] is what comes before the first '/'
+        for (String segment : segments) {
+            if (segment.equals("**")) {
+                for (; p < parts.length; p++) {
+                    spelled.append('/').append(parts[p]);
+                }
+                return spelled.length() == 0 ? "/" : spelled.toString();
+            }
+            if (p >= parts.length || parts[p].isEmpty()) {
+                return null;
+            }
+            boolean literal = !segment.startsWith("{");
+            if (literal && !(ignoreCase ? segment.equalsIgnoreCase(parts[p]) : segment.equals(parts[p]))) {
+                return null;
+            }
+            spelled.append('/').append(literal ? segment : parts[p]);
+            p++;
+        }
+        boolean ends = p == parts.length || (p == parts.length - 1 && parts[p].isEmpty());
+        return !ends ? null : spelled.length() == 0 ? "/" : spelled.toString();
     }
 
     /** Every string of at most {@code max} characters from {@code alphabet}, the empty one included. */
