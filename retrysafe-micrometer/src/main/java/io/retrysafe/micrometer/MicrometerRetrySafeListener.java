@@ -28,7 +28,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * MicrometerRetrySafeListener metrics = MicrometerRetrySafeListener.builder(meterRegistry, "payments").build();
  * RetrySafe retrySafe = RetrySafe.builder(store).name("payments").listener(metrics).build();
  * // the purge job reports what it deleted:
- * metrics.recordPurge(purger.purge().deleted());
+ * PurgeResult run = purger.purge();
+ * metrics.recordPurge(run.deleted(), run.finished());
  * }</pre>
  *
  * <p>Every meter carries the common tags {@code name} (the engine's name), {@code source}
@@ -61,7 +62,11 @@ import java.util.concurrent.atomic.AtomicLong;
  *     <td>duration of every store call, failed ones included; a percentile histogram only if
  *     {@link Builder#publishPercentileHistogram(boolean)} is set</td></tr>
  * <tr><td>{@value #PURGE_DELETED}</td><td>counter</td><td></td>
- *     <td>expired records deleted, as reported through {@link #recordPurge(long)}</td></tr>
+ *     <td>expired records deleted, as reported through {@link #recordPurge(long, boolean)}</td></tr>
+ * <tr><td>{@value #PURGE_RUNS}</td><td>counter</td><td>{@code finished}: {@code true}, or {@code false} when the
+ *     run stopped with expired records left (at its batch limit, or interrupted)</td>
+ *     <td>purge runs that ran, as reported through {@link #recordPurge(long, boolean)}: alert when every run is
+ *     unfinished, which means records expire faster than the purge deletes them</td></tr>
  * <tr><td>{@value #PARTITIONS_CREATED}, {@value #PARTITIONS_DROPPED}, {@value #PARTITIONS_FAILED}</td>
  *     <td>counter</td><td></td>
  *     <td>day partitions created, dropped, and not created or dropped (the next run tries again), as
@@ -107,6 +112,7 @@ public final class MicrometerRetrySafeListener implements RetrySafeListener {
     public static final String STORE_ERRORS = "retrysafe.store.errors";
     public static final String STORE_LATENCY = "retrysafe.store.latency";
     public static final String PURGE_DELETED = "retrysafe.purge.deleted";
+    public static final String PURGE_RUNS = "retrysafe.purge.runs";
     public static final String PARTITIONS_CREATED = "retrysafe.partitions.created";
     public static final String PARTITIONS_DROPPED = "retrysafe.partitions.dropped";
     public static final String PARTITIONS_FAILED = "retrysafe.partitions.failed";
@@ -118,7 +124,7 @@ public final class MicrometerRetrySafeListener implements RetrySafeListener {
 
     /** Tag keys this listener sets itself; the builder's extra tags may not use them. */
     public static final Set<String> RESERVED_TAG_KEYS = Set.of("name", "source", "outcome", "completion", "store",
-            "operation");
+            "operation", "ran", "finished");
 
     private static final String UNKNOWN_STORE = "unknown";
 
@@ -139,6 +145,8 @@ public final class MicrometerRetrySafeListener implements RetrySafeListener {
     private final Counter takeovers;
     private final Counter leaseLost;
     private final Counter purgeDeleted;
+    private final Counter purgeFinished;
+    private final Counter purgeUnfinished;
     private volatile PartitionMeters partitionMeters;
     private volatile CompleterMeters completerMeters;
     /** Store name → operation → meters; bounded by the stores and operations the engine has. */
@@ -178,6 +186,8 @@ public final class MicrometerRetrySafeListener implements RetrySafeListener {
         this.purgeDeleted = Counter.builder(PURGE_DELETED)
                 .description("Expired idempotency records deleted by the purge job")
                 .tags(commonTags).register(registry);
+        this.purgeFinished = purgeRuns("true");
+        this.purgeUnfinished = purgeRuns("false");
     }
 
     /** A listener with the defaults: source {@value #DEFAULT_SOURCE}, no extra tags, no histogram. */
@@ -247,16 +257,23 @@ public final class MicrometerRetrySafeListener implements RetrySafeListener {
     }
 
     /**
-     * Counts records deleted by one purge run, for the purge job to call with what it deleted
-     * (a run that deleted nothing may report 0).
+     * Counts one purge run and the records it deleted, for the purge job to call with its result (a run that
+     * deleted nothing reports 0); a run skipped because another instance held the lock is not reported.
      *
+     * @param finished false when the run stopped with expired records left, at its batch limit or interrupted
      * @throws IllegalArgumentException if {@code deleted} is negative
      */
-    public void recordPurge(long deleted) {
+    public void recordPurge(long deleted, boolean finished) {
         if (deleted < 0) {
             throw new IllegalArgumentException("deleted must not be negative, but was " + deleted);
         }
         purgeDeleted.increment(deleted);
+        (finished ? purgeFinished : purgeUnfinished).increment();
+    }
+
+    private Counter purgeRuns(String finished) {
+        return Counter.builder(PURGE_RUNS).description("Purge runs, by whether they left expired records behind")
+                .tags(commonTags).tag("finished", finished).register(registry);
     }
 
     /**

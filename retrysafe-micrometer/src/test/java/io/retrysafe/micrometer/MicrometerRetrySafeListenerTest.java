@@ -425,11 +425,30 @@ class MicrometerRetrySafeListenerTest {
             clock.advance(Duration.ofMinutes(2));
 
             int deleted = memory.purgeExpired(100);
-            metrics.recordPurge(deleted);
-            metrics.recordPurge(0);
+            metrics.recordPurge(deleted, true);
+            metrics.recordPurge(0, true);
 
             assertThat(deleted).isEqualTo(2);
             assertThat(counter(MicrometerRetrySafeListener.PURGE_DELETED)).isEqualTo(2);
+            assertThat(purgeRuns("true")).isEqualTo(2);
+            assertThat(purgeRuns("false")).isZero();
+        }
+
+        @Test
+        void aRunThatLeftExpiredRecordsBehindIsCountedApartSoThatAnAlertCanSeeThePurgeFallBehind() {
+            metrics.recordPurge(1_000, false);
+            metrics.recordPurge(1_000, false);
+            metrics.recordPurge(40, true);
+
+            assertThat(counter(MicrometerRetrySafeListener.PURGE_DELETED)).isEqualTo(2_040);
+            assertThat(purgeRuns("false")).isEqualTo(2);
+            assertThat(purgeRuns("true")).isEqualTo(1);
+            assertThat(registry.get(MicrometerRetrySafeListener.PURGE_RUNS).tags(metrics.commonTags()).counters())
+                    .as("every run under the engine's tags, one series each way").hasSize(2);
+        }
+
+        private double purgeRuns(String finished) {
+            return registry.get(MicrometerRetrySafeListener.PURGE_RUNS).tag("finished", finished).counter().count();
         }
 
         @Test
@@ -468,10 +487,11 @@ class MicrometerRetrySafeListenerTest {
 
         @Test
         void aNegativeCountIsRefused() {
-            assertThatThrownBy(() -> metrics.recordPurge(-1))
+            assertThatThrownBy(() -> metrics.recordPurge(-1, true))
                     .isInstanceOf(IllegalArgumentException.class)
                     .hasMessage("deleted must not be negative, but was -1");
             assertThat(counter(MicrometerRetrySafeListener.PURGE_DELETED)).isZero();
+            assertThat(purgeRuns("true") + purgeRuns("false")).as("nor counted as a run").isZero();
         }
     }
 
@@ -537,8 +557,8 @@ class MicrometerRetrySafeListenerTest {
 
             assertThatThrownBy(() -> builder.tags(Tags.of("outcome", "x")))
                     .isInstanceOf(IllegalArgumentException.class)
-                    .hasMessage("tags must not use the keys [completion, name, operation, outcome, source, store], "
-                            + "which the listener sets itself, but had tag(outcome=x)");
+                    .hasMessage("tags must not use the keys [completion, finished, name, operation, outcome, ran,"
+                            + " source, store], which the listener sets itself, but had tag(outcome=x)");
         }
 
         @Test

@@ -4,10 +4,10 @@ import io.retrysafe.jdbc.JdbcIdempotencyStore;
 import io.retrysafe.jdbc.JdbcLayout;
 import io.retrysafe.jdbc.JdbcPurger;
 import io.retrysafe.jdbc.PartitionMaintainer;
+import io.retrysafe.jdbc.PurgeResult;
 import io.retrysafe.micrometer.MicrometerRetrySafeListener;
 import java.time.ZoneId;
 import java.util.function.Consumer;
-import java.util.function.LongConsumer;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
@@ -28,13 +28,13 @@ import org.springframework.context.annotation.Configuration;
 public class RetrySafePurgeAutoConfiguration {
 
     static RetrySafePurgeScheduler scheduler(RetrySafeProperties properties, JdbcIdempotencyStore store,
-            LongConsumer deleted, Consumer<PartitionMaintainer.Report> maintained) {
+            Consumer<PurgeResult> ran, Consumer<PartitionMaintainer.Report> maintained) {
         RetrySafeProperties.Purge p = properties.purge();
         JdbcPurger.Builder purger = store.purger().batchSize(p.batchSize()).maxDutyCycle(p.maxDutyCycle());
         if (store.layout() == JdbcLayout.PARTITIONED_BY_EXPIRY_DAY) {
             purger.maintainer(store.partitions().daysAhead(properties.store().partitionDaysAhead()).build());
         }
-        return new RetrySafePurgeScheduler(purger.build(), p.cron(), ZoneId.of(p.zone()), deleted, maintained);
+        return new RetrySafePurgeScheduler(purger.build(), p.cron(), ZoneId.of(p.zone()), ran, maintained);
     }
 
     @Configuration(proxyBeanMethods = false)
@@ -45,7 +45,8 @@ public class RetrySafePurgeAutoConfiguration {
         @ConditionalOnMissingBean
         RetrySafePurgeScheduler retrySafePurgeScheduler(RetrySafeProperties properties, JdbcIdempotencyStore store,
                 ObjectProvider<MicrometerRetrySafeListener> metrics) {
-            return scheduler(properties, store, deleted -> metrics.ifAvailable(m -> m.recordPurge(deleted)),
+            return scheduler(properties, store,
+                    run -> metrics.ifAvailable(m -> m.recordPurge(run.deleted(), run.finished())),
                     report -> metrics.ifAvailable(m -> m.recordPartitionMaintenance(report.created().size(),
                             report.dropped().size(), report.failed().size(), report.defaultPartitionRows())));
         }
@@ -54,6 +55,6 @@ public class RetrySafePurgeAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean
     RetrySafePurgeScheduler retrySafePurgeScheduler(RetrySafeProperties properties, JdbcIdempotencyStore store) {
-        return scheduler(properties, store, deleted -> { }, report -> { });
+        return scheduler(properties, store, run -> { }, report -> { });
     }
 }

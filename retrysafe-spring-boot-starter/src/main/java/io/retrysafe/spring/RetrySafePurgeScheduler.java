@@ -7,7 +7,6 @@ import java.lang.System.Logger.Level;
 import java.time.ZoneId;
 import java.util.concurrent.ScheduledFuture;
 import java.util.function.Consumer;
-import java.util.function.LongConsumer;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler;
 import org.springframework.scheduling.support.CronTrigger;
@@ -24,16 +23,16 @@ public final class RetrySafePurgeScheduler implements SmartLifecycle {
 
     private final JdbcPurger purger;
     private final CronTrigger trigger;
-    private final LongConsumer deleted;
+    private final Consumer<PurgeResult> ran;
     private final Consumer<PartitionMaintainer.Report> maintained;
     private ThreadPoolTaskScheduler scheduler;
     private ScheduledFuture<?> future;
 
-    RetrySafePurgeScheduler(JdbcPurger purger, String cron, ZoneId zone, LongConsumer deleted,
+    RetrySafePurgeScheduler(JdbcPurger purger, String cron, ZoneId zone, Consumer<PurgeResult> ran,
             Consumer<PartitionMaintainer.Report> maintained) {
         this.purger = purger;
         this.trigger = new CronTrigger(cron, zone);
-        this.deleted = deleted;
+        this.ran = ran;
         this.maintained = maintained;
     }
 
@@ -44,7 +43,9 @@ public final class RetrySafePurgeScheduler implements SmartLifecycle {
     /** Runs one purge now; what the schedule calls. */
     public PurgeResult purgeNow() {
         PurgeResult result = purger.purge();
-        deleted.accept(result.deleted());
+        if (result.ran()) {
+            ran.accept(result);
+        }
         if (result.partitions() != null && result.partitions().ran()) {
             maintained.accept(result.partitions());
         }

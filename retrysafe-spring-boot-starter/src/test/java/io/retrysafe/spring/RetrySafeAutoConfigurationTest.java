@@ -700,8 +700,13 @@ class RetrySafeAutoConfigurationTest {
                             assertThat(result.deleted()).isEqualTo(5);
                             assertThat(result.batches()).as("batches of 2: 2, 2, 1").isEqualTo(3);
                             assertThat(count(dataSource, table)).isEqualTo(1);
-                            assertThat(context.getBean(MeterRegistry.class).get(MicrometerRetrySafeListener.PURGE_DELETED)
-                                    .counter().count()).isEqualTo(5.0);
+                            MeterRegistry meters = context.getBean(MeterRegistry.class);
+                            assertThat(meters.get(MicrometerRetrySafeListener.PURGE_DELETED).counter().count())
+                                    .isEqualTo(5.0);
+                            assertThat(meters.get(MicrometerRetrySafeListener.PURGE_RUNS).tag("finished", "true")
+                                    .counter().count()).isEqualTo(1.0);
+                            assertThat(meters.get(MicrometerRetrySafeListener.PURGE_RUNS).tag("finished", "false")
+                                    .counter().count()).isZero();
                         });
             } finally {
                 try (Connection c = TestDatabases.postgres().getConnection(); Statement s = c.createStatement()) {
@@ -721,7 +726,7 @@ class RetrySafeAutoConfigurationTest {
                 // So small a share that the pause after the first batch outlasts the test: only the stop ends it.
                 RetrySafePurgeScheduler scheduler = new RetrySafePurgeScheduler(
                         store.purger().batchSize(2).maxDutyCycle(1e-9).build(), "* * * * * *", ZoneOffset.UTC,
-                        deleted -> { }, report -> { });
+                        run -> { }, report -> { });
                 scheduler.start();
                 try {
                     await().atMost(Duration.ofSeconds(30)).until(() -> count(dataSource, table) == 3);

@@ -12,6 +12,7 @@ import java.time.ZonedDateTime;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 /**
  * Runs a {@link JdbcPurger} once a day at a fixed time, 03:00 UTC by default, on one daemon thread.
@@ -28,6 +29,13 @@ import java.util.concurrent.TimeUnit;
  * // on shutdown
  * scheduler.close();
  * }</pre>
+ *
+ * <p>To publish what each run did, as meters for example, pass what to call with its result:
+ *
+ * <pre>{@code
+ * PurgeScheduler.daily(purger, PurgeScheduler.DEFAULT_TIME, PurgeScheduler.DEFAULT_ZONE,
+ *         run -> metrics.recordPurge(run.deleted(), run.finished())).start();
+ * }</pre>
  */
 public final class PurgeScheduler implements AutoCloseable {
     public static final LocalTime DEFAULT_TIME = LocalTime.of(3, 0);
@@ -41,13 +49,16 @@ public final class PurgeScheduler implements AutoCloseable {
     private final JdbcPurger purger;
     private final LocalTime time;
     private final ZoneId zone;
+    private final Consumer<? super PurgeResult> onRun;
     private final Clock clock;
     private final ScheduledExecutorService executor;
 
-    private PurgeScheduler(JdbcPurger purger, LocalTime time, ZoneId zone, Clock clock) {
+    private PurgeScheduler(JdbcPurger purger, LocalTime time, ZoneId zone, Consumer<? super PurgeResult> onRun,
+            Clock clock) {
         this.purger = purger;
         this.time = time;
         this.zone = zone;
+        this.onRun = onRun;
         this.clock = clock;
         this.executor = Executors.newSingleThreadScheduledExecutor(r -> {
             Thread t = new Thread(r, "retrysafe-purge");
@@ -62,13 +73,23 @@ public final class PurgeScheduler implements AutoCloseable {
     }
 
     public static PurgeScheduler daily(JdbcPurger purger, LocalTime time, ZoneId zone) {
-        return daily(purger, time, zone, Clock.systemUTC());
+        return daily(purger, time, zone, run -> { });
+    }
+
+    /**
+     * With {@code onRun} called on the scheduler's thread with the result of each run that ran (not of one skipped
+     * because another instance held the lock); what it throws is logged, and the schedule goes on.
+     */
+    public static PurgeScheduler daily(JdbcPurger purger, LocalTime time, ZoneId zone,
+            Consumer<? super PurgeResult> onRun) {
+        return daily(purger, time, zone, onRun, Clock.systemUTC());
     }
 
     /** For tests: a clock that says when now is. */
-    static PurgeScheduler daily(JdbcPurger purger, LocalTime time, ZoneId zone, Clock clock) {
+    static PurgeScheduler daily(JdbcPurger purger, LocalTime time, ZoneId zone, Consumer<? super PurgeResult> onRun,
+            Clock clock) {
         return new PurgeScheduler(Require.notNull(purger, "purger"), Require.notNull(time, "time"),
-                Require.notNull(zone, "zone"), Require.notNull(clock, "clock"));
+                Require.notNull(zone, "zone"), Require.notNull(onRun, "onRun"), Require.notNull(clock, "clock"));
     }
 
     /** The first run strictly after {@code now}. */
@@ -108,11 +129,22 @@ public final class PurgeScheduler implements AutoCloseable {
 
     private void runAndReschedule() {
         try {
-            purger.purge();
+            PurgeResult result = purger.purge();
+            if (result.ran()) {
+                report(result);
+            }
         } catch (RuntimeException e) {
             LOG.log(Level.WARNING, "purge failed; the next run is tomorrow", e);
         } finally {
             scheduleNext();
+        }
+    }
+
+    private void report(PurgeResult result) {
+        try {
+            onRun.accept(result);
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "the purge ran, but what it was handed to threw", e);
         }
     }
 

@@ -23,7 +23,9 @@ import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeEach;
@@ -204,7 +206,7 @@ class PostgresPurgeIT {
             }
         }).build();
         // A clock a millisecond before the run's time: the first run starts at once.
-        PurgeScheduler scheduler = PurgeScheduler.daily(purger, LocalTime.of(3, 0), ZoneOffset.UTC,
+        PurgeScheduler scheduler = PurgeScheduler.daily(purger, LocalTime.of(3, 0), ZoneOffset.UTC, run -> { },
                 Clock.fixed(Instant.parse("2026-12-04T02:59:59.999Z"), ZoneOffset.UTC)).start();
         try {
             assertThat(pausing.await(30, TimeUnit.SECONDS)).as("the run pauses after its first batch").isTrue();
@@ -216,6 +218,34 @@ class PostgresPurgeIT {
         PurgeResult next = store.purger().build().purge();
         assertThat(next.ran()).as("close() returned after the run let go of its lock").isTrue();
         assertThat(next.deleted()).as("the stopped run deleted its first batch only").isEqualTo(15);
+    }
+
+    @Test
+    void theSchedulerHandsEachRunsResultOnAndGoesOnWhenThatThrows() throws Exception {
+        expiredRecords(25);
+        BlockingQueue<PurgeResult> runs = new LinkedBlockingQueue<>();
+        // A fixed clock a millisecond before the run's time: every run is due at once, one after another.
+        PurgeScheduler scheduler = PurgeScheduler.daily(store.purger().batchSize(10).build(), LocalTime.of(3, 0),
+                ZoneOffset.UTC, run -> {
+                    runs.add(run);
+                    throw new IllegalStateException("a meter registry that fails");
+                }, Clock.fixed(Instant.parse("2026-12-04T02:59:59.999Z"), ZoneOffset.UTC)).start();
+        PurgeResult first;
+        PurgeResult second;
+        try {
+            first = runs.poll(30, TimeUnit.SECONDS);
+            second = runs.poll(30, TimeUnit.SECONDS);
+        } finally {
+            scheduler.close();
+        }
+
+        assertThat(first).as("the first run's result").isNotNull();
+        assertThat(first.deleted()).isEqualTo(25);
+        assertThat(first.batches()).as("batches of 10: 10, 10, 5").isEqualTo(3);
+        assertThat(first.finished()).isTrue();
+        assertThat(second).as("the next run happened, though the first's listener threw").isNotNull();
+        assertThat(second.deleted()).isZero();
+        assertThat(rows()).isZero();
     }
 
     @Test
