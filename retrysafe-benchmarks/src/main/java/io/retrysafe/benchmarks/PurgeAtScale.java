@@ -48,8 +48,12 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <pre>
  * java -cp retrysafe-benchmarks/target/benchmarks.jar io.retrysafe.benchmarks.PurgeAtScale \
  *     [--rows 10000000] [--days 10] [--threads 4] [--baseline 20s] [--after 10s] [--batch-size 1000] \
- *     [--layouts standard,partitioned] [--duty-cycle 1,0.5] [--keep]
+ *     [--layouts standard,partitioned] [--duty-cycle 1,0.5] [--fill-order scattered] [--keep]
  * </pre>
+ * {@code --fill-order scattered} (the default) spreads each day's rows over the whole table, so that a batch of
+ * the purge deletes rows from as many pages as it has rows: the worst case for its writes. {@code expiry} writes
+ * the rows in the order they expire, as a service whose records share one retention leaves them on disk, so that
+ * a batch's rows share pages.
  * A quick comparison runs at a smaller {@code --rows}, e.g. {@code --rows 200000 --layouts standard
  * --duty-cycle 1,0.5 --baseline 10s --after 5s}; the fill takes a chunk of up to a million rows a statement.
  * The database is {@code RETRYSAFE_PG_URL} (or the test services' default, 127.0.0.1:5432/test).
@@ -68,9 +72,9 @@ public final class PurgeAtScale {
     public static void main(String[] args) throws Exception {
         Options o = Options.parse(args);
         System.out.printf(Locale.ROOT, "purge at scale: %,d expired rows (over %d days), %d claiming threads,"
-                + " phases %ds before / during / %ds after, batch size %d, duty cycles %s, on %s%n%n", o.rows, o.days,
-                o.threads, o.baseline.toSeconds(), o.after.toSeconds(), o.batchSize, o.dutyCycles,
-                TestDatabases.postgresJdbcUrl());
+                + " phases %ds before / during / %ds after, batch size %d, duty cycles %s, filled %s, on %s%n%n",
+                o.rows, o.days, o.threads, o.baseline.toSeconds(), o.after.toSeconds(), o.batchSize, o.dutyCycles,
+                o.expiryOrder ? "in expiry order" : "scattered", TestDatabases.postgresJdbcUrl());
         HikariConfig config = new HikariConfig();
         config.setJdbcUrl(TestDatabases.postgresJdbcUrl());
         config.setUsername(TestDatabases.postgresUser());
@@ -107,6 +111,20 @@ public final class PurgeAtScale {
         notes.forEach(System.out::println);
     }
 
+    /** Rows {@code from} to {@code to} of the fill, expired over the past days; both layouts get the same rows. */
+    static String fill(String table, LocalDate today, long from, long to, Options o) {
+        String expiry = o.expiryOrder
+                ? "(" + (o.days * 86_400L) + " * (g - 1)::bigint / " + o.rows + ") * interval '1 second' - interval '"
+                        + o.days + " days'"
+                : "(g % 86399) * interval '1 second' - (1 + g % " + o.days + ") * interval '1 day'";
+        return "INSERT INTO " + table + " (scope, idem_key, fingerprint, status, owner_token, attempt, created_at,"
+                + " lease_expires_at, completed_at, expires_at, response_status, response_headers, response_body)"
+                + " SELECT 'fill', md5(g::text), decode(repeat('ab', 32), 'hex'), 'COMPLETED', gen_random_uuid(), 1,"
+                + " e - interval '1 day', e - interval '1 day', e - interval '1 day', e, 201, '', '\\x7b7d'::bytea"
+                + " FROM generate_series(" + from + ", " + to + ") g, LATERAL (SELECT '" + today
+                + " 00:00:00+00'::timestamptz + " + expiry + " AS e) x";
+    }
+
     static String tableName(JdbcLayout layout) {
         return layout == JdbcLayout.STANDARD ? "rs_purge_bench_standard" : "rs_purge_bench_partitioned";
     }
@@ -138,14 +156,7 @@ public final class PurgeAtScale {
         long fillStart = System.nanoTime();
         for (long from = 1; from <= o.rows; from += FILL_CHUNK) {
             long to = Math.min(o.rows, from + FILL_CHUNK - 1);
-            // Expiry spread over the past days; the standard layout gets the same rows.
-            exec(pool, "INSERT INTO " + name + " (scope, idem_key, fingerprint, status, owner_token, attempt, created_at,"
-                    + " lease_expires_at, completed_at, expires_at, response_status, response_headers, response_body)"
-                    + " SELECT 'fill', md5(g::text), decode(repeat('ab', 32), 'hex'), 'COMPLETED', gen_random_uuid(), 1,"
-                    + " e - interval '1 day', e - interval '1 day', e - interval '1 day', e, 201, '', '\\x7b7d'::bytea"
-                    + " FROM generate_series(" + from + ", " + to + ") g, LATERAL (SELECT '" + today
-                    + " 00:00:00+00'::timestamptz - (1 + g % " + o.days + ") * interval '1 day'"
-                    + " + (g % 86399) * interval '1 second' AS e) x");
+            exec(pool, fill(name, today, from, to, o));
             System.out.printf(Locale.ROOT, "%s: filled %,d rows%n", label, to);
         }
         exec(pool, "VACUUM ANALYZE " + name);
@@ -395,7 +406,7 @@ public final class PurgeAtScale {
     }
 
     record Options(long rows, int days, int threads, Duration baseline, Duration after, int batchSize,
-            List<JdbcLayout> layouts, List<Double> dutyCycles, boolean keep) {
+            List<JdbcLayout> layouts, List<Double> dutyCycles, boolean expiryOrder, boolean keep) {
         static Options parse(String[] args) {
             long rows = 1_000_000;
             int days = 10;
@@ -405,6 +416,7 @@ public final class PurgeAtScale {
             int batchSize = 1_000;
             List<JdbcLayout> layouts = List.of(JdbcLayout.STANDARD, JdbcLayout.PARTITIONED_BY_EXPIRY_DAY);
             List<Double> dutyCycles = List.of(1.0);
+            boolean expiryOrder = false;
             boolean keep = false;
             for (int i = 0; i < args.length; i++) {
                 String a = args[i];
@@ -423,9 +435,15 @@ public final class PurgeAtScale {
                     }).toList();
                     case "--duty-cycle" -> dutyCycles = Arrays.stream(args[++i].split(","))
                             .map(s -> Double.parseDouble(s.strip())).toList();
+                    case "--fill-order" -> expiryOrder = switch (args[++i]) {
+                        case "scattered" -> false;
+                        case "expiry" -> true;
+                        default -> throw new IllegalArgumentException("--fill-order takes scattered or expiry, but was "
+                                + args[i]);
+                    };
                     default -> throw new IllegalArgumentException("unknown option " + a + "; options: --rows N --days N"
                             + " --threads N --baseline 20s --after 10s --batch-size N --layouts standard,partitioned"
-                            + " --duty-cycle 1,0.5 --keep");
+                            + " --duty-cycle 1,0.5 --fill-order scattered|expiry --keep");
                 }
             }
             if (rows < 1 || days < 1 || days > 365 || threads < 1 || batchSize < 1) {
@@ -437,7 +455,8 @@ public final class PurgeAtScale {
                     throw new IllegalArgumentException("--duty-cycle takes shares more than 0 and at most 1, but was " + d);
                 }
             }
-            return new Options(rows, days, threads, baseline, after, batchSize, layouts, dutyCycles, keep);
+            return new Options(rows, days, threads, baseline, after, batchSize, layouts, dutyCycles, expiryOrder,
+                    keep);
         }
 
         private static Duration seconds(String s) {
